@@ -1,0 +1,311 @@
+//! NENRIN canonical JSON (conduct-walk.md §4.1): the byte form the reference walker writes with
+//! Python's `json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False)`.
+//!
+//! This is hand-written on purpose: no crate reproduces Python's float spelling and escaping, and
+//! record identity (the sha256 of these bytes) depends on every byte. RFC 8785 lives elsewhere
+//! (`crate::jcs`); the two forms differ on numbers and key order and must never be mixed.
+//!
+//! Also here: the Python-text renderings (`str()` of booleans, `None`, and of a 2-tuple of
+//! optional strings) that a few `observed_sha256` inputs use (§3.0).
+
+use serde_json::{Number, Value};
+
+/// Canonical bytes of a JSON value (UTF-8, no trailing newline).
+pub fn to_bytes(value: &Value) -> Vec<u8> {
+    let mut out = String::with_capacity(256);
+    write_value(&mut out, value);
+    out.into_bytes()
+}
+
+/// Canonical text of a JSON value.
+pub fn to_string(value: &Value) -> String {
+    let mut out = String::with_capacity(256);
+    write_value(&mut out, value);
+    out
+}
+
+fn write_value(out: &mut String, value: &Value) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
+        Value::Number(n) => write_number(out, n),
+        Value::String(s) => write_string(out, s),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_value(out, item);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            // Sorting UTF-8 strings bytewise is sorting by code point, which is what Python does.
+            // We sort explicitly so the result does not depend on serde_json's map feature set.
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            out.push('{');
+            for (i, (k, v)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(out, k);
+                out.push(':');
+                write_value(out, v);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// Python's JSON string escaping with `ensure_ascii=False`.
+pub fn write_string(out: &mut String, s: &str) {
+    out.push('"');
+    for ch in s.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{08}' => out.push_str("\\b"),
+            '\u{0c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 => {
+                out.push_str(&format!("\\u{:04x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Whether a JSON number's text denotes a Python float (it has a fraction or an exponent).
+pub fn number_is_float(text: &str) -> bool {
+    text.bytes().any(|b| matches!(b, b'.' | b'e' | b'E'))
+}
+
+fn write_number(out: &mut String, n: &Number) {
+    // With serde_json's `arbitrary_precision`, `to_string` is the number exactly as parsed (or as
+    // produced from a Rust integer), so the int/float distinction of the source text survives.
+    let text = n.to_string();
+    if number_is_float(&text) {
+        let value: f64 = text.parse().unwrap_or(f64::NAN);
+        out.push_str(&python_float_repr(value));
+    } else {
+        out.push_str(&python_int_repr(&text));
+    }
+}
+
+/// Python `int.__repr__` of a JSON integer literal: exact at any size; `-0` is `0`.
+pub fn python_int_repr(text: &str) -> String {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    if digits.bytes().all(|b| b == b'0') {
+        return "0".to_string();
+    }
+    let trimmed = digits.trim_start_matches('0');
+    if text.starts_with('-') {
+        format!("-{trimmed}")
+    } else {
+        trimmed.to_string()
+    }
+}
+
+/// Python `float.__repr__` (what `json.dumps` writes): shortest round-trip digits, fixed notation
+/// when the decimal exponent is in -4..16, else `d.ddde+XX` with at least two exponent digits;
+/// a whole number keeps `.0`. Non-finite values are written the way `json.dumps` writes them.
+pub fn python_float_repr(value: f64) -> String {
+    if value.is_nan() {
+        return "NaN".to_string();
+    }
+    if value.is_infinite() {
+        return if value > 0.0 { "Infinity" } else { "-Infinity" }.to_string();
+    }
+    if value == 0.0 {
+        return if value.is_sign_negative() {
+            "-0.0"
+        } else {
+            "0.0"
+        }
+        .to_string();
+    }
+    // Rust's `{:e}` gives the shortest round-trip digits, e.g. `1.5e0`, `1e21`, `-1.2345e-7`.
+    let sci = format!("{value:e}");
+    let (mantissa, exp) = sci.split_once('e').expect("`{:e}` always has an exponent");
+    let exp: i32 = exp.parse().expect("`{:e}` exponent is an integer");
+    let (negative, mantissa) = match mantissa.strip_prefix('-') {
+        Some(m) => (true, m),
+        None => (false, mantissa),
+    };
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    // Python's decpt: position of the decimal point relative to the first digit.
+    let decpt = exp + 1;
+    let mut out = String::new();
+    if negative {
+        out.push('-');
+    }
+    if (-3..=16).contains(&decpt) {
+        if decpt <= 0 {
+            out.push_str("0.");
+            for _ in 0..(-decpt) {
+                out.push('0');
+            }
+            out.push_str(&digits);
+        } else {
+            let decpt = decpt as usize;
+            if digits.len() <= decpt {
+                out.push_str(&digits);
+                for _ in digits.len()..decpt {
+                    out.push('0');
+                }
+                out.push_str(".0");
+            } else {
+                out.push_str(&digits[..decpt]);
+                out.push('.');
+                out.push_str(&digits[decpt..]);
+            }
+        }
+    } else {
+        out.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        let e = decpt - 1;
+        out.push('e');
+        out.push(if e < 0 { '-' } else { '+' });
+        out.push_str(&format!("{:02}", e.abs()));
+    }
+    out
+}
+
+/// Python-text of a boolean (`True` / `False`).
+pub fn python_bool(b: bool) -> &'static str {
+    if b { "True" } else { "False" }
+}
+
+/// Python `repr()` of an optional string: `None`, or the string in Python's quoting.
+pub fn python_repr_opt_str(s: Option<&str>) -> String {
+    match s {
+        None => "None".to_string(),
+        Some(s) => python_repr_str(s),
+    }
+}
+
+/// Python-text of the 2-tuple of optional strings used by extension_echoed (§3.0, §3.6):
+/// `('a', None)`.
+pub fn python_pair_text(a: Option<&str>, b: Option<&str>) -> String {
+    format!("({}, {})", python_repr_opt_str(a), python_repr_opt_str(b))
+}
+
+/// Python `str.__repr__`: single quotes unless the text has a `'` and no `"`; backslash, the
+/// chosen quote, `\t` `\n` `\r` and non-printable characters escaped.
+pub fn python_repr_str(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for ch in s.chars() {
+        match ch {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if !python_is_printable(c) => {
+                let cp = c as u32;
+                if cp < 0x100 {
+                    out.push_str(&format!("\\x{cp:02x}"));
+                } else if cp < 0x10000 {
+                    out.push_str(&format!("\\u{cp:04x}"));
+                } else {
+                    out.push_str(&format!("\\U{cp:08x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+/// Python's `str.isprintable` for one character. Exact for Latin-1, which is every character an
+/// HTTP header value can hold after Python's ISO-8859-1 decoding (the only place this is used);
+/// above Latin-1 it knows the separators and the common format characters.
+fn python_is_printable(c: char) -> bool {
+    let cp = c as u32;
+    match cp {
+        0x00..=0x1f | 0x7f..=0xa0 | 0xad => false,
+        0x20..=0xff => true,
+        0x1680 | 0x2000..=0x200f | 0x2028..=0x202f | 0x205f..=0x2064 | 0x3000 | 0xfeff => false,
+        0xe000..=0xf8ff | 0xf0000..=0x10ffff => false,
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_float_forms() {
+        let cases = [
+            (1e21, "1e+21"),
+            (1e-7, "1e-07"),
+            (100.0, "100.0"),
+            (-0.0, "-0.0"),
+            (0.0, "0.0"),
+            (1.5, "1.5"),
+            (1e16, "1e+16"),
+            (1e15, "1000000000000000.0"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (123456789.125, "123456789.125"),
+            (-2.5e-10, "-2.5e-10"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+            (5e-324, "5e-324"),
+            (0.1, "0.1"),
+            (12345678901234567.0, "1.2345678901234568e+16"),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(python_float_repr(value), expected, "{value:e}");
+        }
+    }
+
+    #[test]
+    fn python_int_forms() {
+        assert_eq!(python_int_repr("-0"), "0");
+        assert_eq!(python_int_repr("0"), "0");
+        assert_eq!(
+            python_int_repr("12345678901234567890"),
+            "12345678901234567890"
+        );
+        assert_eq!(python_int_repr("-17"), "-17");
+    }
+
+    #[test]
+    fn python_repr_quotes_switch() {
+        assert_eq!(python_repr_str("a"), "'a'");
+        assert_eq!(python_repr_str("it's"), "\"it's\"");
+        assert_eq!(python_repr_str("it's \"x\""), "'it\\'s \"x\"'");
+        assert_eq!(python_repr_str("a\\b\tc"), "'a\\\\b\\tc'");
+        assert_eq!(python_repr_str("\u{7f}\u{a0}\u{ad}é"), "'\\x7f\\xa0\\xadé'");
+        assert_eq!(python_pair_text(Some("x"), None), "('x', None)");
+    }
+
+    #[test]
+    fn escapes_like_python_json() {
+        let v: Value = serde_json::from_str(r#"{"s":"a\"b\\c\n\u0001\u007f\u2028/"}"#).unwrap();
+        assert_eq!(
+            to_string(&v),
+            "{\"s\":\"a\\\"b\\\\c\\n\\u0001\u{7f}\u{2028}/\"}"
+        );
+    }
+}

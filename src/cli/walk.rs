@@ -1,0 +1,1 @@
+//! `conduct-walker walk`.

@@ -1,0 +1,128 @@
+//! Parsing JSON the way the walk needs it.
+//!
+//! serde_json is built with `arbitrary_precision`, so every number keeps the text it was written
+//! with: integers of any size stay exact and `100.0` stays a float (the NENRIN form depends on
+//! both). Duplicate member names: [`parse_lenient`] keeps the last (what the reference's Python
+//! reader does); [`parse_strict`] refuses them (I-JSON, RFC 8785 inputs).
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+use std::collections::HashSet;
+use std::fmt;
+
+/// Parse as the reference walker reads a card: UTF-8 JSON, last duplicate wins. A UTF-8 BOM is
+/// a parse failure (Python's reader rejects it too).
+pub fn parse_lenient(bytes: &[u8]) -> Result<Value, serde_json::Error> {
+    serde_json::from_slice(bytes)
+}
+
+/// Why strict parsing refused a document.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum StrictJsonError {
+    #[error("not JSON: {0}")]
+    Syntax(String),
+    #[error("duplicate member name {0:?}")]
+    DuplicateKey(String),
+}
+
+/// Parse refusing duplicate member names at any depth.
+pub fn parse_strict(bytes: &[u8]) -> Result<Value, StrictJsonError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    match NoDuplicates::deserialize(&mut de).and_then(|_| de.end()) {
+        Ok(()) => {}
+        Err(e) => {
+            let msg = e.to_string();
+            if let Some(rest) = msg.strip_prefix(DUP_PREFIX) {
+                let key = rest.split(" at line").next().unwrap_or(rest);
+                return Err(StrictJsonError::DuplicateKey(key.to_string()));
+            }
+            return Err(StrictJsonError::Syntax(msg));
+        }
+    }
+    serde_json::from_slice(bytes).map_err(|e| StrictJsonError::Syntax(e.to_string()))
+}
+
+const DUP_PREFIX: &str = "duplicate member name: ";
+
+/// Walks a document checking each object's member names are distinct; builds nothing.
+struct NoDuplicates;
+
+impl<'de> Deserialize<'de> for NoDuplicates {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NoDuplicatesVisitor)
+    }
+}
+
+struct NoDuplicatesVisitor;
+
+impl<'de> Visitor<'de> for NoDuplicatesVisitor {
+    type Value = NoDuplicates;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<NoDuplicates, E> {
+        Ok(NoDuplicates)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<NoDuplicates, E> {
+        Ok(NoDuplicates)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<NoDuplicates, E> {
+        Ok(NoDuplicates)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<NoDuplicates, E> {
+        Ok(NoDuplicates)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<NoDuplicates, E> {
+        Ok(NoDuplicates)
+    }
+    fn visit_string<E>(self, _: String) -> Result<NoDuplicates, E> {
+        Ok(NoDuplicates)
+    }
+    fn visit_unit<E>(self) -> Result<NoDuplicates, E> {
+        Ok(NoDuplicates)
+    }
+    fn visit_none<E>(self) -> Result<NoDuplicates, E> {
+        Ok(NoDuplicates)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<NoDuplicates, A::Error> {
+        while seq.next_element::<NoDuplicates>()?.is_some() {}
+        Ok(NoDuplicates)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<NoDuplicates, A::Error> {
+        // With arbitrary_precision a number arrives as a one-entry map; it has no duplicates.
+        let mut seen = HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if !seen.insert(key.clone()) {
+                return Err(de::Error::custom(format!("{DUP_PREFIX}{key}")));
+            }
+            map.next_value::<NoDuplicates>()?;
+        }
+        Ok(NoDuplicates)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lenient_keeps_last_duplicate_and_number_text() {
+        let v = parse_lenient(br#"{"a":1,"a":2.0,"b":12345678901234567890}"#).unwrap();
+        assert_eq!(v["a"].to_string(), "2.0");
+        assert_eq!(v["b"].to_string(), "12345678901234567890");
+    }
+
+    #[test]
+    fn strict_refuses_duplicates_at_depth() {
+        assert_eq!(
+            parse_strict(br#"{"x":[{"k":1,"k":2}]}"#),
+            Err(StrictJsonError::DuplicateKey("k".into()))
+        );
+        assert!(parse_strict(br#"{"x":[{"k":1,"j":1e400}]}"#).is_ok());
+    }
+
+    #[test]
+    fn bom_is_not_json() {
+        assert!(parse_lenient(b"\xef\xbb\xbf{}").is_err());
+    }
+}

@@ -1,0 +1,17 @@
+//! conduct-walker: witnesses how A2A agents behave in public.
+//!
+//! A pure core (no I/O: [`canonical`], [`json`], [`walk::declaration`], [`walk::assertions`],
+//! [`walk::record`]) beside the edges that do I/O ([`net`], [`store`], [`sandbox`], the CLI).
+//! `ARCHITECTURE.md` at the repository root draws the map.
+
+pub mod canonical;
+pub mod card_signature;
+pub mod cli;
+pub mod digest;
+pub mod json;
+pub mod net;
+pub mod sandbox;
+pub mod store;
+pub mod terms;
+pub mod walk;
+pub mod wire;

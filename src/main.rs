@@ -1,0 +1,54 @@
+use clap::{Parser, Subcommand};
+use conduct_walker::cli;
+use std::process::ExitCode;
+
+/// Witnesses how A2A agents behave in public: walks, records, signs and files.
+#[derive(Debug, Parser)]
+#[command(name = "conduct-walker", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Auditor commands over the record store (read-only unless importing).
+    #[command(subcommand)]
+    Records(cli::records::RecordsCommand),
+    /// Verify an Agent Card's JWS signatures.
+    #[command(subcommand)]
+    Card(cli::card::CardCommand),
+    /// Verify the standing proposals a card publishes (A2A Terms extension).
+    #[command(subcommand)]
+    Terms(cli::terms::TermsCommand),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                cli::EXIT_ERROR
+            } else {
+                cli::EXIT_OK
+            };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return cli::fail(&anyhow::anyhow!("cannot start the async runtime: {e}")),
+    };
+    let result = runtime.block_on(async move {
+        match cli.command {
+            Command::Records(cmd) => cli::records::run(cmd).await,
+            Command::Card(cmd) => cli::card::run(cmd).await,
+            Command::Terms(cmd) => cli::terms::run(cmd).await,
+        }
+    });
+    result.unwrap_or_else(|e| cli::fail(&e))
+}

@@ -1,0 +1,425 @@
+use super::policy::{NetPolicy, non_public_kind};
+use rustls_pki_types::CertificateDer;
+use rustls_pki_types::pem::PemObject;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Per-request deadline covering resolution, connect, headers and the whole body (§2.1: 20 s).
+pub const REQUEST_DEADLINE: Duration = Duration::from_secs(20);
+/// Largest response body read; more is a transport error that says so.
+pub const BODY_CAP_BYTES: usize = 1024 * 1024;
+/// Transport error texts are cut here, as the reference's curl transport does (§2.2).
+const ERROR_TEXT_MAX_CHARS: usize = 200;
+
+/// One request exactly as it will be sent (the listed headers only; the transport adds
+/// `User-Agent` and `Accept-Encoding: identity`, which are not part of any hashed header set).
+#[derive(Debug, Clone)]
+pub struct HttpRequest {
+    pub method: &'static str,
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<Vec<u8>>,
+}
+
+impl HttpRequest {
+    pub fn get(url: impl Into<String>, headers: &[(&str, &str)]) -> Self {
+        HttpRequest {
+            method: "GET",
+            url: url.into(),
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            body: None,
+        }
+    }
+
+    pub fn post(url: impl Into<String>, headers: &[(&str, &str)], body: Vec<u8>) -> Self {
+        HttpRequest {
+            method: "POST",
+            body: Some(body),
+            ..HttpRequest::get(url, headers)
+        }
+    }
+}
+
+/// What one request observed. A transport failure is status 0 with a single
+/// `x-transport-error` response header and an empty body (§2.2).
+#[derive(Debug, Clone)]
+pub struct Exchange {
+    pub request: HttpRequest,
+    pub status: u16,
+    /// Lower-case names in arrival order; a repeated name keeps its last value.
+    pub response_headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub duration_ms: u64,
+    pub transport_error: Option<String>,
+}
+
+impl Exchange {
+    /// The value of a response header (name compared case-insensitively).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.response_headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// A failed exchange: status 0, `x-transport-error: <text>`, no body.
+    pub fn failure(request: HttpRequest, text: impl Into<String>, duration_ms: u64) -> Self {
+        let text: String = text.into().chars().take(ERROR_TEXT_MAX_CHARS).collect();
+        Exchange {
+            request,
+            status: 0,
+            response_headers: vec![("x-transport-error".to_string(), text.clone())],
+            body: Vec::new(),
+            duration_ms,
+            transport_error: Some(text),
+        }
+    }
+}
+
+/// How to build a [`Transport`].
+#[derive(Debug, Clone)]
+pub struct TransportConfig {
+    pub policy: NetPolicy,
+    /// Extra trust roots, added to the system's.
+    pub extra_roots: Vec<CertificateDer<'static>>,
+    pub deadline: Duration,
+    pub body_cap: usize,
+    pub user_agent: String,
+}
+
+impl TransportConfig {
+    pub fn new(policy: NetPolicy) -> Self {
+        TransportConfig {
+            policy,
+            extra_roots: Vec::new(),
+            deadline: REQUEST_DEADLINE,
+            body_cap: BODY_CAP_BYTES,
+            user_agent: format!(
+                "conduct-walker/{} (+https://gate.horizonshield.dev/ext/conduct/v1)",
+                env!("CARGO_PKG_VERSION")
+            ),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TransportSetupError {
+    #[error("cannot read CA certificate file {path}: {source}")]
+    CaFileUnreadable {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("CA certificate file {path} holds no PEM certificate")]
+    CaFileEmpty { path: String },
+    #[error("CA certificate file {path} is not valid PEM: {why}")]
+    CaFileInvalid { path: String, why: String },
+    #[error("TLS setup failed: {0}")]
+    Tls(String),
+}
+
+/// Read every certificate of a PEM file (it may hold several).
+pub fn load_pem_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TransportSetupError> {
+    let shown = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|source| TransportSetupError::CaFileUnreadable {
+        path: shown.clone(),
+        source,
+    })?;
+    let certs = CertificateDer::pem_slice_iter(&bytes)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| TransportSetupError::CaFileInvalid {
+            path: shown.clone(),
+            why: e.to_string(),
+        })?;
+    if certs.is_empty() {
+        return Err(TransportSetupError::CaFileEmpty { path: shown });
+    }
+    Ok(certs)
+}
+
+/// The shared HTTP edge: TLS roots loaded once, the address policy, caps and deadline.
+#[derive(Clone)]
+pub struct Transport {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    policy: NetPolicy,
+    tls: rustls::ClientConfig,
+    deadline: Duration,
+    body_cap: usize,
+    user_agent: String,
+}
+
+impl Transport {
+    pub fn new(config: TransportConfig) -> Result<Self, TransportSetupError> {
+        let mut roots = rustls::RootCertStore::empty();
+        // System roots are best effort: a machine without them can still walk operator-trusted
+        // hosts through --ca-cert.
+        let native = rustls_native_certs::load_native_certs();
+        for cert in native.certs {
+            let _ = roots.add(cert);
+        }
+        for cert in &config.extra_roots {
+            roots.add(cert.clone()).map_err(|e| {
+                TransportSetupError::Tls(format!("extra CA certificate refused: {e}"))
+            })?;
+        }
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| TransportSetupError::Tls(e.to_string()))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(Transport {
+            inner: Arc::new(Inner {
+                policy: config.policy,
+                tls,
+                deadline: config.deadline,
+                body_cap: config.body_cap,
+                user_agent: config.user_agent,
+            }),
+        })
+    }
+
+    pub fn policy(&self) -> &NetPolicy {
+        &self.inner.policy
+    }
+
+    /// A session reuses connections per host for its lifetime (one walk, say).
+    pub fn session(&self) -> Session {
+        Session {
+            transport: self.clone(),
+            clients: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// One request in a fresh session.
+    pub async fn fetch(&self, request: &HttpRequest) -> Exchange {
+        self.session().fetch(request).await
+    }
+
+    /// Check a URL against the rules without sending anything; returns the addresses a request
+    /// would connect to. Used to refuse operator input up front with a clear message.
+    pub async fn check_destination(&self, raw_url: &str) -> Result<Vec<SocketAddr>, String> {
+        let target = parse_https(raw_url)?;
+        tokio::time::timeout(self.inner.deadline, self.resolve_checked(&target))
+            .await
+            .unwrap_or_else(|_| Err(format!("resolving {} timed out", target.host)))
+    }
+
+    async fn resolve_checked(&self, target: &Target) -> Result<Vec<SocketAddr>, String> {
+        let candidates: Vec<SocketAddr> = match target.literal {
+            Some(ip) => vec![SocketAddr::new(ip, target.port)],
+            None => tokio::net::lookup_host((target.host.as_str(), target.port))
+                .await
+                .map_err(|e| format!("cannot resolve {}: {e}", target.host))?
+                .collect(),
+        };
+        if candidates.is_empty() {
+            return Err(format!("{} resolves to no address", target.host));
+        }
+        let private_ok = self
+            .inner
+            .policy
+            .private_allowed_at(&target.host, target.port);
+        let mut refused = None;
+        let admitted: Vec<SocketAddr> = candidates
+            .into_iter()
+            .filter(|addr| match non_public_kind(addr.ip()) {
+                None => true,
+                Some(_) if private_ok => true,
+                Some(kind) => {
+                    refused.get_or_insert((addr.ip(), kind));
+                    false
+                }
+            })
+            .collect();
+        if admitted.is_empty() {
+            let (ip, kind) = refused.expect("a candidate was refused");
+            let why = if self.inner.policy.allow_private_network {
+                "--allow-private-network admits only the hosts the operator named"
+            } else {
+                "private, loopback and link-local destinations need --allow-private-network"
+            };
+            return Err(format!(
+                "refused: {}:{} is {ip}, a {kind} address ({why})",
+                target.host, target.port
+            ));
+        }
+        Ok(admitted)
+    }
+}
+
+/// Connection reuse for one walk: one client per (host, port), pinned to the checked addresses.
+pub struct Session {
+    transport: Transport,
+    clients: Mutex<HashMap<(String, u16), reqwest::Client>>,
+}
+
+struct Target {
+    url: reqwest::Url,
+    host: String,
+    port: u16,
+    literal: Option<IpAddr>,
+}
+
+fn parse_https(raw: &str) -> Result<Target, String> {
+    let url = reqwest::Url::parse(raw).map_err(|e| format!("not a URL ({e}): {raw}"))?;
+    if url.scheme() != "https" {
+        return Err(format!(
+            "refused: only https:// URLs are fetched, not {}://",
+            url.scheme()
+        ));
+    }
+    let port = url.port_or_known_default().unwrap_or(443);
+    let (host, literal) = match url.host() {
+        Some(url::Host::Domain(d)) => (d.to_ascii_lowercase(), None),
+        Some(url::Host::Ipv4(ip)) => (ip.to_string(), Some(IpAddr::V4(ip))),
+        Some(url::Host::Ipv6(ip)) => (ip.to_string(), Some(IpAddr::V6(ip))),
+        None => return Err(format!("URL has no host: {raw}")),
+    };
+    Ok(Target {
+        url,
+        host,
+        port,
+        literal,
+    })
+}
+
+impl Session {
+    /// Send one request and observe it. Never fails: refusals, timeouts and errors become a
+    /// status-0 exchange whose `x-transport-error` says what happened.
+    pub async fn fetch(&self, request: &HttpRequest) -> Exchange {
+        let started = Instant::now();
+        let deadline = self.transport.inner.deadline;
+        let outcome = tokio::time::timeout(deadline, self.fetch_inner(request)).await;
+        let duration_ms = started.elapsed().as_millis() as u64;
+        match outcome {
+            Ok(Ok((status, headers, body))) => Exchange {
+                request: request.clone(),
+                status,
+                response_headers: headers,
+                body,
+                duration_ms,
+                transport_error: None,
+            },
+            Ok(Err(text)) => Exchange::failure(request.clone(), text, duration_ms),
+            Err(_) => Exchange::failure(
+                request.clone(),
+                format!(
+                    "timed out: no complete answer within {} s (the deadline covers connect, headers and body)",
+                    deadline.as_secs()
+                ),
+                duration_ms,
+            ),
+        }
+    }
+
+    async fn client_for(&self, target: &Target) -> Result<reqwest::Client, String> {
+        let key = (target.host.clone(), target.port);
+        if let Some(client) = self.clients.lock().expect("client cache lock").get(&key) {
+            return Ok(client.clone());
+        }
+        let addrs = self.transport.resolve_checked(target).await?;
+        let inner = &self.transport.inner;
+        let mut builder = reqwest::Client::builder()
+            .use_preconfigured_tls(inner.tls.clone())
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .http1_only()
+            .user_agent(inner.user_agent.clone());
+        match target.literal {
+            // The connection goes to the literal we checked.
+            Some(_) => {}
+            // Pin the name to the checked addresses: no second resolution.
+            None => builder = builder.resolve_to_addrs(&target.host, &addrs),
+        }
+        let client = builder
+            .build()
+            .map_err(|e| format!("cannot build HTTP client: {}", error_chain(&e)))?;
+        self.clients
+            .lock()
+            .expect("client cache lock")
+            .insert(key, client.clone());
+        Ok(client)
+    }
+
+    async fn fetch_inner(
+        &self,
+        request: &HttpRequest,
+    ) -> Result<(u16, Vec<(String, String)>, Vec<u8>), String> {
+        let target = parse_https(&request.url)?;
+        let client = self.client_for(&target).await?;
+        let method = reqwest::Method::from_bytes(request.method.as_bytes())
+            .map_err(|e| format!("bad method {}: {e}", request.method))?;
+        let mut builder = client.request(method, target.url.clone());
+        for (name, value) in &request.headers {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+        // Bodies are hashed as received: ask for no content coding and never decode.
+        builder = builder.header("Accept-Encoding", "identity");
+        if let Some(body) = &request.body {
+            builder = builder.body(body.clone());
+        }
+        let mut response = builder.send().await.map_err(|e| error_chain(&e))?;
+        let status = response.status().as_u16();
+        let headers = collect_headers(response.headers());
+        let cap = self.transport.inner.body_cap;
+        if let Some(len) = response.content_length() {
+            if len as usize > cap {
+                return Err(body_cap_text(cap, Some(len)));
+            }
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| error_chain(&e))? {
+            if body.len() + chunk.len() > cap {
+                return Err(body_cap_text(cap, None));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok((status, headers, body))
+    }
+}
+
+fn body_cap_text(cap: usize, announced: Option<u64>) -> String {
+    match announced {
+        Some(len) => format!("response body too large: {len} bytes announced, cap is {cap} bytes"),
+        None => format!("response body too large: more than the {cap}-byte cap"),
+    }
+}
+
+/// Header map in arrival order with the last value of a repeated name (§2.2). Values are read
+/// as ISO-8859-1, as Python's http.client does, so any byte survives.
+fn collect_headers(map: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::with_capacity(map.len());
+    for (name, value) in map.iter() {
+        let text: String = value.as_bytes().iter().map(|&b| b as char).collect();
+        match out.iter_mut().find(|(k, _)| k == name.as_str()) {
+            Some(slot) => slot.1 = text,
+            None => out.push((name.as_str().to_string(), text)),
+        }
+    }
+    out
+}
+
+/// An error and its causes on one line.
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,1 @@
+//! Loopback HTTPS agents that play named scenarios, for tests and the demo.

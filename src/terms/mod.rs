@@ -1,0 +1,1 @@
+//! A2A Terms extension: standing proposals verified by digest and signature.

@@ -1,0 +1,1 @@
+//! The n0–n3 conduct walk (conduct-walk.md §1–§4).

@@ -1,1 +1,5 @@
-//! Loopback HTTPS agents that play named scenarios, for tests and the demo.
+//! Loopback HTTPS agents that play named scenarios, for tests, benchmarks and the demo.
+
+pub mod https;
+
+pub use https::{Body, Handler, HttpsServer, Req, Resp, SandboxCa, handler};

@@ -7,6 +7,7 @@
 pub mod canonical;
 pub mod card_signature;
 pub mod cli;
+pub mod clock;
 pub mod digest;
 pub mod jcs;
 pub mod json;

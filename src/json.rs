@@ -48,9 +48,13 @@ fn replace_python_constants(bytes: &[u8]) -> Option<Vec<u8>> {
             continue;
         }
         let rest = &bytes[i..];
-        let replacement = [("-Infinity", NEG_INFINITY_TEXT), ("Infinity", INFINITY_TEXT), ("NaN", NAN_MARKER)]
-            .into_iter()
-            .find(|(token, _)| rest.starts_with(token.as_bytes()));
+        let replacement = [
+            ("-Infinity", NEG_INFINITY_TEXT),
+            ("Infinity", INFINITY_TEXT),
+            ("NaN", NAN_MARKER),
+        ]
+        .into_iter()
+        .find(|(token, _)| rest.starts_with(token.as_bytes()));
         if let Some((token, text)) = replacement {
             out.extend_from_slice(text.as_bytes());
             i += token.len();
@@ -171,7 +175,8 @@ mod tests {
 
     #[test]
     fn python_constants_outside_strings_only() {
-        let v = parse_lenient(br#"{"x":NaN,"y":[Infinity,-Infinity],"s":"NaN \" Infinity"}"#).unwrap();
+        let v =
+            parse_lenient(br#"{"x":NaN,"y":[Infinity,-Infinity],"s":"NaN \" Infinity"}"#).unwrap();
         assert_eq!(v["x"].to_string(), NAN_MARKER);
         assert_eq!(v["s"], "NaN \" Infinity");
         assert!(parse_strict(br#"[NaN]"#).is_err());

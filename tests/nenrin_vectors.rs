@@ -12,7 +12,9 @@ use serde_json::Value;
 use std::path::PathBuf;
 
 fn shared(path: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/vectors").join(path)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/vectors")
+        .join(path)
 }
 
 fn vectors() -> Value {
@@ -24,7 +26,9 @@ fn list<'a>(v: &'a Value, key: &str) -> &'a Vec<Value> {
 }
 
 fn s<'a>(v: &'a Value, key: &str) -> &'a str {
-    v[key].as_str().unwrap_or_else(|| panic!("{key} missing in {v}"))
+    v[key]
+        .as_str()
+        .unwrap_or_else(|| panic!("{key} missing in {v}"))
 }
 
 #[test]
@@ -36,8 +40,18 @@ fn canonical_vectors_reproduce_byte_for_byte() {
         let parsed = parse_lenient(s(case, "input_json").as_bytes())
             .unwrap_or_else(|e| panic!("{}: {e}", s(case, "id")));
         let bytes = canonical::to_bytes(&parsed);
-        assert_eq!(hex::encode(&bytes), s(case, "expected_canonical_utf8_hex"), "{}", s(case, "id"));
-        assert_eq!(sha256_hex(&bytes), s(case, "expected_sha256"), "{}", s(case, "id"));
+        assert_eq!(
+            hex::encode(&bytes),
+            s(case, "expected_canonical_utf8_hex"),
+            "{}",
+            s(case, "id")
+        );
+        assert_eq!(
+            sha256_hex(&bytes),
+            s(case, "expected_sha256"),
+            "{}",
+            s(case, "id")
+        );
     }
 }
 
@@ -78,7 +92,12 @@ fn header_hashes_follow_the_recipe() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|p| (p[0].as_str().unwrap().to_string(), p[1].as_str().unwrap().to_string()))
+            .map(|p| {
+                (
+                    p[0].as_str().unwrap().to_string(),
+                    p[1].as_str().unwrap().to_string(),
+                )
+            })
             .collect();
         let got = headers_sha256(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         assert_eq!(got, s(case, "expected_sha256"), "{}", s(case, "id"));
@@ -93,9 +112,18 @@ fn walker_request_headers_hash_like_the_vectors() {
         let req = n3_request(m, w, "https://a.example/mcp");
         headers_sha256(req.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())))
     };
-    assert_eq!(h(Mode::A2a, Wire::V1_0), "bd88e3920f2cfa34ec68d6aafefa60fbeca168fd5a25b023cf112a229ec6e4d3");
-    assert_eq!(h(Mode::A2a, Wire::V0_3), "386af1803de9c6530ad35d2acf6e80a5cacb607c1513de652d93d8e2e50dcdaa");
-    assert_eq!(h(Mode::Mcp, Wire::V1_0), "7b46c49e340f41919f0b4a5c387861af306a10e74818ba12cc9785d4c476edd8");
+    assert_eq!(
+        h(Mode::A2a, Wire::V1_0),
+        "bd88e3920f2cfa34ec68d6aafefa60fbeca168fd5a25b023cf112a229ec6e4d3"
+    );
+    assert_eq!(
+        h(Mode::A2a, Wire::V0_3),
+        "386af1803de9c6530ad35d2acf6e80a5cacb607c1513de652d93d8e2e50dcdaa"
+    );
+    assert_eq!(
+        h(Mode::Mcp, Wire::V1_0),
+        "7b46c49e340f41919f0b4a5c387861af306a10e74818ba12cc9785d4c476edd8"
+    );
 }
 
 #[test]
@@ -117,7 +145,12 @@ fn observed_inputs_hash_as_listed() {
     let cases = list(&v, "observed_inputs");
     assert_eq!(cases.len(), 11);
     for case in cases {
-        assert_eq!(sha256_hex(s(case, "observed_input")), s(case, "sha256"), "{}", s(case, "id"));
+        assert_eq!(
+            sha256_hex(s(case, "observed_input")),
+            s(case, "sha256"),
+            "{}",
+            s(case, "id")
+        );
     }
 }
 
@@ -144,8 +177,14 @@ fn n2_outputs_reproduce() {
 }
 
 const WALKS: [(&str, &str); 2] = [
-    ("walk_97b7e4883e8b.json", "97b7e4883e8bba3d611314e0e6bee77d24cafce0626d08ff00e0ff498fc93e5d"),
-    ("walk_e667f3b369a9.json", "e667f3b369a9f0b3736b95bda37f8090f726dd1b2002a2eb30ed0b04afa1b342"),
+    (
+        "walk_97b7e4883e8b.json",
+        "97b7e4883e8bba3d611314e0e6bee77d24cafce0626d08ff00e0ff498fc93e5d",
+    ),
+    (
+        "walk_e667f3b369a9.json",
+        "e667f3b369a9f0b3736b95bda37f8090f726dd1b2002a2eb30ed0b04afa1b342",
+    ),
 ];
 
 #[test]
@@ -181,9 +220,16 @@ fn reference_walk_internal_hashes_reproduce_from_recipes() {
             headers_sha256(n3.headers.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
             "{file}"
         );
-        assert_eq!(node(3)["request"]["body_sha256"], sha256_hex(n3.body.unwrap()), "{file}");
+        assert_eq!(
+            node(3)["request"]["body_sha256"],
+            sha256_hex(n3.body.unwrap()),
+            "{file}"
+        );
 
-        let declaration = Declaration { extension: Some(serde_json::json!({})), problems: vec![] };
+        let declaration = Declaration {
+            extension: Some(serde_json::json!({})),
+            problems: vec![],
+        };
         let (n2_sha, preview) = n2_output(&declaration, Some(target));
         assert_eq!(node(2)["output_sha256"], n2_sha);
         assert_eq!(node(2)["output_preview"], preview);
@@ -196,10 +242,21 @@ fn reference_walk_internal_hashes_reproduce_from_recipes() {
                 .unwrap()["observed_sha256"]
                 .clone()
         };
-        let body = |n: u64| node(n)["response"]["body_sha256"].as_str().unwrap().to_string();
-        assert_eq!(observed("card_bytes_stable"), sha256_hex(format!("{}{}", body(0), body(1))));
+        let body = |n: u64| {
+            node(n)["response"]["body_sha256"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(
+            observed("card_bytes_stable"),
+            sha256_hex(format!("{}{}", body(0), body(1)))
+        );
         assert_eq!(observed("compensation_well_formed"), sha256_hex("[]"));
-        assert_eq!(observed("measured_endpoint_answered"), sha256_hex(format!("{}:True", body(3))));
+        assert_eq!(
+            observed("measured_endpoint_answered"),
+            sha256_hex(format!("{}:True", body(3)))
+        );
         let echo = python_pair_text(
             node(3)["response"]["a2a_extensions"].as_str(),
             node(3)["response"]["x_a2a_extensions"].as_str(),

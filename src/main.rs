@@ -13,7 +13,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Walk one agent (n0–n3) and write its canonical record.
-    Walk(cli::walk::WalkArgs),
+    Walk(Box<cli::walk::WalkArgs>),
     /// Start loopback sandbox agents and walk an honest one and a few misbehaving ones.
     Demo(cli::walk::DemoArgs),
     /// Auditor commands over the record store (read-only unless importing).
@@ -49,7 +49,7 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async move {
         match cli.command {
-            Command::Walk(args) => cli::walk::run(args).await,
+            Command::Walk(args) => cli::walk::run(*args).await,
             Command::Demo(args) => cli::walk::demo(args).await,
             Command::Records(cmd) => cli::records::run(cmd).await,
             Command::Card(cmd) => cli::card::run(cmd).await,

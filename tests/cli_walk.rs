@@ -8,7 +8,10 @@ fn bin() -> Command {
 }
 
 fn text(o: &Output) -> (String, String) {
-    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
 }
 
 async fn run(cmd: Command) -> Output {
@@ -17,7 +20,15 @@ async fn run(cmd: Command) -> Output {
 }
 
 fn walk_args(cmd: &mut Command, origin: &str) {
-    cmd.args(["walk", "--origin", origin, "--witness-name", "cli test", "--vantage", "loopback"]);
+    cmd.args([
+        "walk",
+        "--origin",
+        origin,
+        "--witness-name",
+        "cli test",
+        "--vantage",
+        "loopback",
+    ]);
 }
 
 #[tokio::test]
@@ -38,14 +49,21 @@ async fn loopback_origin_without_the_flag_is_refused_with_exit_2() {
     let out = run(cmd).await;
     let (_, err) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("loopback") && err.contains("--allow-private-network"), "{err}");
+    assert!(
+        err.contains("loopback") && err.contains("--allow-private-network"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
 async fn unreadable_ca_cert_is_exit_2_naming_the_file() {
     let mut cmd = bin();
     walk_args(&mut cmd, "https://127.0.0.1:9");
-    cmd.args(["--allow-private-network", "--ca-cert", "/nonexistent/ca.pem"]);
+    cmd.args([
+        "--allow-private-network",
+        "--ca-cert",
+        "/nonexistent/ca.pem",
+    ]);
     let out = run(cmd).await;
     let (_, err) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -58,17 +76,25 @@ async fn pass_exits_0_and_writes_the_canonical_record() {
     let dir = tempfile::tempdir().unwrap();
     let ca_path = dir.path().join("ca.pem");
     ca.write_pem(&ca_path).unwrap();
-    let agent = SandboxAgent::start(&ca, Behaviour::default()).await.unwrap();
+    let agent = SandboxAgent::start(&ca, Behaviour::default())
+        .await
+        .unwrap();
     let out_path = dir.path().join("rec.json");
     let mut cmd = bin();
     walk_args(&mut cmd, &agent.origin());
-    cmd.args(["--mode", "a2a", "--allow-private-network", "--ca-cert"]).arg(&ca_path).arg("--out").arg(&out_path);
+    cmd.args(["--mode", "a2a", "--allow-private-network", "--ca-cert"])
+        .arg(&ca_path)
+        .arg("--out")
+        .arg(&out_path);
     let out = run(cmd).await;
     let (stdout, err) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}{err}");
     let bytes = std::fs::read(&out_path).unwrap();
     let sha = conduct_walker::digest::sha256_hex(&bytes);
-    assert!(stdout.starts_with(&format!("PASS 7/7  sha256 {sha}")), "{stdout}");
+    assert!(
+        stdout.starts_with(&format!("PASS 7/7  sha256 {sha}")),
+        "{stdout}"
+    );
     assert!(stdout.contains("  pass  endpoint_bound"));
     assert!(stdout.contains("  n3 POST"));
 }
@@ -79,17 +105,31 @@ async fn fail_exits_1_and_json_names_transport_errors() {
     let dir = tempfile::tempdir().unwrap();
     let ca_path = dir.path().join("ca.pem");
     ca.write_pem(&ca_path).unwrap();
-    let agent = SandboxAgent::start(&ca, scenario("huge-reply").unwrap().behaviour).await.unwrap();
+    let agent = SandboxAgent::start(&ca, scenario("huge-reply").unwrap().behaviour)
+        .await
+        .unwrap();
     let mut cmd = bin();
     walk_args(&mut cmd, &agent.origin());
     cmd.current_dir(dir.path());
-    cmd.args(["--mode", "a2a", "--json", "--allow-private-network", "--ca-cert"]).arg(&ca_path);
+    cmd.args([
+        "--mode",
+        "a2a",
+        "--json",
+        "--allow-private-network",
+        "--ca-cert",
+    ])
+    .arg(&ca_path);
     let out = run(cmd).await;
     let (stdout, err) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}{err}");
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     let sha = v["sha256"].as_str().unwrap();
-    assert!(v["transport_errors"]["3"].as_str().unwrap().contains("too large"));
+    assert!(
+        v["transport_errors"]["3"]
+            .as_str()
+            .unwrap()
+            .contains("too large")
+    );
     assert_eq!(v["record"]["verdict"]["outcome"], "FAIL");
     // Default file name: walk_<sha12>.json in the working directory, holding the canonical bytes.
     let written = std::fs::read(dir.path().join(format!("walk_{}.json", &sha[..12]))).unwrap();
@@ -113,6 +153,19 @@ async fn demo_runs_without_network_and_gets_every_expected_verdict() {
 fn usage_errors_exit_2() {
     let out = bin().args(["walk", "--origin"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let out = bin().args(["walk", "--origin", "https://a.example", "--witness-name", "x", "--vantage", "y", "--mode", "grpc"]).output().unwrap();
+    let out = bin()
+        .args([
+            "walk",
+            "--origin",
+            "https://a.example",
+            "--witness-name",
+            "x",
+            "--vantage",
+            "y",
+            "--mode",
+            "grpc",
+        ])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use conduct_walker::sandbox::agent::{CardBytes, Declare, Metadata};
+use conduct_walker::sandbox::agent::Metadata;
 use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa};
 use conduct_walker::walk::assertions::*;
 use conduct_walker::walk::spec::{EXT, PERMA};
@@ -744,24 +744,24 @@ fn served_by_with_port_443_and_upper_case_host_binds_from_recorded_observations(
             vec![("a2a-extensions".into(), EXT.into())],
         );
         let decl = declaration::locate_and_validate(Some(&card));
-        let ev = conduct_walker::walk::evaluate(
-            Mode::A2a,
-            Wire::V1_0,
-            &n0,
-            &n1,
-            Some(&n3),
-            Some(&card),
-            decl,
-            Some(target.into()),
-        );
-        let bound_result = ev
-            .assertions
+        let inputs = Inputs {
+            mode: Mode::A2a,
+            wire: Wire::V1_0,
+            n0: &n0,
+            n1: &n1,
+            n3: Some(&n3),
+            card: Some(&card),
+            declaration: &decl,
+            target: Some(target),
+        };
+        let all = evaluate(&inputs);
+        let bound_result = all
             .iter()
             .find(|a| a.name == "endpoint_bound")
             .unwrap()
             .result;
         assert_eq!(bound_result, Some(bound), "{served_by}");
-        assert_eq!(ev.verdict.ok, bound);
+        assert_eq!(verdict(&all).ok, bound);
     }
 }
 

@@ -116,45 +116,6 @@ pub fn reference_card_findings(card: Option<&Value>, base: &str) -> CardFindings
     }
 }
 
-/// The pure part of a walk: evaluate observed traffic and build the record(s).
-pub struct Evaluation {
-    pub declaration: Declaration,
-    pub target: Option<String>,
-    pub assertions: Vec<Assertion>,
-    pub verdict: Verdict,
-}
-
-/// Evaluate the eight assertions from observed nodes (no I/O).
-pub fn evaluate(
-    mode: Mode,
-    wire: Wire,
-    n0: &ObservedFetch,
-    n1: &ObservedFetch,
-    n3: Option<&ObservedFetch>,
-    card: Option<&Value>,
-    declaration: Declaration,
-    target: Option<String>,
-) -> Evaluation {
-    let inputs = Inputs {
-        mode,
-        wire,
-        n0,
-        n1,
-        n3,
-        card,
-        declaration: &declaration,
-        target: target.as_deref(),
-    };
-    let assertions = assertions::evaluate(&inputs);
-    let verdict = assertions::verdict(&assertions);
-    Evaluation {
-        declaration,
-        target,
-        assertions,
-        verdict,
-    }
-}
-
 /// Walk one agent: n0, n1, n3 over the transport, then the pure core. Never fails: transport
 /// trouble is recorded in the nodes (§2.2). `card_findings` decides the card_signature and
 /// terms blocks from the parsed card (use [`reference_card_findings`] for reference bytes).
@@ -187,8 +148,7 @@ where
         None => None,
     };
     let findings = card_findings(card.clone()).await;
-    finish(
-        request,
+    let observed = Observed {
         walked_at,
         n0,
         n1,
@@ -196,35 +156,50 @@ where
         card,
         declaration,
         target,
-        &findings,
-        salt,
-    )
+    };
+    finish(request, observed, &findings, salt)
+}
+
+/// A walk's observations and what the card said, before evaluation.
+#[derive(Debug, Clone)]
+pub struct Observed {
+    pub walked_at: String,
+    pub n0: ObservedFetch,
+    pub n1: ObservedFetch,
+    pub n3: Option<ObservedFetch>,
+    pub card: Option<Value>,
+    pub declaration: Declaration,
+    pub target: Option<String>,
 }
 
 /// Build the outcome from observed nodes (pure; shared by [`run`], tests and benchmarks).
-#[allow(clippy::too_many_arguments)]
 pub fn finish(
     request: &WalkRequest,
-    walked_at: String,
-    n0: ObservedFetch,
-    n1: ObservedFetch,
-    n3: Option<ObservedFetch>,
-    card: Option<Value>,
-    declaration: Declaration,
-    target: Option<String>,
+    observed: Observed,
     findings: &CardFindings,
     salt: [u8; 32],
 ) -> WalkOutcome {
-    let evaluation = evaluate(
-        request.mode,
-        request.wire,
-        &n0,
-        &n1,
-        n3.as_ref(),
-        card.as_ref(),
+    let Observed {
+        walked_at,
+        n0,
+        n1,
+        n3,
+        card,
         declaration,
         target,
-    );
+    } = observed;
+    let inputs = Inputs {
+        mode: request.mode,
+        wire: request.wire,
+        n0: &n0,
+        n1: &n1,
+        n3: n3.as_ref(),
+        card: card.as_ref(),
+        declaration: &declaration,
+        target: target.as_deref(),
+    };
+    let assertions = assertions::evaluate(&inputs);
+    let verdict = assertions::verdict(&assertions);
     let ctx = RecordContext {
         base: request.base(),
         walked_at,
@@ -241,10 +216,10 @@ pub fn finish(
             n0: &n0,
             n1: &n1,
             n3: n3.as_ref(),
-            declaration: &evaluation.declaration,
-            target: evaluation.target.as_deref(),
-            assertions: &evaluation.assertions,
-            verdict: evaluation.verdict,
+            declaration: &declaration,
+            target: target.as_deref(),
+            assertions: &assertions,
+            verdict,
         },
         findings,
         request.privacy,
@@ -259,10 +234,10 @@ pub fn finish(
         canonical,
         sha256,
         kept: built.kept.map(|(v, salt)| (canonical::to_bytes(&v), salt)),
-        verdict: evaluation.verdict,
-        assertions: evaluation.assertions,
+        verdict,
+        assertions,
         nodes,
-        target: evaluation.target,
+        target,
         card,
     }
 }

@@ -17,3 +17,4 @@ pub mod store;
 pub mod terms;
 pub mod walk;
 pub mod wire;
+pub mod witness;

@@ -8,6 +8,7 @@ pub mod canonical;
 pub mod card_signature;
 pub mod cli;
 pub mod clock;
+pub mod daemon;
 pub mod digest;
 pub mod jcs;
 pub mod json;

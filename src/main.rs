@@ -29,6 +29,13 @@ enum Command {
     /// Verify the standing proposals a card publishes (A2A Terms extension).
     #[command(subcommand)]
     Terms(cli::terms::TermsCommand),
+    /// Run the daemon: walk every configured target on its schedule (systemd Type=notify).
+    Run(cli::daemon::RunArgs),
+    /// Daemon config commands.
+    #[command(subcommand)]
+    Config(cli::daemon::ConfigCommand),
+    /// Print the effective daemon config (defaults filled in, paths resolved).
+    PrintConfig(cli::daemon::PrintConfigArgs),
 }
 
 fn main() -> ExitCode {
@@ -60,6 +67,9 @@ fn main() -> ExitCode {
             Command::Records(cmd) => cli::records::run(cmd).await,
             Command::Card(cmd) => cli::card::run(cmd).await,
             Command::Terms(cmd) => cli::terms::run(cmd).await,
+            Command::Run(args) => cli::daemon::run(args).await,
+            Command::Config(cmd) => cli::daemon::config_command(cmd),
+            Command::PrintConfig(args) => cli::daemon::print_config(args),
         }
     });
     result.unwrap_or_else(|e| cli::fail(&e))

@@ -214,7 +214,8 @@ fn list(
     Ok(ExitCode::from(EXIT_OK))
 }
 
-fn row_json(row: &RecordRow) -> serde_json::Value {
+/// One row as `records list --json` (and the daemon's `/records`) show it.
+pub fn row_json(row: &RecordRow) -> serde_json::Value {
     let verdict = row.meta.verdict.as_ref().map(|v| {
         serde_json::json!({"ok": v.ok, "outcome": v.outcome, "n_pass": v.n_pass, "n_total": v.n_total})
     });

@@ -79,6 +79,9 @@ pub struct WalkArgs {
     /// Print one JSON object (sha256, record, transport_errors) instead of the summary.
     #[arg(long)]
     pub json: bool,
+    /// Walk even when the origin's /.well-known/mcp-conduct.json says "listing": "decline".
+    #[arg(long)]
+    pub ignore_consent: bool,
 }
 
 impl WalkArgs {
@@ -124,6 +127,26 @@ async fn check_operator_urls(transport: &Transport, request: &WalkRequest) -> an
     Ok(())
 }
 
+/// The origin's consent file: a decline stops the walk unless `--ignore-consent` (spec §11.6).
+async fn consent_allows(transport: &Transport, base: &str, ignore: bool) -> bool {
+    use crate::daemon::consent;
+    let consent::Consent::Declined { sha256 } = consent::fetch(transport, base).await else {
+        return true;
+    };
+    let url = consent::consent_url(base);
+    if ignore {
+        eprintln!(
+            "conduct-walker: warning: {url} declines listing (sha256 {sha256}); walking anyway because of --ignore-consent"
+        );
+        true
+    } else {
+        eprintln!(
+            "conduct-walker: error: {url} says \"listing\": \"decline\" (sha256 {sha256}): the origin asks not to be walked; not walking it (pass --ignore-consent to walk anyway)"
+        );
+        false
+    }
+}
+
 fn random_salt() -> [u8; 32] {
     rand::random()
 }
@@ -149,6 +172,9 @@ pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
         .collect();
     let transport = args.net.transport(&named)?;
     check_operator_urls(&transport, &request).await?;
+    if !consent_allows(&transport, &request.base(), args.ignore_consent).await {
+        return Ok(ExitCode::from(super::EXIT_ERROR));
+    }
     let outcome = walk_once(&transport, &request).await;
     let out = args
         .out

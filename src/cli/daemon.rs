@@ -1,0 +1,231 @@
+//! `conduct-walker run`, `conduct-walker config check FILE` and `conduct-walker print-config`.
+
+use crate::daemon::config::{self, Config, KeySource};
+use anyhow::Context as _;
+use clap::{Args, Subcommand};
+use std::io::IsTerminal as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The config file (default: $CONFIGURATION_DIRECTORY/walker.toml).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Validate a config file and explain it: targets, next fire times, key, CA, store.
+    /// Exit 0 when it is usable, 2 when not.
+    Check {
+        /// The config file.
+        file: PathBuf,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct PrintConfigArgs {
+    /// The config file (default: $CONFIGURATION_DIRECTORY/walker.toml).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// Logs to stderr: no colours unless stderr is a terminal, and no timestamps under journald
+/// (it stamps every line itself). `CONDUCT_WALKER_LOG` (or `RUST_LOG`) sets the filter.
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("CONDUCT_WALKER_LOG")
+        .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_env_filter(filter)
+        .with_target(false);
+    let result = if std::env::var_os("JOURNAL_STREAM").is_some() {
+        builder.without_time().try_init()
+    } else {
+        builder.try_init()
+    };
+    // A subscriber already set (tests in one process) is fine.
+    let _ = result;
+}
+
+pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    init_tracing();
+    let path = config::default_config_path(args.config.as_deref())?;
+    crate::daemon::run(&path).await?;
+    Ok(ExitCode::from(super::EXIT_OK))
+}
+
+pub fn print_config(args: PrintConfigArgs) -> anyhow::Result<ExitCode> {
+    let path = config::default_config_path(args.config.as_deref())?;
+    let cfg = config::load(&path)?;
+    print!("{}", cfg.effective_toml());
+    Ok(ExitCode::from(super::EXIT_OK))
+}
+
+pub fn config_command(cmd: ConfigCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        ConfigCommand::Check { file } => check(&file),
+    }
+}
+
+fn check(file: &Path) -> anyhow::Result<ExitCode> {
+    let cfg = match config::load(file) {
+        Ok(c) => c,
+        Err(config::ConfigError::Invalid { path, problems }) => {
+            println!("{}: INVALID", path.display());
+            for p in &problems {
+                println!("  error: {p}");
+            }
+            println!(
+                "{} problem(s); the daemon would refuse to start",
+                problems.len()
+            );
+            return Ok(ExitCode::from(super::EXIT_ERROR));
+        }
+        Err(e) => return Err(e).context("config check"),
+    };
+    let (lines, problems) = explain(&cfg);
+    println!("{}: parsed", cfg.path.display());
+    for l in &lines {
+        println!("{l}");
+    }
+    if problems.is_empty() {
+        println!("OK: the daemon can start with this file");
+        Ok(ExitCode::from(super::EXIT_OK))
+    } else {
+        for p in &problems {
+            println!("  error: {p}");
+        }
+        println!(
+            "{} problem(s); the daemon would refuse to start",
+            problems.len()
+        );
+        Ok(ExitCode::from(super::EXIT_ERROR))
+    }
+}
+
+/// What the daemon would do with this config, and what would stop it from starting.
+pub fn explain(cfg: &Config) -> (Vec<String>, Vec<String>) {
+    let mut lines = Vec::new();
+    let mut problems = Vec::new();
+    lines.push(format!(
+        "witness: {:?}, vantage {:?}{}",
+        cfg.witness.name,
+        cfg.witness.vantage,
+        cfg.vantage_limitation
+            .as_ref()
+            .map(|l| format!(", limitation {l:?}"))
+            .unwrap_or_default()
+    ));
+    match &cfg.key {
+        KeySource::None => match crate::witness::keys::resolve_key_path(None) {
+            Some(p) => lines.push(format!(
+                "key: none configured; the credential {} is present and will be used",
+                p.display()
+            )),
+            None => lines.push(
+                "key: none: records are filed unsigned (address lane, 5 per day)".to_string(),
+            ),
+        },
+        source => match crate::daemon::load_key(cfg) {
+            Ok(Some(k)) => lines.push(format!(
+                "key: {} readable, public key {}",
+                match source {
+                    KeySource::File(p) => p.display().to_string(),
+                    KeySource::Credential(n) => format!("credential {n}"),
+                    KeySource::None => String::new(),
+                },
+                crate::witness::keys::public_key_b64(&k)
+            )),
+            Ok(None) => {}
+            Err(e) => problems.push(e.to_string()),
+        },
+    }
+    match &cfg.witness.key_url {
+        Some(u) => lines.push(format!("key_url: {u} (domain lane, 50 per day)")),
+        None => lines.push("key_url: none (address lane)".into()),
+    }
+    lines.push(format!(
+        "intake: {}",
+        cfg.intake
+            .as_deref()
+            .unwrap_or("the one each agent's card names")
+    ));
+    if cfg.file_extra_walks {
+        lines.push("filing: every walk (extra walks the same day are stored, not counted)".into());
+    } else {
+        lines.push(
+            "filing: at most one record per identity × endpoint × UTC day; the rest kept local"
+                .into(),
+        );
+    }
+    match cfg.transport() {
+        Ok(_) => lines.push(format!(
+            "network: {} extra CA file(s), private networks {}, deadline {} s, body cap {} bytes",
+            cfg.extra_ca.len(),
+            if cfg.allow_private_network {
+                "allowed at the named hosts"
+            } else {
+                "refused"
+            },
+            cfg.request_deadline.as_secs(),
+            cfg.body_cap
+        )),
+        Err(e) => problems.push(e.to_string()),
+    }
+    match cfg.database_path() {
+        Ok(p) => lines.push(format!("database: {}", p.display())),
+        Err(_) => problems.push(
+            "no database path: set daemon.database, or run under systemd with StateDirectory= set"
+                .into(),
+        ),
+    }
+    match cfg.listen {
+        Some(a) => lines.push(format!("listener: http://{a}/ (healthz, metrics, records)")),
+        None => lines.push("listener: off".into()),
+    }
+    lines.push(format!(
+        "concurrency: {} walk(s) at once; drain every {} s; shutdown grace {} s",
+        cfg.concurrency,
+        cfg.drain_interval.as_secs(),
+        cfg.shutdown_grace.as_secs()
+    ));
+    if cfg.targets.is_empty() {
+        lines.push("targets: none (the daemon would idle)".into());
+    } else {
+        lines.push(format!("targets: {}", cfg.targets.len()));
+    }
+    let now = chrono::Utc::now();
+    for t in &cfg.targets {
+        let r = &t.request;
+        lines.push(format!(
+            "  {}: {}{} mode {} wire {} privacy {} {}",
+            t.name,
+            r.origin,
+            r.endpoint
+                .as_ref()
+                .map(|e| format!(" endpoint {e}"))
+                .unwrap_or_default(),
+            r.mode.as_str(),
+            r.wire.as_str(),
+            r.privacy.as_str(),
+            if t.submit { "submit" } else { "store only" }
+        ));
+        let next: Vec<String> = t
+            .schedule
+            .upcoming(now, 3)
+            .iter()
+            .map(|t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+            .collect();
+        lines.push(format!(
+            "    schedule {:?} (UTC) + jitter {:.3} s; next: {}",
+            t.schedule.pattern,
+            t.schedule.offset.as_secs_f64(),
+            next.join(", ")
+        ));
+    }
+    (lines, problems)
+}

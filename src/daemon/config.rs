@@ -1,0 +1,858 @@
+//! The daemon's configuration file (TOML).
+//!
+//! Every table refuses keys it does not know (`deny_unknown_fields`): a misspelt key would
+//! otherwise silently fall back to a default, and for a witness that files signed records under
+//! its name that is worse than refusing to start. Every problem is reported with its line and
+//! key. Relative paths in the file are taken relative to the file's directory, so a unit's
+//! `ConfigurationDirectory=` can hold the key, the CA and the config side by side.
+//!
+//! Schedules are cron patterns in UTC (the intake's lanes are UTC days too), with an optional
+//! seconds field: `0 17 3 * * *` is 03:17:00 every day, `17 3 * * *` the same without seconds.
+
+use crate::walk::{Mode, Privacy, WalkRequest, Wire};
+use crate::wire::Witness;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use toml::Spanned;
+
+/// The config file's name inside `$CONFIGURATION_DIRECTORY`.
+pub const CONFIG_FILE_NAME: &str = "walker.toml";
+
+/// Default metrics/health listener: loopback only (the Prometheus exporter port range).
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
+
+/// The file as written (plus serde defaults), kept for `print-config`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    pub witness: WitnessSection,
+    #[serde(default)]
+    pub network: NetworkSection,
+    #[serde(default)]
+    pub daemon: DaemonSection,
+    #[serde(default, rename = "target", skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<TargetSection>,
+}
+
+/// `[witness]`: who signs and files, and how.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WitnessSection {
+    pub name: Spanned<String>,
+    pub vantage: Spanned<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vantage_limitation: Option<String>,
+    /// PKCS#8 PEM Ed25519 key file (mode 0600).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<Spanned<PathBuf>>,
+    /// Name of a systemd credential (`LoadCredential=NAME:...`) holding the key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_credential: Option<Spanned<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_url: Option<Spanned<String>>,
+    #[serde(default)]
+    pub privacy: PrivacyName,
+    /// File every record here instead of the intake the card names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intake: Option<Spanned<String>>,
+    /// File more than one record per identity × endpoint × UTC day (the intake stores but does
+    /// not count the extra ones, and they use up the lane).
+    #[serde(default)]
+    pub file_extra_walks: bool,
+}
+
+/// `[network]`: the transport rules every walk, consent read and submission follows.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkSection {
+    /// Extra trust roots (PEM files), added to the system's.
+    #[serde(default)]
+    pub extra_ca: Vec<PathBuf>,
+    /// Admit private/loopback addresses, only at hosts this file names (targets, intake,
+    /// `allow_hosts`).
+    #[serde(default)]
+    pub allow_private_network: bool,
+    /// More `HOST:PORT` pairs at which private addresses are admitted.
+    #[serde(default)]
+    pub allow_hosts: Vec<Spanned<String>>,
+    /// Per-request deadline covering connect, headers and body.
+    #[serde(default = "default_deadline")]
+    pub request_deadline_secs: u64,
+    /// Largest response body read.
+    #[serde(default = "default_body_cap")]
+    pub body_cap_bytes: usize,
+}
+
+impl Default for NetworkSection {
+    fn default() -> Self {
+        NetworkSection {
+            extra_ca: Vec::new(),
+            allow_private_network: false,
+            allow_hosts: Vec::new(),
+            request_deadline_secs: default_deadline(),
+            body_cap_bytes: default_body_cap(),
+        }
+    }
+}
+
+/// `[daemon]`: how the service runs.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DaemonSection {
+    /// The store; default `$STATE_DIRECTORY/walker.db`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database: Option<PathBuf>,
+    /// Loopback address of `/healthz`, `/metrics` and `/records`; `"off"` disables it.
+    #[serde(default = "default_listen")]
+    pub listen: Spanned<String>,
+    /// Walks running at once, over all targets.
+    #[serde(default = "default_concurrency")]
+    pub concurrency: Spanned<usize>,
+    /// Each target fires up to this many seconds after its cron time (a fixed offset per
+    /// target, derived from `jitter_seed` and the target's name).
+    #[serde(default = "default_jitter")]
+    pub jitter_secs: u64,
+    #[serde(default)]
+    pub jitter_seed: u64,
+    /// How often the outbox is drained (records whose filing is due are sent).
+    #[serde(default = "default_drain")]
+    pub drain_interval_secs: u64,
+    /// On SIGTERM, how long walks in flight may take to finish before they are cut off.
+    #[serde(default = "default_grace")]
+    pub shutdown_grace_secs: u64,
+}
+
+impl Default for DaemonSection {
+    fn default() -> Self {
+        DaemonSection {
+            database: None,
+            listen: default_listen(),
+            concurrency: default_concurrency(),
+            jitter_secs: default_jitter(),
+            jitter_seed: 0,
+            drain_interval_secs: default_drain(),
+            shutdown_grace_secs: default_grace(),
+        }
+    }
+}
+
+/// One `[[target]]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetSection {
+    /// Label in logs, metrics and status; default: the endpoint, else the origin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<Spanned<String>>,
+    pub origin: Spanned<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<Spanned<String>>,
+    #[serde(default)]
+    pub mode: ModeName,
+    #[serde(default)]
+    pub wire: WireName,
+    /// Default: `witness.privacy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub privacy: Option<PrivacyName>,
+    /// File the records with the intake (false: store only).
+    #[serde(default = "yes")]
+    pub submit: bool,
+    pub schedule: Spanned<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModeName {
+    #[default]
+    Mcp,
+    A2a,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub enum WireName {
+    #[default]
+    #[serde(rename = "1.0")]
+    V1_0,
+    #[serde(rename = "0.3")]
+    V0_3,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PrivacyName {
+    #[default]
+    Full,
+    HashOnly,
+    Commitment,
+}
+
+impl From<ModeName> for Mode {
+    fn from(m: ModeName) -> Mode {
+        match m {
+            ModeName::Mcp => Mode::Mcp,
+            ModeName::A2a => Mode::A2a,
+        }
+    }
+}
+
+impl From<WireName> for Wire {
+    fn from(w: WireName) -> Wire {
+        match w {
+            WireName::V1_0 => Wire::V1_0,
+            WireName::V0_3 => Wire::V0_3,
+        }
+    }
+}
+
+impl From<PrivacyName> for Privacy {
+    fn from(p: PrivacyName) -> Privacy {
+        match p {
+            PrivacyName::Full => Privacy::Full,
+            PrivacyName::HashOnly => Privacy::HashOnly,
+            PrivacyName::Commitment => Privacy::Commitment,
+        }
+    }
+}
+
+fn default_deadline() -> u64 {
+    crate::net::REQUEST_DEADLINE.as_secs()
+}
+fn default_body_cap() -> usize {
+    crate::net::BODY_CAP_BYTES
+}
+fn default_listen() -> Spanned<String> {
+    Spanned::new(0..0, DEFAULT_LISTEN.to_string())
+}
+fn default_concurrency() -> Spanned<usize> {
+    Spanned::new(0..0, 4)
+}
+fn default_jitter() -> u64 {
+    60
+}
+fn default_drain() -> u64 {
+    60
+}
+fn default_grace() -> u64 {
+    30
+}
+fn yes() -> bool {
+    true
+}
+
+/// One problem in a config file, located.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// The key the problem is about (as written on that line), when known.
+    pub key: Option<String>,
+    pub message: String,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.line, &self.key) {
+            (Some(l), Some(k)) => write!(f, "line {l}, `{k}`: {}", self.message),
+            (Some(l), None) => write!(f, "line {l}: {}", self.message),
+            (None, Some(k)) => write!(f, "`{k}`: {}", self.message),
+            (None, None) => write!(f, "{}", self.message),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error(
+        "no config file: pass --config FILE (or run under systemd with ConfigurationDirectory= set, which reads $CONFIGURATION_DIRECTORY/{CONFIG_FILE_NAME})"
+    )]
+    NoPath,
+    #[error("cannot read the config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {}", .problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; "))]
+    Invalid {
+        path: PathBuf,
+        problems: Vec<Problem>,
+    },
+}
+
+/// The config file path: `--config` wins, else `$CONFIGURATION_DIRECTORY/walker.toml` (the first
+/// directory when systemd lists several).
+pub fn default_config_path(cli: Option<&Path>) -> Result<PathBuf, ConfigError> {
+    config_path_from(cli, std::env::var_os("CONFIGURATION_DIRECTORY").as_deref())
+}
+
+fn config_path_from(
+    cli: Option<&Path>,
+    conf_dir: Option<&std::ffi::OsStr>,
+) -> Result<PathBuf, ConfigError> {
+    if let Some(p) = cli {
+        return Ok(p.to_path_buf());
+    }
+    let dir = conf_dir
+        .and_then(|s| s.to_str())
+        .and_then(|s| s.split(':').next())
+        .filter(|s| !s.is_empty())
+        .ok_or(ConfigError::NoPath)?;
+    Ok(Path::new(dir).join(CONFIG_FILE_NAME))
+}
+
+/// When a target fires: a cron pattern (UTC) shifted by a fixed per-target offset.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    pub pattern: String,
+    cron: croner::Cron,
+    /// The seeded jitter: this target always fires this long after its cron times.
+    pub offset: Duration,
+}
+
+impl Schedule {
+    /// Parse a pattern (5 fields, or 6 with seconds first; `@daily` and friends).
+    pub fn parse(pattern: &str, offset: Duration) -> Result<Schedule, String> {
+        let parser = croner::parser::CronParser::builder()
+            .seconds(croner::parser::Seconds::Optional)
+            .build();
+        let cron = parser
+            .parse(pattern)
+            .map_err(|e| format!("not a cron pattern ({e}): {pattern:?}"))?;
+        let s = Schedule {
+            pattern: pattern.to_string(),
+            cron,
+            offset,
+        };
+        // A pattern that parses but never matches (Feb 30) would park the target forever.
+        if s.next_after(Utc::now()).is_none() {
+            return Err(format!("the cron pattern {pattern:?} never fires"));
+        }
+        Ok(s)
+    }
+
+    /// The first fire time strictly after `now`.
+    pub fn next_after(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let offset = chrono::Duration::from_std(self.offset).ok()?;
+        // Fire times are cron times + offset, so look for the next cron time after now - offset.
+        let cron_time = self
+            .cron
+            .find_next_occurrence(&(now - offset), false)
+            .ok()?;
+        Some(cron_time + offset)
+    }
+
+    /// The next `n` fire times after `now`.
+    pub fn upcoming(&self, now: DateTime<Utc>, n: usize) -> Vec<DateTime<Utc>> {
+        let mut out = Vec::with_capacity(n);
+        let mut t = now;
+        while out.len() < n {
+            match self.next_after(t) {
+                Some(next) => {
+                    out.push(next);
+                    t = next;
+                }
+                None => break,
+            }
+        }
+        out
+    }
+}
+
+/// The seeded jitter of a target: a fixed offset in `[0, max]`, spread by a hash so that targets
+/// sharing a cron pattern do not all fire in the same second.
+pub fn jitter_offset(seed: u64, target_name: &str, max: Duration) -> Duration {
+    let max_ms = max.as_millis() as u64;
+    if max_ms == 0 {
+        return Duration::ZERO;
+    }
+    let mut input = seed.to_le_bytes().to_vec();
+    input.extend_from_slice(target_name.as_bytes());
+    let digest = crate::digest::sha256(&input);
+    let n = u64::from_le_bytes(digest[..8].try_into().expect("8 bytes"));
+    Duration::from_millis(n % (max_ms + 1))
+}
+
+/// One validated target.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub name: String,
+    pub request: WalkRequest,
+    pub submit: bool,
+    pub schedule: Schedule,
+}
+
+/// Where the signing key comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySource {
+    /// Records are filed unsigned (address lane).
+    None,
+    File(PathBuf),
+    /// `$CREDENTIALS_DIRECTORY/<name>`.
+    Credential(String),
+}
+
+impl KeySource {
+    /// The file to read, if any (a credential needs `$CREDENTIALS_DIRECTORY`).
+    pub fn path(&self) -> Result<Option<PathBuf>, String> {
+        match self {
+            KeySource::None => Ok(None),
+            KeySource::File(p) => Ok(Some(p.clone())),
+            KeySource::Credential(name) => {
+                let dir = std::env::var_os("CREDENTIALS_DIRECTORY").ok_or_else(|| {
+                    format!(
+                        "witness.key_credential = {name:?} but $CREDENTIALS_DIRECTORY is not set (LoadCredential={name}:... in the unit provides it)"
+                    )
+                })?;
+                Ok(Some(Path::new(&dir).join(name)))
+            }
+        }
+    }
+}
+
+/// A validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file it came from.
+    pub path: PathBuf,
+    /// The parsed file, for `print-config`.
+    pub file: ConfigFile,
+    pub witness: Witness,
+    pub vantage_limitation: Option<String>,
+    pub key: KeySource,
+    pub intake: Option<String>,
+    pub file_extra_walks: bool,
+    pub extra_ca: Vec<PathBuf>,
+    pub allow_private_network: bool,
+    pub allow_hosts: Vec<String>,
+    pub request_deadline: Duration,
+    pub body_cap: usize,
+    /// `None` when the configured path is missing and `$STATE_DIRECTORY` is not set.
+    pub database: Option<PathBuf>,
+    /// `None`: the listener is off.
+    pub listen: Option<SocketAddr>,
+    pub concurrency: usize,
+    pub drain_interval: Duration,
+    pub shutdown_grace: Duration,
+    pub targets: Vec<Target>,
+}
+
+/// Read and validate a config file.
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse(path, &text)
+}
+
+/// Validate config text; `path` names it in messages and anchors relative paths.
+pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
+    let invalid = |problems| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        problems,
+    };
+    let file: ConfigFile = toml::from_str(text).map_err(|e| {
+        let span = e.span();
+        invalid(vec![locate(text, span, e.message().to_string())])
+    })?;
+    let base_dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    let mut problems = Vec::new();
+    let cfg = validate(&file, text, &base_dir, &mut problems);
+    if !problems.is_empty() {
+        return Err(invalid(problems));
+    }
+    Ok(Config {
+        path: path.to_path_buf(),
+        file,
+        ..cfg
+    })
+}
+
+/// A problem at a span: the line and the key written on it.
+fn locate(text: &str, span: Option<std::ops::Range<usize>>, message: String) -> Problem {
+    let Some(span) = span.filter(|s| !(s.start == 0 && s.end == 0) || text.is_empty()) else {
+        return Problem {
+            line: None,
+            key: None,
+            message,
+        };
+    };
+    let start = span.start.min(text.len());
+    let line = text[..start].bytes().filter(|&b| b == b'\n').count() + 1;
+    let line_text = text.lines().nth(line - 1).unwrap_or("").trim();
+    let key = if let Some((k, _)) = line_text.split_once('=') {
+        Some(k.trim().trim_matches('"').to_string())
+    } else if line_text.starts_with('[') {
+        Some(line_text.to_string())
+    } else {
+        None
+    };
+    Problem {
+        line: Some(line),
+        key,
+        message,
+    }
+}
+
+fn is_https_url(raw: &str) -> Result<url::Url, String> {
+    let u = url::Url::parse(raw).map_err(|e| format!("not a URL ({e})"))?;
+    if u.scheme() != "https" {
+        return Err(format!(
+            "only https:// URLs are used, not {}://",
+            u.scheme()
+        ));
+    }
+    if u.host_str().is_none() {
+        return Err("the URL has no host".into());
+    }
+    Ok(u)
+}
+
+fn rel(base: &Path, p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        base.join(p)
+    }
+}
+
+fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Problem>) -> Config {
+    let mut at = |span: std::ops::Range<usize>, message: String| {
+        problems.push(locate(text, Some(span), message));
+    };
+    let w = &file.witness;
+    if w.name.get_ref().trim().is_empty() {
+        at(
+            w.name.span(),
+            "must not be empty (the intake refuses a record without a witness name)".into(),
+        );
+    }
+    if w.vantage.get_ref().trim().is_empty() {
+        at(
+            w.vantage.span(),
+            "must not be empty (the intake refuses a record without a vantage)".into(),
+        );
+    }
+    let key = match (&w.key, &w.key_credential) {
+        (Some(k), Some(c)) => {
+            at(
+                c.span(),
+                format!(
+                    "give either witness.key or witness.key_credential, not both (key is {})",
+                    k.get_ref().display()
+                ),
+            );
+            KeySource::None
+        }
+        (Some(k), None) => KeySource::File(rel(base, k.get_ref())),
+        (None, Some(c)) => {
+            if c.get_ref().is_empty() || c.get_ref().contains('/') {
+                at(c.span(), "a credential name is a plain file name".into());
+            }
+            KeySource::Credential(c.get_ref().clone())
+        }
+        (None, None) => KeySource::None,
+    };
+    if let Some(u) = &w.key_url {
+        match is_https_url(u.get_ref()) {
+            Err(why) => at(u.span(), why),
+            Ok(_) if key == KeySource::None => at(
+                u.span(),
+                "key_url needs a signing key (witness.key or witness.key_credential): the intake refuses key_url on an unsigned record".into(),
+            ),
+            Ok(_) => {}
+        }
+    }
+    if let Some(i) = &w.intake
+        && let Err(why) = is_https_url(i.get_ref())
+    {
+        at(i.span(), why);
+    }
+    let n = &file.network;
+    let mut probe = crate::net::NetPolicy::new(true);
+    for h in &n.allow_hosts {
+        if let Err(why) = probe.allow_host_port(h.get_ref()) {
+            at(h.span(), why.replace("--allow-host", "allow_hosts entry"));
+        }
+    }
+    if n.request_deadline_secs == 0 {
+        problems.push(Problem {
+            line: None,
+            key: Some("network.request_deadline_secs".into()),
+            message: "must be at least 1".into(),
+        });
+    }
+    let d = &file.daemon;
+    let mut at = |span: std::ops::Range<usize>, message: String| {
+        problems.push(locate(text, Some(span), message));
+    };
+    let listen = match d.listen.get_ref().as_str() {
+        "off" => None,
+        s => match s.parse::<SocketAddr>() {
+            Ok(a) if a.ip().is_loopback() => Some(a),
+            Ok(a) => {
+                at(
+                    d.listen.span(),
+                    format!(
+                        "{a} is not a loopback address: the listener serves the store to auditors and is loopback-only (put a reverse proxy in front to publish it)"
+                    ),
+                );
+                None
+            }
+            Err(_) => {
+                at(
+                    d.listen.span(),
+                    format!("{s:?} is not IP:PORT (e.g. {DEFAULT_LISTEN}) or \"off\""),
+                );
+                None
+            }
+        },
+    };
+    if *d.concurrency.get_ref() == 0 {
+        at(d.concurrency.span(), "must be at least 1".into());
+    }
+    let default_privacy = w.privacy;
+    let jitter_max = Duration::from_secs(d.jitter_secs);
+    let mut targets: Vec<Target> = Vec::new();
+    for t in &file.targets {
+        let origin = t.origin.get_ref();
+        if let Err(why) = is_https_url(origin) {
+            at(t.origin.span(), why);
+        }
+        if let Some(e) = &t.endpoint
+            && let Err(why) = is_https_url(e.get_ref())
+        {
+            at(e.span(), why);
+        }
+        let name = match &t.name {
+            Some(n) => n.get_ref().clone(),
+            None => t
+                .endpoint
+                .as_ref()
+                .map(|e| e.get_ref().clone())
+                .unwrap_or_else(|| origin.clone()),
+        };
+        if let Some(prev) = targets.iter().find(|p| p.name == name) {
+            let span = t.name.as_ref().map(|n| n.span()).unwrap_or(t.origin.span());
+            at(
+                span,
+                format!(
+                    "a second target named {:?} (names identify a target in logs and metrics; set `name` to tell them apart)",
+                    prev.name
+                ),
+            );
+        }
+        let offset = jitter_offset(d.jitter_seed, &name, jitter_max);
+        let schedule = match Schedule::parse(t.schedule.get_ref(), offset) {
+            Ok(s) => s,
+            Err(why) => {
+                at(t.schedule.span(), why);
+                continue;
+            }
+        };
+        targets.push(Target {
+            name,
+            request: WalkRequest {
+                origin: origin.clone(),
+                endpoint: t.endpoint.as_ref().map(|e| e.get_ref().clone()),
+                mode: t.mode.into(),
+                wire: t.wire.into(),
+                witness: Witness {
+                    name: w.name.get_ref().clone(),
+                    vantage: w.vantage.get_ref().clone(),
+                    key_url: w.key_url.as_ref().map(|u| u.get_ref().clone()),
+                },
+                vantage_limitation: w.vantage_limitation.clone(),
+                contract_sha256: None,
+                privacy: t.privacy.unwrap_or(default_privacy).into(),
+            },
+            submit: t.submit,
+            schedule,
+        });
+    }
+    let database = match &d.database {
+        Some(p) => Some(rel(base, p)),
+        None => crate::store::default_db_path(None).ok(),
+    };
+    Config {
+        path: PathBuf::new(),
+        file: file.clone(),
+        witness: Witness {
+            name: w.name.get_ref().clone(),
+            vantage: w.vantage.get_ref().clone(),
+            key_url: w.key_url.as_ref().map(|u| u.get_ref().clone()),
+        },
+        vantage_limitation: w.vantage_limitation.clone(),
+        key,
+        intake: w.intake.as_ref().map(|i| i.get_ref().clone()),
+        file_extra_walks: w.file_extra_walks,
+        extra_ca: n.extra_ca.iter().map(|p| rel(base, p)).collect(),
+        allow_private_network: n.allow_private_network,
+        allow_hosts: n.allow_hosts.iter().map(|h| h.get_ref().clone()).collect(),
+        request_deadline: Duration::from_secs(n.request_deadline_secs),
+        body_cap: n.body_cap_bytes,
+        database,
+        listen,
+        concurrency: (*d.concurrency.get_ref()).max(1),
+        drain_interval: Duration::from_secs(d.drain_interval_secs.max(1)),
+        shutdown_grace: Duration::from_secs(d.shutdown_grace_secs),
+        targets,
+    }
+}
+
+impl Config {
+    /// The database path, or why there is none.
+    pub fn database_path(&self) -> Result<PathBuf, crate::store::StoreError> {
+        self.database
+            .clone()
+            .ok_or(crate::store::StoreError::NoDbPath)
+    }
+
+    /// Every URL the operator named: targets and the intake override. Private addresses are
+    /// admitted only at these hosts (and `allow_hosts`).
+    pub fn named_urls(&self) -> Vec<String> {
+        let mut urls = Vec::new();
+        for t in &self.targets {
+            urls.push(t.request.origin.clone());
+            urls.extend(t.request.endpoint.clone());
+        }
+        urls.extend(self.intake.clone());
+        urls
+    }
+
+    /// The transport every walk, consent read and submission uses.
+    pub fn transport(&self) -> Result<crate::net::Transport, ConfigTransportError> {
+        let mut policy = crate::net::NetPolicy::new(self.allow_private_network);
+        for u in self.named_urls() {
+            policy.allow_url(&u);
+        }
+        for h in &self.allow_hosts {
+            policy
+                .allow_host_port(h)
+                .map_err(ConfigTransportError::AllowHost)?;
+        }
+        let mut tc = crate::net::TransportConfig::new(policy);
+        tc.deadline = self.request_deadline;
+        tc.body_cap = self.body_cap;
+        for p in &self.extra_ca {
+            tc.extra_roots.extend(crate::net::load_pem_certs(p)?);
+        }
+        Ok(crate::net::Transport::new(tc)?)
+    }
+
+    /// The effective configuration as TOML: defaults filled, paths resolved.
+    pub fn effective_toml(&self) -> String {
+        let mut f = self.file.clone();
+        let span0 = 0..0;
+        match &self.key {
+            KeySource::File(p) => f.witness.key = Some(Spanned::new(span0.clone(), p.clone())),
+            KeySource::Credential(_) | KeySource::None => {}
+        }
+        f.network.extra_ca = self.extra_ca.clone();
+        f.daemon.database = self.database.clone();
+        for (ts, t) in f.targets.iter_mut().zip(&self.targets) {
+            ts.name = Some(Spanned::new(span0.clone(), t.name.clone()));
+            ts.privacy = Some(ts.privacy.unwrap_or(self.file.witness.privacy));
+        }
+        let body = toml::to_string_pretty(&f)
+            .unwrap_or_else(|e| format!("# cannot render the config as TOML: {e}\n"));
+        let mut out = format!(
+            "# effective configuration of {} (defaults filled in, paths resolved)\n",
+            self.path.display()
+        );
+        if self.database.is_none() {
+            out.push_str("# daemon.database: unset and $STATE_DIRECTORY is not set\n");
+        }
+        out.push_str(&body);
+        out
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigTransportError {
+    #[error("{0}")]
+    AllowHost(String),
+    #[error(transparent)]
+    Setup(#[from] crate::net::TransportSetupError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: &str = r#"
+[witness]
+name = "w"
+vantage = "v"
+
+[[target]]
+origin = "https://agent.example"
+schedule = "0 0 3 * * *"
+"#;
+
+    #[test]
+    fn minimal_config_fills_defaults() {
+        let c = parse(Path::new("/etc/cw/walker.toml"), MIN).unwrap();
+        assert_eq!(c.targets.len(), 1);
+        assert_eq!(c.targets[0].name, "https://agent.example");
+        assert!(c.targets[0].submit);
+        assert_eq!(c.concurrency, 4);
+        assert_eq!(c.listen, Some(DEFAULT_LISTEN.parse().unwrap()));
+        assert_eq!(c.key, KeySource::None);
+    }
+
+    #[test]
+    fn jitter_is_stable_bounded_and_spread() {
+        let max = Duration::from_secs(60);
+        let a = jitter_offset(1, "a", max);
+        assert_eq!(a, jitter_offset(1, "a", max));
+        assert!(a <= max);
+        let distinct: std::collections::HashSet<_> = (0..50)
+            .map(|i| jitter_offset(1, &format!("t{i}"), max))
+            .collect();
+        assert!(distinct.len() > 40, "offsets should spread: {distinct:?}");
+        assert_eq!(jitter_offset(1, "a", Duration::ZERO), Duration::ZERO);
+    }
+
+    #[test]
+    fn schedule_shifts_by_offset() {
+        let s = Schedule::parse("0 0 3 * * *", Duration::from_secs(90)).unwrap();
+        let now: DateTime<Utc> = "2026-01-01T03:00:30Z".parse().unwrap();
+        // 03:00:00 + 90 s = 03:01:30 is still ahead of 03:00:30.
+        assert_eq!(
+            s.next_after(now).unwrap(),
+            "2026-01-01T03:01:30Z".parse::<DateTime<Utc>>().unwrap()
+        );
+        let later: DateTime<Utc> = "2026-01-01T03:01:30Z".parse().unwrap();
+        assert_eq!(
+            s.next_after(later).unwrap(),
+            "2026-01-02T03:01:30Z".parse::<DateTime<Utc>>().unwrap()
+        );
+        let five = Schedule::parse("17 3 * * *", Duration::ZERO).unwrap();
+        assert_eq!(
+            five.next_after(now).unwrap(),
+            "2026-01-01T03:17:00Z".parse::<DateTime<Utc>>().unwrap()
+        );
+    }
+
+    #[test]
+    fn config_path_precedence() {
+        assert_eq!(
+            config_path_from(Some(Path::new("x.toml")), Some("/etc/a".as_ref())).unwrap(),
+            Path::new("x.toml")
+        );
+        assert_eq!(
+            config_path_from(None, Some("/etc/a:/etc/b".as_ref())).unwrap(),
+            Path::new("/etc/a/walker.toml")
+        );
+        assert!(matches!(
+            config_path_from(None, None),
+            Err(ConfigError::NoPath)
+        ));
+    }
+}

@@ -1,0 +1,222 @@
+//! The daemon's own tables (migration 3, `daemon_walks` and `consent_checks`): plain functions
+//! over a connection to the record store, so they share its file, WAL and migrations.
+
+use crate::store::StoreError;
+use rusqlite::{Connection, OptionalExtension, params};
+
+/// `daemon_walks.state` values.
+pub mod state {
+    pub const RUNNING: &str = "running";
+    pub const DONE: &str = "done";
+    pub const ABORTED: &str = "aborted";
+    pub const DECLINED: &str = "declined";
+    pub const SKIPPED_OVERLAP: &str = "skipped_overlap";
+    pub const ERROR: &str = "error";
+}
+
+/// UTC time in the form every daemon table uses (sorts as text).
+pub fn timestamp(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+}
+
+/// A scheduled fire about to walk.
+pub struct WalkStart<'a> {
+    pub target: &'a str,
+    pub origin: &'a str,
+    pub endpoint: Option<&'a str>,
+    pub scheduled_for: &'a str,
+    pub now: &'a str,
+}
+
+/// Write the `running` row before the walk starts (so a cut-off walk leaves a trace).
+pub fn begin_walk(conn: &Connection, w: &WalkStart<'_>) -> Result<i64, StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO daemon_walks (target, origin, endpoint, scheduled_for, started_at, state) \
+         VALUES (?1, ?2, ?3, ?4, ?5, 'running')",
+    )?
+    .execute(params![
+        w.target,
+        w.origin,
+        w.endpoint,
+        w.scheduled_for,
+        w.now
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// How a walk ended.
+#[derive(Debug, Clone, Default)]
+pub struct WalkEnd<'a> {
+    pub state: &'a str,
+    pub record_id: Option<i64>,
+    pub record_sha256: Option<&'a str>,
+    pub submission: Option<&'a str>,
+    pub detail: Option<&'a str>,
+}
+
+pub fn finish_walk(
+    conn: &Connection,
+    id: i64,
+    end: &WalkEnd<'_>,
+    now: &str,
+) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "UPDATE daemon_walks SET state = ?2, record_id = ?3, record_sha256 = ?4, submission = ?5, \
+         detail = ?6, finished_at = ?7 WHERE id = ?1",
+    )?
+    .execute(params![
+        id,
+        end.state,
+        end.record_id,
+        end.record_sha256,
+        end.submission,
+        end.detail,
+        now
+    ])?;
+    Ok(())
+}
+
+/// A fire that did not walk (declined, overlapping): one row, already finished.
+pub fn note_fire(
+    conn: &Connection,
+    w: &WalkStart<'_>,
+    end: &WalkEnd<'_>,
+) -> Result<(), StoreError> {
+    let id = begin_walk(conn, w)?;
+    finish_walk(conn, id, end, w.now)
+}
+
+/// Walks a previous run left `running` (kill -9, power loss) were cut off, not failed.
+pub fn abort_leftovers(conn: &Connection, now: &str) -> Result<usize, StoreError> {
+    Ok(conn.execute(
+        "UPDATE daemon_walks SET state = 'aborted', finished_at = ?1, \
+         detail = 'the daemon stopped before this walk finished (found running at the next start)' \
+         WHERE state = 'running'",
+        [now],
+    )?)
+}
+
+/// One read of a consent file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsentRow {
+    pub origin: String,
+    pub checked_at: String,
+    pub outcome: String,
+    pub status: Option<i64>,
+    pub sha256: Option<String>,
+    pub detail: Option<String>,
+}
+
+pub fn insert_consent(conn: &Connection, row: &ConsentRow) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO consent_checks (origin, checked_at, outcome, status, sha256, detail) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![
+        row.origin,
+        row.checked_at,
+        row.outcome,
+        row.status,
+        row.sha256,
+        row.detail
+    ])?;
+    Ok(())
+}
+
+fn consent_from(r: &rusqlite::Row<'_>) -> rusqlite::Result<ConsentRow> {
+    Ok(ConsentRow {
+        origin: r.get(0)?,
+        checked_at: r.get(1)?,
+        outcome: r.get(2)?,
+        status: r.get(3)?,
+        sha256: r.get(4)?,
+        detail: r.get(5)?,
+    })
+}
+
+/// The latest read of every origin.
+pub fn latest_consent(conn: &Connection) -> Result<Vec<ConsentRow>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT c.origin, c.checked_at, c.outcome, c.status, c.sha256, c.detail \
+         FROM consent_checks c JOIN (SELECT origin, max(id) AS id FROM consent_checks GROUP BY origin) m \
+         ON c.id = m.id ORDER BY c.origin",
+    )?;
+    let rows = stmt
+        .query_map([], consent_from)?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+/// The latest read of one origin.
+pub fn latest_consent_of(
+    conn: &Connection,
+    origin: &str,
+) -> Result<Option<ConsentRow>, StoreError> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT origin, checked_at, outcome, status, sha256, detail FROM consent_checks \
+             WHERE origin = ?1 ORDER BY id DESC LIMIT 1",
+        )?
+        .query_row([origin], consent_from)
+        .optional()?)
+}
+
+/// Origins whose latest consent read declined.
+pub fn declined_origins(conn: &Connection) -> Result<Vec<ConsentRow>, StoreError> {
+    Ok(latest_consent(conn)?
+        .into_iter()
+        .filter(|r| r.outcome == "declined")
+        .collect())
+}
+
+/// Fires by state (`done`, `aborted`, ...).
+pub fn walks_by_state(conn: &Connection) -> Result<Vec<(String, u64)>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached("SELECT state, count(*) FROM daemon_walks GROUP BY state ORDER BY state")?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)))?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+/// Per target: when its last walk finished and stored a record.
+pub fn last_success(conn: &Connection) -> Result<Vec<(String, String)>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT target, max(finished_at) FROM daemon_walks WHERE state = 'done' \
+         GROUP BY target ORDER BY target",
+    )?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+/// A daemon walk row (tests and status).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WalkRow {
+    pub id: i64,
+    pub target: String,
+    pub state: String,
+    pub record_sha256: Option<String>,
+    pub submission: Option<String>,
+    pub detail: Option<String>,
+}
+
+pub fn walks(conn: &Connection) -> Result<Vec<WalkRow>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, target, state, record_sha256, submission, detail FROM daemon_walks ORDER BY id",
+    )?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok(WalkRow {
+                id: r.get(0)?,
+                target: r.get(1)?,
+                state: r.get(2)?,
+                record_sha256: r.get(3)?,
+                submission: r.get(4)?,
+                detail: r.get(5)?,
+            })
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}

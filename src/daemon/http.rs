@@ -1,0 +1,207 @@
+//! The loopback listener: `/healthz`, `/metrics`, and the read-only `/records` API for auditors
+//! (`GET /records?endpoint=&since=&outcome=` lists like `records list --json`;
+//! `GET /records/<sha prefix>` returns the record's exact canonical bytes).
+//!
+//! Every request opens the store read-only: the listener can never write, whatever it is asked.
+
+use super::metrics::{RecordTally, Snapshot, render};
+use super::runner::JobRunner;
+use crate::store::{ListFilter, Store, StoreError};
+use axum::Router;
+use axum::extract::{Path as UrlPath, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde::Deserialize;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+/// What the scheduling loop publishes for the listener.
+pub struct Live {
+    pub targets: AtomicUsize,
+    pub in_flight: AtomicUsize,
+    /// Unix seconds of the next fire; `i64::MIN` for none.
+    pub next_fire: AtomicI64,
+    /// Unix seconds of the loop's last turn (the health check's heartbeat).
+    pub last_tick: AtomicI64,
+    pub runner: RwLock<Arc<dyn JobRunner>>,
+}
+
+impl Live {
+    pub fn new(runner: Arc<dyn JobRunner>) -> Live {
+        Live {
+            targets: AtomicUsize::new(0),
+            in_flight: AtomicUsize::new(0),
+            next_fire: AtomicI64::new(i64::MIN),
+            last_tick: AtomicI64::new(chrono::Utc::now().timestamp()),
+            runner: RwLock::new(runner),
+        }
+    }
+
+    pub fn runner(&self) -> Arc<dyn JobRunner> {
+        self.runner
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+/// The loop wakes at least this often; a heartbeat older than twice that means it is stuck.
+pub const HEARTBEAT_STALE_SECS: i64 = 150;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub db_path: PathBuf,
+    pub live: Arc<Live>,
+    pub tally: Arc<Mutex<RecordTally>>,
+}
+
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
+        .route("/records", get(list))
+        .route("/records/{prefix}", get(raw))
+        .with_state(state)
+}
+
+fn text(status: StatusCode, body: String) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        body,
+    )
+        .into_response()
+}
+
+fn store_error(e: StoreError) -> Response {
+    let status = match &e {
+        StoreError::BadPrefix(_) | StoreError::BadDate(_) => StatusCode::BAD_REQUEST,
+        StoreError::UnknownPrefix(_) => StatusCode::NOT_FOUND,
+        StoreError::AmbiguousPrefix { .. } => StatusCode::CONFLICT,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    text(status, format!("{e}\n"))
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, Response> + Send + 'static,
+) -> Result<T, Response> {
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
+        Err(text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("internal error: {e}\n"),
+        ))
+    })
+}
+
+async fn healthz(State(s): State<AppState>) -> Response {
+    let age = chrono::Utc::now().timestamp() - s.live.last_tick.load(Ordering::Relaxed);
+    let body = serde_json::json!({
+        "status": if age <= HEARTBEAT_STALE_SECS { "ok" } else { "stalled" },
+        "scheduler_heartbeat_age_secs": age,
+        "targets": s.live.targets.load(Ordering::Relaxed),
+        "walks_in_flight": s.live.in_flight.load(Ordering::Relaxed),
+    });
+    let status = if age <= HEARTBEAT_STALE_SECS {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, axum::Json(body)).into_response()
+}
+
+async fn metrics(State(s): State<AppState>) -> Response {
+    let runner = s.live.runner();
+    let path = s.db_path.clone();
+    let tally = s.tally.clone();
+    let result = blocking(move || {
+        let store = Store::open_read_only(&path).map_err(store_error)?;
+        let mut tally = tally.lock().unwrap_or_else(|p| p.into_inner());
+        let mut snap = Snapshot::read(store.connection(), &mut tally).map_err(store_error)?;
+        snap.runner = runner.status().ok();
+        Ok(snap)
+    })
+    .await;
+    match result {
+        Ok(mut snap) => {
+            snap.targets = s.live.targets.load(Ordering::Relaxed);
+            snap.in_flight = s.live.in_flight.load(Ordering::Relaxed);
+            let next = s.live.next_fire.load(Ordering::Relaxed);
+            snap.next_fire_unix = (next != i64::MIN).then_some(next);
+            (
+                StatusCode::OK,
+                [(
+                    header::CONTENT_TYPE,
+                    "text/plain; version=0.0.4; charset=utf-8",
+                )],
+                render(&snap),
+            )
+                .into_response()
+        }
+        Err(r) => r,
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    endpoint: Option<String>,
+    since: Option<String>,
+    outcome: Option<String>,
+}
+
+async fn list(State(s): State<AppState>, Query(q): Query<ListQuery>) -> Response {
+    let path = s.db_path.clone();
+    let result = blocking(move || {
+        let since = match &q.since {
+            Some(t) => Some(crate::store::parse_since(t).map_err(store_error)?),
+            None => None,
+        };
+        if let Some(o) = &q.outcome
+            && o != "PASS"
+            && o != "FAIL"
+        {
+            return Err(text(
+                StatusCode::BAD_REQUEST,
+                format!("outcome must be PASS or FAIL, not {o:?}\n"),
+            ));
+        }
+        let store = Store::open_read_only(&path).map_err(store_error)?;
+        let rows = store
+            .list(&ListFilter {
+                endpoint: q.endpoint,
+                since,
+                outcome: q.outcome,
+            })
+            .map_err(store_error)?;
+        Ok(rows
+            .iter()
+            .map(crate::cli::records::row_json)
+            .collect::<Vec<_>>())
+    })
+    .await;
+    match result {
+        Ok(rows) => axum::Json(rows).into_response(),
+        Err(r) => r,
+    }
+}
+
+async fn raw(State(s): State<AppState>, UrlPath(prefix): UrlPath<String>) -> Response {
+    let path = s.db_path.clone();
+    let result = blocking(move || {
+        let store = Store::open_read_only(&path).map_err(store_error)?;
+        store.get_by_prefix(&prefix).map_err(store_error)
+    })
+    .await;
+    match result {
+        Ok(rec) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            rec.canonical,
+        )
+            .into_response(),
+        Err(r) => r,
+    }
+}

@@ -1,0 +1,271 @@
+//! `/metrics` in the Prometheus text format. Every counter is read from the store, so what
+//! `/metrics` says and what `records list` shows cannot drift apart, and a restart does not reset
+//! them. Records are append-only, so their tallies are kept incrementally (only rows newer than
+//! the last scrape are read).
+
+use super::db;
+use super::runner::RunnerStatus;
+use crate::store::StoreError;
+use rusqlite::Connection;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Tallies over the `records` table, updated from the last row seen.
+#[derive(Debug, Clone, Default)]
+pub struct RecordTally {
+    last_id: i64,
+    /// (endpoint, outcome) → records. Outcome `PASS`, `FAIL`, or `none` (commitment records).
+    pub by_endpoint_outcome: BTreeMap<(String, String), u64>,
+    /// Assertion name → records in which it failed.
+    pub assertion_failures: BTreeMap<String, u64>,
+}
+
+impl RecordTally {
+    /// Read the rows added since the last update.
+    pub fn update(&mut self, conn: &Connection) -> Result<(), StoreError> {
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, endpoint, outcome, canonical FROM records WHERE id > ?1 ORDER BY id",
+        )?;
+        let mut rows = stmt.query([self.last_id])?;
+        while let Some(r) = rows.next()? {
+            let id: i64 = r.get(0)?;
+            let endpoint: String = r.get(1)?;
+            let outcome: Option<String> = r.get(2)?;
+            let canonical: Vec<u8> = r.get(3)?;
+            *self
+                .by_endpoint_outcome
+                .entry((endpoint, outcome.unwrap_or_else(|| "none".into())))
+                .or_default() += 1;
+            for name in failed_assertions(&canonical) {
+                *self.assertion_failures.entry(name).or_default() += 1;
+            }
+            self.last_id = id;
+        }
+        Ok(())
+    }
+}
+
+/// Names of the assertions whose `result` is false (the name is the claim's text before `:`).
+pub fn failed_assertions(canonical: &[u8]) -> Vec<String> {
+    let Ok(v) = crate::json::parse_lenient(canonical) else {
+        return Vec::new();
+    };
+    v.get("assertions")
+        .and_then(|a| a.as_array())
+        .map(|list| {
+            list.iter()
+                .filter(|a| a.get("result") == Some(&serde_json::Value::Bool(false)))
+                .filter_map(|a| a.get("claim")?.as_str())
+                .map(|c| c.split(':').next().unwrap_or(c).trim().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Everything one scrape shows.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub tally: RecordTally,
+    pub walks_by_state: Vec<(String, u64)>,
+    /// (target, finished_at RFC 3339).
+    pub last_success: Vec<(String, String)>,
+    pub declined: Vec<db::ConsentRow>,
+    pub runner: Option<RunnerStatus>,
+    pub targets: usize,
+    pub in_flight: usize,
+    pub next_fire_unix: Option<i64>,
+}
+
+impl Snapshot {
+    /// Fill the store-derived parts.
+    pub fn read(conn: &Connection, tally: &mut RecordTally) -> Result<Snapshot, StoreError> {
+        tally.update(conn)?;
+        Ok(Snapshot {
+            tally: tally.clone(),
+            walks_by_state: db::walks_by_state(conn)?,
+            last_success: db::last_success(conn)?,
+            declined: db::declined_origins(conn)?,
+            ..Snapshot::default()
+        })
+    }
+}
+
+/// A label value escaped as the text format wants (backslash, quote, newline).
+fn esc(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+fn unix_seconds(ts: &str) -> Option<f64> {
+    chrono::DateTime::parse_from_rfc3339(ts)
+        .ok()
+        .map(|t| t.timestamp_millis() as f64 / 1000.0)
+}
+
+/// Render a snapshot.
+pub fn render(s: &Snapshot) -> String {
+    let mut out = String::new();
+    header(
+        &mut out,
+        "conduct_walker_walks_total",
+        "counter",
+        "Stored walk records by endpoint and verdict outcome (none: commitment records).",
+    );
+    for ((endpoint, outcome), n) in &s.tally.by_endpoint_outcome {
+        let _ = writeln!(
+            out,
+            "conduct_walker_walks_total{{endpoint=\"{}\",outcome=\"{}\"}} {n}",
+            esc(endpoint),
+            esc(outcome)
+        );
+    }
+    header(
+        &mut out,
+        "conduct_walker_assertion_failures_total",
+        "counter",
+        "Stored records in which an assertion failed, by assertion name.",
+    );
+    for (name, n) in &s.tally.assertion_failures {
+        let _ = writeln!(
+            out,
+            "conduct_walker_assertion_failures_total{{assertion=\"{}\"}} {n}",
+            esc(name)
+        );
+    }
+    header(
+        &mut out,
+        "conduct_walker_scheduled_walks_total",
+        "counter",
+        "Scheduled fires by how they ended (done, aborted by shutdown, declined by consent, skipped_overlap, error, running).",
+    );
+    for (state, n) in &s.walks_by_state {
+        let _ = writeln!(
+            out,
+            "conduct_walker_scheduled_walks_total{{state=\"{}\"}} {n}",
+            esc(state)
+        );
+    }
+    header(
+        &mut out,
+        "conduct_walker_target_last_success_timestamp_seconds",
+        "gauge",
+        "When the target's last scheduled walk finished and stored its record (Unix time).",
+    );
+    for (target, at) in &s.last_success {
+        if let Some(t) = unix_seconds(at) {
+            let _ = writeln!(
+                out,
+                "conduct_walker_target_last_success_timestamp_seconds{{target=\"{}\"}} {t:.3}",
+                esc(target)
+            );
+        }
+    }
+    header(
+        &mut out,
+        "conduct_walker_consent_declined",
+        "gauge",
+        "Origins whose consent file declines listing (1 each; not walked), with the sha256 of the declining bytes.",
+    );
+    for d in &s.declined {
+        let _ = writeln!(
+            out,
+            "conduct_walker_consent_declined{{origin=\"{}\",sha256=\"{}\"}} 1",
+            esc(&d.origin),
+            esc(d.sha256.as_deref().unwrap_or(""))
+        );
+    }
+    header(
+        &mut out,
+        "conduct_walker_consent_declined_origins",
+        "gauge",
+        "Number of origins whose consent file declines listing.",
+    );
+    let _ = writeln!(
+        out,
+        "conduct_walker_consent_declined_origins {}",
+        s.declined.len()
+    );
+    if let Some(r) = &s.runner {
+        header(
+            &mut out,
+            "conduct_walker_submissions_total",
+            "counter",
+            "Intake answers by kind (accepted, duplicate, refused, lane_full, retry).",
+        );
+        for (answer, n) in &r.submissions_by_answer {
+            let _ = writeln!(
+                out,
+                "conduct_walker_submissions_total{{answer=\"{}\"}} {n}",
+                esc(answer)
+            );
+        }
+        header(
+            &mut out,
+            "conduct_walker_lane_used_today",
+            "gauge",
+            "Records filed today (UTC) per intake and lane.",
+        );
+        for (intake, lane, n) in &r.lanes_used_today {
+            let _ = writeln!(
+                out,
+                "conduct_walker_lane_used_today{{intake=\"{}\",lane=\"{}\"}} {n}",
+                esc(intake),
+                esc(lane)
+            );
+        }
+        header(
+            &mut out,
+            "conduct_walker_outbox_depth",
+            "gauge",
+            "Submissions waiting to be filed.",
+        );
+        let _ = writeln!(out, "conduct_walker_outbox_depth {}", r.outbox_depth);
+    }
+    header(
+        &mut out,
+        "conduct_walker_targets",
+        "gauge",
+        "Configured targets.",
+    );
+    let _ = writeln!(out, "conduct_walker_targets {}", s.targets);
+    header(
+        &mut out,
+        "conduct_walker_walks_in_flight",
+        "gauge",
+        "Walks running or waiting for a slot.",
+    );
+    let _ = writeln!(out, "conduct_walker_walks_in_flight {}", s.in_flight);
+    if let Some(t) = s.next_fire_unix {
+        header(
+            &mut out,
+            "conduct_walker_next_walk_timestamp_seconds",
+            "gauge",
+            "When the next scheduled walk fires (Unix time).",
+        );
+        let _ = writeln!(out, "conduct_walker_next_walk_timestamp_seconds {t}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_assertion_names_come_from_claims() {
+        let rec = br#"{"assertions":[{"claim":"card_bytes_stable: a == b","result":true},{"claim":"endpoint_bound: x","result":false},{"claim":"extension_echoed: y","result":null}]}"#;
+        assert_eq!(failed_assertions(rec), vec!["endpoint_bound".to_string()]);
+        assert!(failed_assertions(b"not json").is_empty());
+    }
+
+    #[test]
+    fn labels_are_escaped() {
+        assert_eq!(esc("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+}

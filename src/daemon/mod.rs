@@ -1,0 +1,397 @@
+//! `conduct-walker run`: the daemon. Walks every configured target on its schedule, asks each
+//! origin's consent file first, stores (and files) through a [`runner::JobRunner`], and serves
+//! health, metrics and the records on a loopback listener.
+//!
+//! Lifecycle (systemd `Type=notify`): `READY=1` only once the config, the key, the store and the
+//! listener are all ready; `WATCHDOG=1` from the scheduling loop itself, so a stuck loop gets the
+//! service restarted; `STATUS=` says when the next walk is, what is in flight and the outbox.
+//! SIGTERM/SIGINT let walks in flight finish up to `daemon.shutdown_grace_secs`, record the rest as
+//! aborted, and exit 0. SIGHUP re-reads the config; an invalid one is refused and the running
+//! configuration kept.
+
+pub mod config;
+pub mod consent;
+pub mod db;
+pub mod http;
+pub mod local;
+pub mod metrics;
+pub mod runner;
+pub mod scheduler;
+pub mod store;
+
+use chrono::Utc;
+use config::{Config, ConfigError, ConfigTransportError, KeySource};
+use consent::ConsentGate;
+use ed25519_dalek::SigningKey;
+use runner::JobRunner;
+use scheduler::{FireContext, Scheduler};
+use sd_notify::NotifyState;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use store::DaemonStore;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::Semaphore;
+
+/// The loop wakes at least this often even with nothing due, so a wall-clock jump is noticed
+/// within a minute and the heartbeat stays fresh.
+const MAX_SLEEP: Duration = Duration::from_secs(60);
+/// How often `STATUS=` is refreshed when nothing else happens.
+const STATUS_EVERY: Duration = Duration::from_secs(30);
+
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("config {path}: {source}")]
+    Transport {
+        path: PathBuf,
+        source: ConfigTransportError,
+    },
+    #[error("config {path}: {msg}")]
+    Key { path: PathBuf, msg: String },
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot install the signal handlers: {0}")]
+    Signals(std::io::Error),
+}
+
+/// Load the signing key the config names (None: records are filed unsigned).
+pub fn load_key(cfg: &Config) -> Result<Option<SigningKey>, DaemonError> {
+    let key_err = |msg: String| DaemonError::Key {
+        path: cfg.path.clone(),
+        msg,
+    };
+    let path = match &cfg.key {
+        KeySource::None => crate::witness::keys::resolve_key_path(None),
+        other => other.path().map_err(key_err)?,
+    };
+    match path {
+        None => Ok(None),
+        Some(p) => crate::witness::keys::load_signing_key(&p)
+            .map(Some)
+            .map_err(|e| key_err(e.to_string())),
+    }
+}
+
+/// Everything a configuration turns into, built before it replaces the running one.
+struct Built {
+    config: Config,
+    runner: Arc<dyn JobRunner>,
+    consent: Arc<ConsentGate>,
+}
+
+/// Build the runner for a config over an open store.
+fn build_runner(
+    _cfg: &Config,
+    transport: crate::net::Transport,
+    key: Option<SigningKey>,
+    store: &DaemonStore,
+) -> Arc<dyn JobRunner> {
+    Arc::new(local::StoreOnlyRunner {
+        transport,
+        store: store.clone(),
+        signing: key,
+    })
+}
+
+async fn build(
+    cfg: Config,
+    store: &DaemonStore,
+    previous: Option<&ConsentGate>,
+) -> Result<Built, DaemonError> {
+    let transport = cfg.transport().map_err(|source| DaemonError::Transport {
+        path: cfg.path.clone(),
+        source,
+    })?;
+    let key = load_key(&cfg)?;
+    let runner = build_runner(&cfg, transport.clone(), key, store);
+    let consent = match previous {
+        Some(gate) => Arc::new(gate.with_transport(transport)),
+        None => Arc::new(ConsentGate::new(transport, store.clone()).await?),
+    };
+    Ok(Built {
+        config: cfg,
+        runner,
+        consent,
+    })
+}
+
+fn notify(states: &[NotifyState]) {
+    // Outside systemd there is no socket and this is a no-op; a failure to reach systemd must
+    // not stop the daemon (the watchdog will say so if it matters).
+    if let Err(e) = sd_notify::notify(false, states) {
+        tracing::debug!(error = %e, "sd_notify failed");
+    }
+}
+
+/// Run the daemon until SIGTERM/SIGINT.
+pub async fn run(config_path: &Path) -> Result<(), DaemonError> {
+    let cfg = config::load(config_path)?;
+    let db_path = cfg.database_path()?;
+    let store = DaemonStore::open(&db_path)?;
+    let now = db::timestamp(Utc::now());
+    let leftovers = store.with(move |c| db::abort_leftovers(c, &now)).await?;
+    if leftovers > 0 {
+        tracing::warn!(
+            walks = leftovers,
+            "walks the previous run left unfinished are recorded as aborted"
+        );
+    }
+    let built = build(cfg, &store, None).await?;
+    let mut cfg = built.config;
+    let mut consent = built.consent;
+    let live = Arc::new(http::Live::new(built.runner.clone()));
+    let mut sigterm = signal(SignalKind::terminate()).map_err(DaemonError::Signals)?;
+    let mut sigint = signal(SignalKind::interrupt()).map_err(DaemonError::Signals)?;
+    let mut sighup = signal(SignalKind::hangup()).map_err(DaemonError::Signals)?;
+
+    let (stop_http, http_stopped) = tokio::sync::watch::channel(false);
+    let http_task = match cfg.listen {
+        None => None,
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|source| DaemonError::Listen { addr, source })?;
+            let bound = listener.local_addr().unwrap_or(addr);
+            tracing::info!(listen = %bound, "serving /healthz, /metrics and /records");
+            let app = http::router(http::AppState {
+                db_path: db_path.clone(),
+                live: live.clone(),
+                tally: Default::default(),
+            });
+            let mut stopped = http_stopped.clone();
+            Some(tokio::spawn(async move {
+                let r = axum::serve(listener, app)
+                    .with_graceful_shutdown(async move {
+                        let _ = stopped.wait_for(|s| *s).await;
+                    })
+                    .await;
+                if let Err(e) = r {
+                    tracing::error!(error = %e, "the listener failed");
+                }
+            }))
+        }
+    };
+
+    let ctx = |runner: Arc<dyn JobRunner>, consent: Arc<ConsentGate>, n: usize| FireContext {
+        runner,
+        consent,
+        store: store.clone(),
+        semaphore: Arc::new(Semaphore::new(n)),
+    };
+    let mut fire_ctx = ctx(built.runner, consent.clone(), cfg.concurrency);
+    let mut sched = Scheduler::new(cfg.targets.clone(), fire_ctx.clone(), Utc::now());
+
+    let mut watchdog_usec = 0u64;
+    let watchdog = sd_notify::watchdog_enabled(false, &mut watchdog_usec)
+        .then(|| Duration::from_micros(watchdog_usec / 2));
+    tracing::info!(
+        config = %cfg.path.display(),
+        database = %db_path.display(),
+        targets = sched.target_count(),
+        concurrency = cfg.concurrency,
+        watchdog = ?watchdog,
+        "conduct-walker daemon ready"
+    );
+    let mut status = StatusLine::default();
+    notify(&[
+        NotifyState::Ready,
+        NotifyState::Status(&status.render(&sched)),
+    ]);
+
+    let mut next_drain = tokio::time::Instant::now() + cfg.drain_interval;
+    let mut drain_task: Option<tokio::task::JoinHandle<()>> = None;
+    let mut next_status = tokio::time::Instant::now();
+    let mut status_task: Option<tokio::task::JoinHandle<Option<runner::RunnerStatus>>> = None;
+    let reason = loop {
+        let now = Utc::now();
+        sched.fire_due(now);
+        live.last_tick.store(now.timestamp(), Ordering::Relaxed);
+        live.targets.store(sched.target_count(), Ordering::Relaxed);
+        live.in_flight.store(sched.in_flight(), Ordering::Relaxed);
+        live.next_fire.store(
+            sched
+                .next_fire()
+                .map(|(t, _)| t.timestamp())
+                .unwrap_or(i64::MIN),
+            Ordering::Relaxed,
+        );
+        if watchdog.is_some() {
+            notify(&[NotifyState::Watchdog]);
+        }
+        let tick = tokio::time::Instant::now();
+        if tick >= next_drain {
+            next_drain = tick + cfg.drain_interval;
+            if drain_task.as_ref().is_none_or(|t| t.is_finished()) {
+                let runner = fire_ctx.runner.clone();
+                drain_task = Some(tokio::spawn(async move {
+                    match runner.drain().await {
+                        Ok(d) if d.attempted > 0 => tracing::info!(
+                            attempted = d.attempted,
+                            filed = d.filed,
+                            deferred = d.deferred,
+                            refused = d.refused,
+                            "outbox drained"
+                        ),
+                        Ok(_) => {}
+                        Err(e) => tracing::error!(error = %e, "outbox drain failed"),
+                    }
+                }));
+            }
+        }
+        if let Some(t) = status_task.take_if(|t| t.is_finished()) {
+            if let Ok(Some(r)) = t.await {
+                status.runner = Some(r);
+            }
+            notify(&[NotifyState::Status(&status.render(&sched))]);
+        }
+        if tick >= next_status && status_task.is_none() {
+            next_status = tick + STATUS_EVERY;
+            let runner = fire_ctx.runner.clone();
+            status_task = Some(tokio::task::spawn_blocking(move || runner.status().ok()));
+        }
+        let mut wake = MAX_SLEEP;
+        if let Some((t, _)) = sched.next_fire() {
+            wake = wake.min((t - Utc::now()).to_std().unwrap_or(Duration::ZERO));
+        }
+        if let Some(w) = watchdog {
+            wake = wake.min(w);
+        }
+        wake = wake.min(next_drain.saturating_duration_since(tick));
+        wake = wake.min(next_status.saturating_duration_since(tick));
+        if status_task.is_some() {
+            wake = wake.min(Duration::from_millis(50));
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(wake) => {}
+            _ = sched.join_next() => { next_status = tokio::time::Instant::now(); }
+            _ = sigterm.recv() => break "SIGTERM",
+            _ = sigint.recv() => break "SIGINT",
+            _ = sighup.recv() => {
+                let monotonic = NotifyState::monotonic_usec_now().ok();
+                let mut states = vec![NotifyState::Reloading];
+                states.extend(monotonic);
+                notify(&states);
+                match reload(config_path, &cfg, &store, &consent).await {
+                    Ok(b) => {
+                        tracing::info!(targets = b.config.targets.len(), "configuration reloaded");
+                        cfg = b.config;
+                        consent = b.consent;
+                        *live.runner.write().unwrap_or_else(|p| p.into_inner()) = b.runner.clone();
+                        fire_ctx = ctx(b.runner, consent.clone(), cfg.concurrency);
+                        sched.replace(cfg.targets.clone(), fire_ctx.clone(), Utc::now());
+                    }
+                    Err(e) => tracing::error!(
+                        error = %e,
+                        "config reload refused: keeping the running configuration"
+                    ),
+                }
+                notify(&[NotifyState::Ready, NotifyState::Status(&status.render(&sched))]);
+                next_status = tokio::time::Instant::now();
+            }
+        }
+    };
+
+    tracing::info!(
+        signal = reason,
+        in_flight = sched.in_flight(),
+        grace_secs = cfg.shutdown_grace.as_secs(),
+        "stopping: letting walks in flight finish"
+    );
+    notify(&[
+        NotifyState::Stopping,
+        NotifyState::Status(&format!(
+            "stopping ({reason}): {} walk(s) finishing",
+            sched.in_flight()
+        )),
+    ]);
+    let deadline = tokio::time::Instant::now() + cfg.shutdown_grace;
+    let report = sched.shutdown(cfg.shutdown_grace).await;
+    if let Some(mut t) = drain_task {
+        tokio::select! {
+            _ = &mut t => {}
+            _ = tokio::time::sleep_until(deadline) => t.abort(),
+        }
+    }
+    let _ = stop_http.send(true);
+    if let Some(t) = http_task {
+        let _ = t.await;
+    }
+    tracing::info!(
+        finished = report.finished,
+        aborted = report.aborted,
+        "stopped"
+    );
+    Ok(())
+}
+
+async fn reload(
+    path: &Path,
+    running: &Config,
+    store: &DaemonStore,
+    consent: &ConsentGate,
+) -> Result<Built, DaemonError> {
+    let new = config::load(path)?;
+    // The store and the listener are held open for the life of the process.
+    if new.database != running.database {
+        tracing::warn!(
+            running = ?running.database,
+            "daemon.database changed: the new path takes effect at the next restart"
+        );
+    }
+    if new.listen != running.listen {
+        tracing::warn!(
+            running = ?running.listen,
+            "daemon.listen changed: the new address takes effect at the next restart"
+        );
+    }
+    let mut new = new;
+    new.database = running.database.clone();
+    new.listen = running.listen;
+    build(new, store, Some(consent)).await
+}
+
+/// The `STATUS=` line: next walk, walks in flight, lanes used and the outbox.
+#[derive(Default)]
+struct StatusLine {
+    runner: Option<runner::RunnerStatus>,
+}
+
+impl StatusLine {
+    fn render(&self, sched: &Scheduler) -> String {
+        let next = match sched.next_fire() {
+            Some((t, name)) => format!("next walk {} at {}", name, t.format("%Y-%m-%dT%H:%M:%SZ")),
+            None => "no walk scheduled".to_string(),
+        };
+        let mut s = format!(
+            "{next}; {} target(s), {} walking",
+            sched.target_count(),
+            sched.in_flight()
+        );
+        if let Some(r) = &self.runner {
+            s.push_str(&format!("; outbox {}", r.outbox_depth));
+            let lanes: Vec<String> = r
+                .lanes_used_today
+                .iter()
+                .map(|(intake, lane, n)| {
+                    let host = url::Url::parse(intake)
+                        .ok()
+                        .and_then(|u| u.host_str().map(str::to_string))
+                        .unwrap_or_else(|| intake.clone());
+                    format!("{host} {lane} {n}")
+                })
+                .collect();
+            if !lanes.is_empty() {
+                s.push_str(&format!("; lanes used today: {}", lanes.join(", ")));
+            }
+        }
+        s
+    }
+}

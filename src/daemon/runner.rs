@@ -1,0 +1,55 @@
+//! What a fire runs. The scheduler only sees [`JobRunner`], so it can be tested with a fake that
+//! blocks, fails or counts, and the daemon plugs in the real walk → sign → store → file pipeline.
+
+use crate::walk::WalkRequest;
+use std::future::Future;
+use std::pin::Pin;
+
+pub type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A finished job: the stored record and what became of its submission.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobDone {
+    pub record_id: i64,
+    pub sha256: String,
+    /// `PASS` or `FAIL` (none for a commitment record).
+    pub outcome: Option<String>,
+    /// Submission state (`queued`, `filed`, `host_offline`, ...), when the target submits.
+    pub submission: Option<String>,
+}
+
+/// One pass over the outbox.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Drained {
+    pub attempted: u32,
+    pub filed: u32,
+    pub deferred: u32,
+    pub refused: u32,
+}
+
+/// The filing side, for status lines and metrics.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunnerStatus {
+    pub outbox_depth: u64,
+    /// (intake, lane, records filed today).
+    pub lanes_used_today: Vec<(String, String, u32)>,
+    /// (answer kind, count).
+    pub submissions_by_answer: Vec<(String, u64)>,
+}
+
+/// Runs the work of one fire and the periodic outbox drain. Errors are texts for the log and
+/// the `daemon_walks` row: the daemon never stops because one job failed.
+pub trait JobRunner: Send + Sync + 'static {
+    /// Walk, store (and, when `submit`, queue and file) one target.
+    fn run_job<'a>(
+        &'a self,
+        request: &'a WalkRequest,
+        submit: bool,
+    ) -> BoxFut<'a, Result<JobDone, String>>;
+
+    /// File what is due in the outbox.
+    fn drain(&self) -> BoxFut<'_, Result<Drained, String>>;
+
+    /// Outbox depth, lanes, answers (blocking: reads the store).
+    fn status(&self) -> Result<RunnerStatus, String>;
+}

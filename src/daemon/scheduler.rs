@@ -1,0 +1,353 @@
+//! The scheduling core: which target fires when, bounded concurrency, no overlapping walks of a
+//! target, and a shutdown that lets walks finish up to a deadline.
+//!
+//! Our own loop over [`croner`] rather than tokio-cron-scheduler: that crate polls every job
+//! twice a second (a measurable idle cost with a thousand targets), has no jitter, and hides the
+//! loop the watchdog must be fed from. Here the daemon sleeps until the earliest fire time and
+//! owns the loop.
+
+use super::config::Target;
+use super::consent::{ConsentGate, Decision};
+use super::db::{self, WalkEnd, WalkStart, state};
+use super::runner::JobRunner;
+use super::store::DaemonStore;
+use chrono::{DateTime, Utc};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tracing::Instrument;
+
+/// What a fire needs; replaced as a whole on reload (fires in flight keep theirs).
+#[derive(Clone)]
+pub struct FireContext {
+    pub runner: Arc<dyn JobRunner>,
+    pub consent: Arc<ConsentGate>,
+    pub store: DaemonStore,
+    pub semaphore: Arc<Semaphore>,
+}
+
+struct Entry {
+    target: Arc<Target>,
+    next: Option<DateTime<Utc>>,
+}
+
+/// Targets in flight, by name. A fire of a target already in flight is skipped, not queued:
+/// a walk that takes longer than its period must not pile up behind itself.
+type InFlight = Arc<Mutex<HashSet<String>>>;
+
+/// Removes a target from the in-flight set when its task ends, however it ends (an aborted
+/// task drops its future, and with it this guard).
+struct InFlightGuard {
+    set: InFlight,
+    name: String,
+}
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        self.set
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.name);
+    }
+}
+
+/// How a shutdown went.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Walks that finished within the grace period.
+    pub finished: usize,
+    /// Walks cut off at the deadline (recorded as `aborted`).
+    pub aborted: usize,
+}
+
+pub struct Scheduler {
+    entries: Vec<Entry>,
+    ctx: FireContext,
+    in_flight: InFlight,
+    tasks: JoinSet<()>,
+}
+
+impl Scheduler {
+    pub fn new(targets: Vec<Target>, ctx: FireContext, now: DateTime<Utc>) -> Scheduler {
+        let mut s = Scheduler {
+            entries: Vec::new(),
+            ctx,
+            in_flight: Arc::new(Mutex::new(HashSet::new())),
+            tasks: JoinSet::new(),
+        };
+        s.set_targets(targets, now);
+        s
+    }
+
+    /// Take a new target list (reload). Walks in flight continue; a target that keeps its name
+    /// keeps its no-overlap guard.
+    pub fn replace(&mut self, targets: Vec<Target>, ctx: FireContext, now: DateTime<Utc>) {
+        self.ctx = ctx;
+        self.set_targets(targets, now);
+    }
+
+    fn set_targets(&mut self, targets: Vec<Target>, now: DateTime<Utc>) {
+        self.entries = targets
+            .into_iter()
+            .map(|t| {
+                let next = t.schedule.next_after(now);
+                Entry {
+                    target: Arc::new(t),
+                    next,
+                }
+            })
+            .collect();
+    }
+
+    pub fn target_count(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The earliest upcoming fire: (time, target name).
+    pub fn next_fire(&self) -> Option<(DateTime<Utc>, &str)> {
+        self.entries
+            .iter()
+            .filter_map(|e| e.next.map(|t| (t, e.target.name.as_str())))
+            .min_by_key(|(t, _)| *t)
+    }
+
+    /// Walks running or waiting for a slot.
+    pub fn in_flight(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Start every target due at `now`; returns how many fires were started.
+    pub fn fire_due(&mut self, now: DateTime<Utc>) -> usize {
+        let mut started = 0;
+        for i in 0..self.entries.len() {
+            let Some(due) = self.entries[i].next.filter(|t| *t <= now) else {
+                continue;
+            };
+            // Missed occurrences (the host slept) are not caught up: the next is after now.
+            self.entries[i].next = self.entries[i].target.schedule.next_after(now);
+            let target = self.entries[i].target.clone();
+            let fresh = self
+                .in_flight
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(target.name.clone());
+            if !fresh {
+                tracing::warn!(target = %target.name, "previous walk of this target still running: this fire is skipped");
+                let store = self.ctx.store.clone();
+                self.tasks.spawn(async move {
+                    let now = db::timestamp(Utc::now());
+                    let scheduled = db::timestamp(due);
+                    let name = target.name.clone();
+                    let origin = target.request.origin.clone();
+                    let endpoint = target.request.endpoint.clone();
+                    let r = store
+                        .with(move |c| {
+                            db::note_fire(
+                                c,
+                                &WalkStart {
+                                    target: &name,
+                                    origin: &origin,
+                                    endpoint: endpoint.as_deref(),
+                                    scheduled_for: &scheduled,
+                                    now: &now,
+                                },
+                                &WalkEnd {
+                                    state: state::SKIPPED_OVERLAP,
+                                    detail: Some(
+                                        "the previous walk of this target was still running",
+                                    ),
+                                    ..WalkEnd::default()
+                                },
+                            )
+                        })
+                        .await;
+                    if let Err(e) = r {
+                        tracing::error!(error = %e, "cannot record a skipped fire");
+                    }
+                });
+                continue;
+            }
+            let guard = InFlightGuard {
+                set: self.in_flight.clone(),
+                name: target.name.clone(),
+            };
+            let ctx = self.ctx.clone();
+            self.tasks.spawn(fire(target, due, ctx, guard));
+            started += 1;
+        }
+        started
+    }
+
+    /// Wait for the next task to end (pending forever when none runs).
+    pub async fn join_next(&mut self) {
+        if self.tasks.is_empty() {
+            std::future::pending::<()>().await;
+        }
+        if let Some(Err(e)) = self.tasks.join_next().await
+            && e.is_panic()
+        {
+            tracing::error!(error = %e, "a walk task panicked");
+        }
+    }
+
+    /// Stop starting walks, let those in flight finish until `grace` has passed, cut off the
+    /// rest and record them as aborted.
+    pub async fn shutdown(&mut self, grace: Duration) -> ShutdownReport {
+        // Fires still waiting for a slot have not begun: they give up instead of starting now.
+        self.ctx.semaphore.close();
+        let mut report = ShutdownReport::default();
+        let deadline = tokio::time::Instant::now() + grace;
+        while !self.tasks.is_empty() {
+            tokio::select! {
+                r = self.tasks.join_next() => if r.is_some() { report.finished += 1 },
+                _ = tokio::time::sleep_until(deadline) => break,
+            }
+        }
+        report.aborted = self.tasks.len();
+        self.tasks.abort_all();
+        while self.tasks.join_next().await.is_some() {}
+        let detail = format!(
+            "cut off by shutdown: still running {} s after SIGTERM (daemon.shutdown_grace_secs)",
+            grace.as_secs()
+        );
+        let now = db::timestamp(Utc::now());
+        // Every `running` row now belongs to a task of this run that was just cut off (the
+        // previous run's leftovers were closed at start).
+        let r = self
+            .ctx
+            .store
+            .with(move |c| {
+                Ok(c.execute(
+                    "UPDATE daemon_walks SET state = 'aborted', finished_at = ?1, detail = ?2 \
+                     WHERE state = 'running'",
+                    rusqlite::params![now, detail],
+                )?)
+            })
+            .await;
+        if let Err(e) = r {
+            tracing::error!(error = %e, "cannot record the walks cut off by shutdown");
+        }
+        report
+    }
+}
+
+/// One fire: wait for a slot, ask the consent file, walk, record how it went.
+async fn fire(target: Arc<Target>, due: DateTime<Utc>, ctx: FireContext, _guard: InFlightGuard) {
+    let endpoint = target
+        .request
+        .endpoint
+        .clone()
+        .unwrap_or_else(|| target.request.origin.clone());
+    let span = tracing::info_span!("walk", target = %target.name, endpoint = %endpoint, sha = tracing::field::Empty);
+    async move {
+        let Ok(_permit) = ctx.semaphore.clone().acquire_owned().await else {
+            tracing::info!("shutting down: this fire did not start");
+            return;
+        };
+        let scheduled = db::timestamp(due);
+        let start = |now: String| {
+            let target = target.clone();
+            let scheduled = scheduled.clone();
+            move |c: &rusqlite::Connection| {
+                db::begin_walk(
+                    c,
+                    &WalkStart {
+                        target: &target.name,
+                        origin: &target.request.origin,
+                        endpoint: target.request.endpoint.as_deref(),
+                        scheduled_for: &scheduled,
+                        now: &now,
+                    },
+                )
+            }
+        };
+        match ctx.consent.decide(&target.request.origin).await {
+            Ok(Decision::Walk) => {}
+            Ok(Decision::Declined { sha256, checked_at }) => {
+                let detail = format!(
+                    "the origin's consent file declines listing (sha256 {sha256}, read {checked_at})"
+                );
+                let begin = start(db::timestamp(Utc::now()));
+                let r = ctx
+                    .store
+                    .with(move |c| {
+                        let id = begin(c)?;
+                        db::finish_walk(
+                            c,
+                            id,
+                            &WalkEnd {
+                                state: state::DECLINED,
+                                detail: Some(&detail),
+                                ..WalkEnd::default()
+                            },
+                            &db::timestamp(Utc::now()),
+                        )
+                    })
+                    .await;
+                if let Err(e) = r {
+                    tracing::error!(error = %e, "cannot record a declined fire");
+                }
+                return;
+            }
+            Err(e) => {
+                // Without a stored consent read we cannot show why we walked: skip this fire.
+                tracing::error!(error = %e, "cannot store the consent read: this fire is skipped");
+                return;
+            }
+        }
+        let id = match ctx.store.with(start(db::timestamp(Utc::now()))).await {
+            Ok(id) => id,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot record the walk's start: this fire is skipped");
+                return;
+            }
+        };
+        let result = ctx.runner.run_job(&target.request, target.submit).await;
+        let (end_state, sha, record_id, submission, detail) = match result {
+            Ok(done) => {
+                tracing::Span::current().record("sha", done.sha256.as_str());
+                tracing::info!(
+                    outcome = done.outcome.as_deref().unwrap_or("-"),
+                    submission = done.submission.as_deref().unwrap_or("-"),
+                    record_id = done.record_id,
+                    "walk stored"
+                );
+                (
+                    state::DONE,
+                    Some(done.sha256),
+                    Some(done.record_id),
+                    done.submission,
+                    None,
+                )
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "walk failed in the daemon (not the agent's failure)");
+                (state::ERROR, None, None, None, Some(e))
+            }
+        };
+        let r = ctx
+            .store
+            .with(move |c| {
+                db::finish_walk(
+                    c,
+                    id,
+                    &WalkEnd {
+                        state: end_state,
+                        record_id,
+                        record_sha256: sha.as_deref(),
+                        submission: submission.as_deref(),
+                        detail: detail.as_deref(),
+                    },
+                    &db::timestamp(Utc::now()),
+                )
+            })
+            .await;
+        if let Err(e) = r {
+            tracing::error!(error = %e, "cannot record the walk's end");
+        }
+    }
+    .instrument(span)
+    .await
+}

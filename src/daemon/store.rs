@@ -1,0 +1,65 @@
+//! The daemon's handle on the record store: one read-write connection shared by the scheduler,
+//! used off the async workers (SQLite blocks).
+
+use crate::store::{Store, StoreError};
+use rusqlite::Connection;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+#[derive(Clone)]
+pub struct DaemonStore {
+    inner: Arc<Mutex<Store>>,
+    path: PathBuf,
+}
+
+impl DaemonStore {
+    /// Open (creating and migrating) the store.
+    pub fn open(path: &Path) -> Result<DaemonStore, StoreError> {
+        Ok(DaemonStore {
+            inner: Arc::new(Mutex::new(Store::open(path)?)),
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Run `f` on the connection in the blocking pool.
+    pub async fn with<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        self.with_store(move |s| f(s.connection())).await
+    }
+
+    /// Run `f` on the store itself in the blocking pool (its record methods).
+    pub async fn with_store<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
+    {
+        let inner = self.inner.clone();
+        match tokio::task::spawn_blocking(move || {
+            let store = inner.lock().unwrap_or_else(|p| p.into_inner());
+            f(&store)
+        })
+        .await
+        {
+            Ok(r) => r,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            // Only at runtime shutdown: report it as an interrupted statement.
+            Err(e) => Err(StoreError::Sql(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_INTERRUPT),
+                Some(format!("store task cancelled: {e}")),
+            ))),
+        }
+    }
+
+    /// Run `f` on the store itself in the current thread (startup, tests).
+    pub fn with_blocking<T>(&self, f: impl FnOnce(&Store) -> T) -> T {
+        let store = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        f(&store)
+    }
+}

@@ -468,3 +468,34 @@ fn unbacked_price_when_nothing_verifies() {
         conduct_walker::terms::report::DNE_NO_TERMS
     );
 }
+
+#[test]
+fn summary_escapes_control_characters_from_documents() {
+    let mut doc = document("b");
+    doc.as_object_mut().unwrap().remove("signatures");
+    doc["parties"]["provider"]["owner"] = json!("Evil\nproposal 2 of 1: forged\u{1b}[2J");
+    sow::sign_as_provider(&mut doc, &test_signing_key(), "2026-08-11T00:00:00Z").unwrap();
+    let bytes = serde_json::to_vec(&doc).unwrap();
+    let digest = digest_of(&doc);
+    let card = card_listing(
+        json!([{"url": "https://x.example/e.json", "digest": digest}]),
+        json!([]),
+        "x",
+    );
+    let declaration = locate(&card).unwrap();
+    let results = vec![ProposalResult {
+        entry: declaration.entries[0].clone(),
+        outcome: Outcome::Verified,
+        reason: "ok".into(),
+        fetch: None,
+        verified: Some(verify_document(&bytes, Some(&digest)).unwrap()),
+    }];
+    let text =
+        conduct_walker::terms::summary::render(&TermsReport::build(&card, declaration, results));
+    assert!(
+        text.contains("Evil\\nproposal 2 of 1: forged\\u{1b}[2J"),
+        "{text}"
+    );
+    assert!(!text.lines().any(|l| l.starts_with("proposal 2")));
+    assert!(!text.contains('\u{1b}'));
+}

@@ -9,7 +9,26 @@
 use super::report::TermsReport;
 use super::verify::ProposalResult;
 use serde_json::{Map, Value};
-use std::fmt::Write;
+
+/// Write one line, escaping control characters in it. Documents and cards are untrusted: a
+/// newline inside a clause could forge a line such as "outcome: verified", and escape
+/// sequences could rewrite the terminal.
+fn line(out: &mut String, text: &str) {
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('\n');
+}
+
+macro_rules! emit {
+    ($out:expr, $($arg:tt)*) => {
+        line($out, &format!($($arg)*))
+    };
+}
 
 /// Printed once after the proposals.
 pub const SUMMARY_FOOTER: &str = "A verified proposal is an offer, honestly attributed: the card commits to these exact bytes and the key shown signed them. It is no endorsement of the agent and no evidence of its conduct; every grade above is the provider's own statement. An entry that did not verify states no terms.";
@@ -81,7 +100,7 @@ fn clause(out: &mut String, indent: &str, label: &str, value: &Value) {
             let mut flat = Vec::new();
             let mut split = Vec::new();
             fields("", obj, &mut flat, &mut split);
-            let _ = writeln!(
+            emit!(
                 out,
                 "{indent}{label} [{}]: {}",
                 grade(value),
@@ -92,7 +111,7 @@ fn clause(out: &mut String, indent: &str, label: &str, value: &Value) {
             }
         }
         None => {
-            let _ = writeln!(
+            emit!(
                 out,
                 "{indent}{label} [{}]: {}",
                 GRADE_NOT_STATED,
@@ -108,19 +127,19 @@ fn document_terms(out: &mut String, doc: &Value) {
         .pointer("/parties/provider/owner")
         .and_then(Value::as_str);
     if let Some(owner) = provider {
-        let _ = writeln!(out, "  provider (as the document names it): {owner}");
+        emit!(out, "  provider (as the document names it): {owner}");
     }
     if let Some(price) = doc.get("price") {
         let currency = price.get("currency").and_then(Value::as_str).unwrap_or("?");
         clause(out, "  ", "price", price);
-        let _ = writeln!(
+        emit!(
             out,
             "    (amounts are integers in the smallest unit of {currency}, as the document states them)"
         );
     } else {
-        let _ = writeln!(out, "  price: the document states none");
+        emit!(out, "  price: the document states none");
     }
-    let _ = writeln!(out, "  data use:");
+    emit!(out, "  data use:");
     match doc.get("confidentiality").and_then(Value::as_object) {
         Some(conf) => {
             for (name, sub) in conf {
@@ -130,17 +149,17 @@ fn document_terms(out: &mut String, doc: &Value) {
             }
         }
         None => {
-            let _ = writeln!(out, "    the document states no confidentiality clause");
+            emit!(out, "    the document states no confidentiality clause");
         }
     }
-    let _ = writeln!(out, "  caps:");
+    emit!(out, "  caps:");
     let mut any_cap = false;
     if let Some(volume) = doc.get("volume") {
         clause(out, "    ", "volume", volume);
         any_cap = true;
     }
     if let Some(cap) = doc.pointer("/price/cap") {
-        let _ = writeln!(
+        emit!(
             out,
             "    price cap [{} (the price clause's)]: {}",
             grade(&doc["price"]),
@@ -149,9 +168,9 @@ fn document_terms(out: &mut String, doc: &Value) {
         any_cap = true;
     }
     if !any_cap {
-        let _ = writeln!(out, "    the document states none");
+        emit!(out, "    the document states none");
     }
-    let _ = writeln!(out, "  refusals:");
+    emit!(out, "  refusals:");
     let scope = doc.get("scope").unwrap_or(&Value::Null);
     match scope
         .pointer("/examples/out_of_scope")
@@ -159,14 +178,14 @@ fn document_terms(out: &mut String, doc: &Value) {
     {
         Some(list) if !list.is_empty() => {
             for item in list {
-                let _ = writeln!(out, "    out of scope [{}]: {}", grade(scope), scalar(item));
+                emit!(out, "    out of scope [{}]: {}", grade(scope), scalar(item));
             }
         }
         _ => {
-            let _ = writeln!(out, "    the document names no out-of-scope work");
+            emit!(out, "    the document names no out-of-scope work");
         }
     }
-    let _ = writeln!(out, "  other clauses:");
+    emit!(out, "  other clauses:");
     for name in ["scope", "termination", "disputes", "change_control"] {
         if let Some(v) = doc.get(name) {
             clause(out, "    ", name, v);
@@ -182,14 +201,14 @@ fn document_terms(out: &mut String, doc: &Value) {
 
 fn proposal(out: &mut String, n: usize, total: usize, r: &ProposalResult) {
     let url = r.entry.url.as_deref().unwrap_or("(no url)");
-    let _ = writeln!(out, "proposal {n} of {total}: {url}");
+    emit!(out, "proposal {n} of {total}: {url}");
     if let Some(offering) = &r.entry.offering {
-        let _ = writeln!(out, "  offering (card): {offering}");
+        emit!(out, "  offering (card): {offering}");
     }
     match &r.verified {
         Some(v) => {
-            let _ = writeln!(out, "  outcome: {} ({})", r.outcome, r.reason);
-            let _ = writeln!(
+            emit!(out, "  outcome: {} ({})", r.outcome, r.reason);
+            emit!(
                 out,
                 "  document id: {} (a label; the digest {} is the commitment)",
                 v.id.as_deref().unwrap_or("not given"),
@@ -198,10 +217,11 @@ fn proposal(out: &mut String, n: usize, total: usize, r: &ProposalResult) {
             document_terms(out, &v.document);
         }
         None => {
-            let _ = writeln!(
+            emit!(
                 out,
                 "  outcome: {} - {NO_TERMS_STATED} ({})",
-                r.outcome, r.reason
+                r.outcome,
+                r.reason
             );
         }
     }
@@ -209,31 +229,32 @@ fn proposal(out: &mut String, n: usize, total: usize, r: &ProposalResult) {
 
 /// The full human summary of a report.
 pub fn render(report: &TermsReport) -> String {
-    let mut out = String::new();
+    let mut buf = String::new();
+    let out = &mut buf;
     let d = &report.declaration;
-    let _ = writeln!(
+    emit!(
         out,
         "terms extension declared (sow_spec {}, informational)",
         d.sow_spec.as_deref().unwrap_or("not given")
     );
     for p in &d.problems {
-        let _ = writeln!(out, "  declaration problem: {p}");
+        emit!(out, "  declaration problem: {p}");
     }
     let total = report.results.len();
     if total == 0 {
-        let _ = writeln!(out, "no proposal listed: {NO_TERMS_STATED}");
+        emit!(out, "no proposal listed: {NO_TERMS_STATED}");
     }
     for (i, r) in report.results.iter().enumerate() {
-        proposal(&mut out, i + 1, total, r);
+        proposal(out, i + 1, total, r);
     }
     if !report.findings.is_empty() {
-        let _ = writeln!(out, "findings (not failures):");
+        emit!(out, "findings (not failures):");
         for f in &report.findings {
-            let _ = writeln!(out, "  - {f}");
+            emit!(out, "  - {f}");
         }
     }
     let verified = report.verified().count();
-    let _ = writeln!(out, "{verified} of {total} proposals verified");
-    let _ = writeln!(out, "{SUMMARY_FOOTER}");
-    out
+    emit!(out, "{verified} of {total} proposals verified");
+    emit!(out, "{SUMMARY_FOOTER}");
+    buf
 }

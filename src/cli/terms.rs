@@ -1,7 +1,8 @@
 //! `conduct-walker terms ...`: verify the standing proposals a card publishes.
 
+use crate::cli::walk::NetArgs;
 use crate::cli::{EXIT_FINDING, EXIT_OK};
-use crate::net::{HttpRequest, NetPolicy, Transport, TransportConfig, load_pem_certs};
+use crate::net::HttpRequest;
 use crate::terms::{self, TERMS_EXTENSION_URI, summary};
 use anyhow::{Context, bail};
 use clap::{ArgGroup, Args, Subcommand};
@@ -30,16 +31,10 @@ pub struct VerifyArgs {
     /// Read the card from a file (treated as a card served to the public).
     #[arg(long, value_name = "CARD")]
     pub file: Option<PathBuf>,
-    /// Extra trust roots (PEM), added to the system's.
-    #[arg(long, value_name = "FILE")]
-    pub ca_cert: Option<PathBuf>,
-    /// Admit private, loopback and link-local addresses, at hosts the operator named only.
-    #[arg(long)]
-    pub allow_private_network: bool,
-    /// Name a host (HOST:PORT) where private addresses are admitted; repeatable. A proposal
-    /// host that only the card names is never admitted to a private address.
-    #[arg(long, value_name = "HOST:PORT")]
-    pub allow_host: Vec<String>,
+    /// --ca-cert, --allow-private-network, --allow-host, exactly as in `walk`. A proposal host
+    /// that only the card names is never admitted to a private address.
+    #[command(flatten)]
+    pub net: NetArgs,
     /// Print the record's `terms` block with its establishes/does_not_establish lines as JSON
     /// instead of the human summary.
     #[arg(long)]
@@ -53,20 +48,9 @@ pub async fn run(command: TermsCommand) -> anyhow::Result<ExitCode> {
 }
 
 async fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
-    let mut policy = NetPolicy::new(args.allow_private_network);
-    if let Some(url) = &args.url {
-        policy.allow_url(url);
-    }
-    for spec in &args.allow_host {
-        policy
-            .allow_host_port(spec)
-            .map_err(|e| anyhow::anyhow!(e))?;
-    }
-    let mut config = TransportConfig::new(policy);
-    if let Some(path) = &args.ca_cert {
-        config.extra_roots = load_pem_certs(path)?;
-    }
-    let transport = Transport::new(config)?;
+    // The card URL is the operator's choice; proposal hosts are named only via --allow-host.
+    let named: Vec<&str> = args.url.iter().map(String::as_str).collect();
+    let transport = args.net.transport(&named)?;
     let card_bytes = match (&args.url, &args.file) {
         (Some(url), _) => {
             let exchange = transport

@@ -13,7 +13,6 @@ pub mod config;
 pub mod consent;
 pub mod db;
 pub mod http;
-pub mod local;
 pub mod metrics;
 pub mod runner;
 pub mod scheduler;
@@ -58,6 +57,8 @@ pub enum DaemonError {
         addr: std::net::SocketAddr,
         source: std::io::Error,
     },
+    #[error("cannot set up the filing pipeline: {0}")]
+    Pipeline(String),
     #[error("cannot install the signal handlers: {0}")]
     Signals(std::io::Error),
 }
@@ -87,18 +88,23 @@ struct Built {
     consent: Arc<ConsentGate>,
 }
 
-/// Build the runner for a config over an open store.
+/// The pipeline for a config: it opens its own connection to the same store (WAL).
 fn build_runner(
-    _cfg: &Config,
+    cfg: &Config,
     transport: crate::net::Transport,
     key: Option<SigningKey>,
-    store: &DaemonStore,
-) -> Arc<dyn JobRunner> {
-    Arc::new(local::StoreOnlyRunner {
+    db_path: &Path,
+) -> Result<Arc<dyn JobRunner>, DaemonError> {
+    let pipeline = crate::pipeline::Pipeline::new(crate::pipeline::PipelineConfig {
         transport,
-        store: store.clone(),
-        signing: key,
+        store_path: db_path.to_path_buf(),
+        signing: key.map(|k| (k, cfg.witness.key_url.clone())),
+        clock: Arc::new(crate::clock::SystemClock),
+        intake_override: cfg.intake.clone(),
+        file_extra_walks: cfg.file_extra_walks,
     })
+    .map_err(|e| DaemonError::Pipeline(e.to_string()))?;
+    Ok(Arc::new(pipeline))
 }
 
 async fn build(
@@ -111,7 +117,7 @@ async fn build(
         source,
     })?;
     let key = load_key(&cfg)?;
-    let runner = build_runner(&cfg, transport.clone(), key, store);
+    let runner = build_runner(&cfg, transport.clone(), key, store.path())?;
     let consent = match previous {
         Some(gate) => Arc::new(gate.with_transport(transport)),
         None => Arc::new(ConsentGate::new(transport, store.clone()).await?),

@@ -53,3 +53,49 @@ pub trait JobRunner: Send + Sync + 'static {
     /// Outbox depth, lanes, answers (blocking: reads the store).
     fn status(&self) -> Result<RunnerStatus, String>;
 }
+
+/// The real runner: walk → sign → store with its outbox row → file within the lanes.
+impl JobRunner for crate::pipeline::Pipeline {
+    fn run_job<'a>(
+        &'a self,
+        request: &'a WalkRequest,
+        submit: bool,
+    ) -> BoxFut<'a, Result<JobDone, String>> {
+        Box::pin(async move {
+            let job = crate::pipeline::WalkJob {
+                request: request.clone(),
+                submit,
+            };
+            let report = crate::pipeline::Pipeline::run_job(self, &job)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(JobDone {
+                record_id: report.record_id,
+                sha256: report.outcome.sha256.clone(),
+                outcome: Some(report.outcome.verdict.outcome().to_string()),
+                submission: report.submission.map(|s| s.state),
+            })
+        })
+    }
+
+    fn drain(&self) -> BoxFut<'_, Result<Drained, String>> {
+        Box::pin(async move {
+            let d = self.drain_outbox().await.map_err(|e| e.to_string())?;
+            Ok(Drained {
+                attempted: d.attempted,
+                filed: d.filed,
+                deferred: d.deferred,
+                refused: d.refused,
+            })
+        })
+    }
+
+    fn status(&self) -> Result<RunnerStatus, String> {
+        let s = crate::pipeline::Pipeline::status(self).map_err(|e| e.to_string())?;
+        Ok(RunnerStatus {
+            outbox_depth: s.outbox_depth,
+            lanes_used_today: s.lanes_used_today,
+            submissions_by_answer: s.submissions_by_answer,
+        })
+    }
+}

@@ -17,7 +17,10 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "records",
         sql: include_str!("migrations/0001_records.sql"),
     },
-    // The lead's 0002_outbox goes before this one when the branches meet.
+    Migration {
+        name: "outbox",
+        sql: include_str!("migrations/0002_outbox.sql"),
+    },
     Migration {
         name: "daemon",
         sql: include_str!("migrations/0003_daemon.sql"),

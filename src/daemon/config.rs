@@ -335,10 +335,11 @@ impl Schedule {
     pub fn next_after(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         let offset = chrono::Duration::from_std(self.offset).ok()?;
         // Fire times are cron times + offset, so look for the next cron time after now - offset.
-        let cron_time = self
-            .cron
-            .find_next_occurrence(&(now - offset), false)
-            .ok()?;
+        // Cron times are whole seconds: the first one after x is the first one after floor(x).
+        // (croner keeps a start time's fraction in its answer, so floor it first.)
+        let x = now - offset;
+        let floor = x - chrono::Duration::nanoseconds(x.timestamp_subsec_nanos() as i64);
+        let cron_time = self.cron.find_next_occurrence(&floor, false).ok()?;
         Some(cron_time + offset)
     }
 
@@ -837,6 +838,21 @@ schedule = "0 0 3 * * *"
         assert_eq!(
             five.next_after(now).unwrap(),
             "2026-01-01T03:17:00Z".parse::<DateTime<Utc>>().unwrap()
+        );
+    }
+
+    #[test]
+    fn fractional_now_and_offset_keep_whole_cron_seconds() {
+        let s = Schedule::parse("* * * * * *", Duration::from_millis(250)).unwrap();
+        let now: DateTime<Utc> = "2026-01-01T00:00:00.900Z".parse().unwrap();
+        assert_eq!(
+            s.next_after(now).unwrap(),
+            "2026-01-01T00:00:01.250Z".parse::<DateTime<Utc>>().unwrap()
+        );
+        let now: DateTime<Utc> = "2026-01-01T00:00:01.100Z".parse().unwrap();
+        assert_eq!(
+            s.next_after(now).unwrap(),
+            "2026-01-01T00:00:01.250Z".parse::<DateTime<Utc>>().unwrap()
         );
     }
 

@@ -1,0 +1,225 @@
+//! Config parsing: unknown keys refused with their line, bad cron refused, `config check` and
+//! `print-config` through the real binary, and the shipped example stays valid.
+
+use conduct_walker::daemon::config::{self, ConfigError};
+use std::path::Path;
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_conduct-walker");
+
+const GOOD: &str = r#"[witness]
+name = "w"
+vantage = "v"
+
+[daemon]
+database = "walker.db"
+jitter_secs = 30
+jitter_seed = 7
+
+[[target]]
+name = "a"
+origin = "https://agent.example"
+schedule = "0 17 3 * * *"
+"#;
+
+fn problems(text: &str) -> Vec<config::Problem> {
+    match config::parse(Path::new("/etc/cw/walker.toml"), text) {
+        Err(ConfigError::Invalid { problems, .. }) => problems,
+        other => panic!("expected Invalid, got {other:?}"),
+    }
+}
+
+#[test]
+fn unknown_keys_are_refused_with_line_and_key() {
+    // In each table, including a target's.
+    for (text, line, key) in [
+        (
+            GOOD.replace("vantage = \"v\"\n", "vantage = \"v\"\nvantge = \"x\"\n"),
+            4,
+            "vantge",
+        ),
+        (
+            GOOD.replace("jitter_seed = 7\n", "jitter_seed = 7\nconcurency = 2\n"),
+            9,
+            "concurency",
+        ),
+        (format!("{GOOD}shedule = \"x\"\n"), 14, "shedule"),
+        (format!("{GOOD}[netwrk]\n"), 14, "[netwrk]"),
+    ] {
+        let p = problems(&text);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(p[0].line, Some(line), "{text}\n{p:?}");
+        assert_eq!(p[0].key.as_deref(), Some(key));
+        let shown = p[0].to_string();
+        assert!(
+            shown.contains(&format!("line {line}")) && shown.contains("unknown field"),
+            "{shown}"
+        );
+    }
+}
+
+#[test]
+fn bad_cron_and_other_values_are_refused_each_with_its_line() {
+    let text = GOOD
+        .replace("0 17 3 * * *", "61 * * * *")
+        .replace("name = \"w\"", "name = \"\"")
+        .replace("[daemon]\n", "[daemon]\nlisten = \"192.0.2.1:80\"\n")
+        + "[[target]]\norigin = \"http://plain.example\"\nschedule = \"@daily\"\n"
+        + "[[target]]\norigin = \"https://feb.example\"\nschedule = \"0 0 30 2 *\"\n";
+    let p = problems(&text);
+    let find = |needle: &str| {
+        p.iter()
+            .find(|p| p.message.contains(needle))
+            .unwrap_or_else(|| panic!("no problem mentioning {needle}: {p:?}"))
+    };
+    assert_eq!(find("not a cron pattern").line, Some(14));
+    assert_eq!(find("must not be empty").line, Some(2));
+    assert_eq!(find("loopback").line, Some(6));
+    assert_eq!(find("only https").line, Some(16));
+    assert_eq!(find("never fires").line, Some(20));
+    assert_eq!(p.len(), 5, "{p:?}");
+}
+
+#[test]
+fn key_url_needs_a_key_and_duplicate_names_are_refused() {
+    let text = GOOD.replace(
+        "vantage = \"v\"\n",
+        "vantage = \"v\"\nkey_url = \"https://w.example/k.json\"\n",
+    ) + "[[target]]\nname = \"a\"\norigin = \"https://b.example\"\nschedule = \"@hourly\"\n";
+    let p = problems(&text);
+    assert!(
+        p.iter()
+            .any(|p| p.message.contains("needs a signing key") && p.line == Some(4)),
+        "{p:?}"
+    );
+    assert!(
+        p.iter().any(|p| p.message.contains("second target named")),
+        "{p:?}"
+    );
+}
+
+#[test]
+fn defaults_and_jitter_are_applied() {
+    let c = config::parse(Path::new("/etc/cw/walker.toml"), GOOD).unwrap();
+    assert_eq!(c.database.as_deref(), Some(Path::new("/etc/cw/walker.db")));
+    let t = &c.targets[0];
+    assert_eq!(
+        t.schedule.offset,
+        config::jitter_offset(7, "a", std::time::Duration::from_secs(30))
+    );
+    let now: chrono::DateTime<chrono::Utc> = "2026-03-01T00:00:00Z".parse().unwrap();
+    let next = t.schedule.next_after(now).unwrap();
+    let base: chrono::DateTime<chrono::Utc> = "2026-03-01T03:17:00Z".parse().unwrap();
+    assert_eq!((next - base).to_std().unwrap(), t.schedule.offset);
+}
+
+#[test]
+fn config_check_explains_and_exits_0_or_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.toml");
+    std::fs::write(&good, GOOD).unwrap();
+    let out = Command::new(BIN)
+        .args(["config", "check"])
+        .arg(&good)
+        .env_remove("CREDENTIALS_DIRECTORY")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("a: https://agent.example") && text.contains("next: "),
+        "{text}"
+    );
+    assert!(text.contains("key: none"), "{text}");
+
+    // A key file others can read is refused by the check (the daemon would not start).
+    let key = dir.path().join("k.pem");
+    conduct_walker::witness::keys::generate_key_file(&key).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let keyed = dir.path().join("keyed.toml");
+    std::fs::write(
+        &keyed,
+        GOOD.replace("vantage = \"v\"\n", "vantage = \"v\"\nkey = \"k.pem\"\n"),
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["config", "check"])
+        .arg(&keyed)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("chmod 600"), "{text}");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = Command::new(BIN)
+        .args(["config", "check"])
+        .arg(&keyed)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, format!("{GOOD}typo = 1\n")).unwrap();
+    let out = Command::new(BIN)
+        .args(["config", "check"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text.contains("line 14, `typo`: unknown field `typo`"),
+        "{text}"
+    );
+}
+
+#[test]
+fn print_config_fills_defaults_and_follows_configuration_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("walker.toml"), GOOD).unwrap();
+    let out = Command::new(BIN)
+        .arg("print-config")
+        .env("CONFIGURATION_DIRECTORY", dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    // Parses back to the same targets, with the defaults spelled out.
+    let body: String = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let again = config::parse(&dir.path().join("walker.toml"), &body).unwrap();
+    assert_eq!(again.targets.len(), 1);
+    for needle in [
+        "concurrency = 4",
+        "submit = true",
+        "privacy = \"full\"",
+        "mode = \"mcp\"",
+        "request_deadline_secs = 20",
+    ] {
+        assert!(text.contains(needle), "{needle} missing from\n{text}");
+    }
+    assert!(text.contains(&dir.path().join("walker.db").display().to_string()));
+    let none = Command::new(BIN)
+        .arg("print-config")
+        .env_remove("CONFIGURATION_DIRECTORY")
+        .output()
+        .unwrap();
+    assert_eq!(none.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("CONFIGURATION_DIRECTORY"));
+}
+
+#[test]
+fn the_shipped_example_is_valid() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/walker.toml");
+    let c = config::load(&path).unwrap();
+    assert!(!c.targets.is_empty());
+}

@@ -75,21 +75,30 @@ fn text(status: StatusCode, body: String) -> Response {
         .into_response()
 }
 
-fn store_error(e: StoreError) -> Response {
+/// An error answer: small to pass around, turned into a response at the end.
+struct HttpError(StatusCode, String);
+
+impl IntoResponse for HttpError {
+    fn into_response(self) -> Response {
+        text(self.0, self.1)
+    }
+}
+
+fn store_error(e: StoreError) -> HttpError {
     let status = match &e {
         StoreError::BadPrefix(_) | StoreError::BadDate(_) => StatusCode::BAD_REQUEST,
         StoreError::UnknownPrefix(_) => StatusCode::NOT_FOUND,
         StoreError::AmbiguousPrefix { .. } => StatusCode::CONFLICT,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
-    text(status, format!("{e}\n"))
+    HttpError(status, format!("{e}\n"))
 }
 
 async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, Response> + Send + 'static,
-) -> Result<T, Response> {
+    f: impl FnOnce() -> Result<T, HttpError> + Send + 'static,
+) -> Result<T, HttpError> {
     tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
-        Err(text(
+        Err(HttpError(
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("internal error: {e}\n"),
         ))
@@ -140,7 +149,7 @@ async fn metrics(State(s): State<AppState>) -> Response {
             )
                 .into_response()
         }
-        Err(r) => r,
+        Err(e) => e.into_response(),
     }
 }
 
@@ -163,7 +172,7 @@ async fn list(State(s): State<AppState>, Query(q): Query<ListQuery>) -> Response
             && o != "PASS"
             && o != "FAIL"
         {
-            return Err(text(
+            return Err(HttpError(
                 StatusCode::BAD_REQUEST,
                 format!("outcome must be PASS or FAIL, not {o:?}\n"),
             ));
@@ -184,7 +193,7 @@ async fn list(State(s): State<AppState>, Query(q): Query<ListQuery>) -> Response
     .await;
     match result {
         Ok(rows) => axum::Json(rows).into_response(),
-        Err(r) => r,
+        Err(e) => e.into_response(),
     }
 }
 
@@ -202,6 +211,6 @@ async fn raw(State(s): State<AppState>, UrlPath(prefix): UrlPath<String>) -> Res
             rec.canonical,
         )
             .into_response(),
-        Err(r) => r,
+        Err(e) => e.into_response(),
     }
 }

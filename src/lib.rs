@@ -9,6 +9,7 @@ pub mod card_signature;
 pub mod cli;
 pub mod clock;
 pub mod digest;
+pub mod intake_emulator;
 pub mod jcs;
 pub mod json;
 pub mod net;

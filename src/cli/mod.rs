@@ -2,6 +2,7 @@
 //! (FAIL, a failed verification), 2 usage or I/O errors.
 
 pub mod card;
+pub mod intake;
 pub mod records;
 pub mod terms;
 pub mod walk;

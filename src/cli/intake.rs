@@ -51,17 +51,19 @@ pub async fn run(args: IntakeEmulatorArgs) -> anyhow::Result<ExitCode> {
     config.ledger_host = args.ledger_host.clone();
     let running = Emulator::start(config, &ca, args.listen).await?;
 
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "intake emulator: {}", running.url())?;
-    writeln!(out, "state: {}", args.state.display())?;
-    match &args.tls_ca_out {
-        Some(path) => writeln!(out, "CA certificate: {} (pass it as --ca-cert)", path.display())?,
-        None => writeln!(
-            out,
+    // Best effort: a closed stdout (a parent that read only the URL) must not stop the server.
+    let ca_line = match &args.tls_ca_out {
+        Some(path) => format!("CA certificate: {} (pass it as --ca-cert)", path.display()),
+        None => {
             "CA certificate: not written (use --tls-ca-out FILE so a walker can trust this server)"
-        )?,
-    }
-    out.flush()?;
+                .to_string()
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "intake emulator: {}", running.url())
+        .and_then(|_| writeln!(out, "state: {}", args.state.display()))
+        .and_then(|_| writeln!(out, "{ca_line}"))
+        .and_then(|_| out.flush());
     drop(out);
 
     shutdown_signal().await;

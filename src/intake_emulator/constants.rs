@@ -36,7 +36,8 @@ pub const ERR_SIG_TOGETHER: &str = "signature_and_public_key_must_come_together"
 pub const ERR_SIG_INVALID: &str = "signature_invalid";
 pub const NOTE_SIG_INVALID: &str = "a present signature must verify; omit it to submit unsigned";
 pub const ERR_KEY_URL_WITHOUT_SIG: &str = "key_url_without_signature";
-pub const NOTE_KEY_URL_WITHOUT_SIG: &str = "witness.key_url only means something on a signed record";
+pub const NOTE_KEY_URL_WITHOUT_SIG: &str =
+    "witness.key_url only means something on a signed record";
 pub const ERR_SELF_WITNESS: &str = "self_witness";
 pub const NOTE_SELF_WITNESS_AGENT: &str =
     "a key served from the walked agent's own domain cannot witness that agent";
@@ -47,7 +48,8 @@ pub const NOTE_KEY_URL_UNREACHABLE: &str =
 pub const ERR_KEY_URL_MISMATCH: &str = "key_url_mismatch";
 pub const NOTE_KEY_URL_MISMATCH: &str =
     "the key served at witness.key_url is not the key that signed this record";
-pub const COUNT_REASON_SAME_DAY: &str = "same witness, same endpoint, same day; stored, not counted";
+pub const COUNT_REASON_SAME_DAY: &str =
+    "same witness, same endpoint, same day; stored, not counted";
 pub const ANCHOR_POLICY: &str = "pending submissions are bundled into a nenrin-witness-batch-v1 ledger entry daily at 00:30 UTC by the ledger's schedule when the pool is not empty; the batch anchor fixes the existence time of every record in it; the Bitcoin stamp follows on the operator's stamping run";
 pub const STATUS_PENDING: &str = "pending";
 pub const STATUS_ANCHORED: &str = "anchored";

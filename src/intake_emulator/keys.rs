@@ -35,8 +35,7 @@ async fn fetch(shared: &Shared, key_url: &str) -> KeyOutcome {
     let request = HttpRequest::get(key_url, &[("Accept", "application/json")]);
     let timeout = shared.limits.key_fetch_timeout;
     // The transport has its own deadline; this one holds the spec's 5 s whatever it is.
-    let Ok(exchange) = tokio::time::timeout(timeout, shared.transport.fetch(&request)).await
-    else {
+    let Ok(exchange) = tokio::time::timeout(timeout, shared.transport.fetch(&request)).await else {
         return KeyOutcome::Unreachable(format!(
             "key_url fetch timed out after {} ms",
             timeout.as_millis()
@@ -63,7 +62,10 @@ async fn fetch(shared: &Shared, key_url: &str) -> KeyOutcome {
     let Ok(document) = serde_json::from_str::<Value>(text) else {
         return KeyOutcome::Unreachable("key_url did not serve JSON".to_string());
     };
-    match document.get("public_key_ed25519_b64").and_then(Value::as_str) {
+    match document
+        .get("public_key_ed25519_b64")
+        .and_then(Value::as_str)
+    {
         Some(key) => KeyOutcome::Served(key.to_string()),
         None => KeyOutcome::Unreachable(
             "key_url document has no string public_key_ed25519_b64".to_string(),

@@ -232,7 +232,10 @@ async fn route(shared: &Shared, req: Req) -> Resp {
         ("GET", p) if p.strip_prefix("/witness/").is_some_and(is_sha) => {
             reads::one(shared, &req.base, &p["/witness/".len()..])
         }
-        ("GET", p) if p.strip_prefix("/ledger/").is_some_and(|n| n.parse::<i64>().is_ok()) => {
+        ("GET", p)
+            if p.strip_prefix("/ledger/")
+                .is_some_and(|n| n.parse::<i64>().is_ok()) =>
+        {
             reads::ledger(shared, &p["/ledger/".len()..])
         }
         (_, "/witness" | "/witness/pending" | "/witness/anchor") => Ok((

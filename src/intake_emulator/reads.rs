@@ -202,10 +202,11 @@ fn batch_text(anchored_at: &str, head: Option<&str>, records: &[Value]) -> Strin
     let items: Vec<String> = records
         .iter()
         .map(|r| {
-            let mut fields: Vec<(&str, &Value)> = ["sha", "purpose", "witness_name", "vantage", "signed"]
-                .iter()
-                .map(|k| (*k, r.get(*k).unwrap_or(&Value::Null)))
-                .collect();
+            let mut fields: Vec<(&str, &Value)> =
+                ["sha", "purpose", "witness_name", "vantage", "signed"]
+                    .iter()
+                    .map(|k| (*k, r.get(*k).unwrap_or(&Value::Null)))
+                    .collect();
             if let Some(d) = r.get("signed_domain").filter(|d| !d.is_null()) {
                 fields.push(("signed_domain", d));
             }

@@ -22,7 +22,7 @@ pub fn forgiving_base64_decode(input: &str) -> Option<Vec<u8>> {
         .chars()
         .filter(|c| !matches!(c, '\t' | '\n' | '\u{c}' | '\r' | ' '))
         .collect();
-    if data.len() % 4 == 0 {
+    if data.len().is_multiple_of(4) {
         if data.ends_with("==") {
             data.truncate(data.len() - 2);
         } else if data.ends_with('=') {
@@ -72,7 +72,11 @@ mod tests {
         assert_eq!(forgiving_base64_decode("aGk=").unwrap(), b"hi");
         assert_eq!(forgiving_base64_decode("aGk").unwrap(), b"hi");
         assert_eq!(forgiving_base64_decode(" a G\nk = ").unwrap(), b"hi");
-        assert_eq!(forgiving_base64_decode("aGl=").unwrap(), b"hi", "trailing bits ignored");
+        assert_eq!(
+            forgiving_base64_decode("aGl=").unwrap(),
+            b"hi",
+            "trailing bits ignored"
+        );
         assert_eq!(forgiving_base64_decode("").unwrap(), b"");
         assert!(forgiving_base64_decode("aGk==").is_none());
         assert!(forgiving_base64_decode("a").is_none());
@@ -87,7 +91,11 @@ mod tests {
         let sig = base64::engine::general_purpose::STANDARD.encode(key.sign(msg).to_bytes());
         let pk = base64::engine::general_purpose::STANDARD.encode(key.verifying_key().to_bytes());
         assert!(verifies(msg, &sig, &pk));
-        assert!(verifies(msg, sig.trim_end_matches('='), pk.trim_end_matches('=')));
+        assert!(verifies(
+            msg,
+            sig.trim_end_matches('='),
+            pk.trim_end_matches('=')
+        ));
         assert!(!verifies(b"{\"a\":2}", &sig, &pk));
         assert!(!verifies(msg, &sig, &pk[..40]));
         let url_safe = sig.replace('+', "-").replace('/', "_");

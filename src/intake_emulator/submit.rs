@@ -157,7 +157,11 @@ pub(super) async fn post_witness(shared: &Shared, req: &Req) -> Answer {
     put("signed", json!(signed));
     put(
         "public_key_ed25519_b64",
-        if signed { json!(public_key_b64) } else { Value::Null },
+        if signed {
+            json!(public_key_b64)
+        } else {
+            Value::Null
+        },
     );
     put("signed_domain", json!(signed_domain));
     put("key_url", json!(record.key_url));

@@ -175,7 +175,9 @@ pub fn validate(record_canonical: &str) -> Result<Validated, Invalid> {
                 .and_then(Value::as_array)
                 .is_some_and(|a| !a.is_empty());
             if !ok {
-                return Err(Invalid::schema(format!("{field} must be a non-empty array")));
+                return Err(Invalid::schema(format!(
+                    "{field} must be a non-empty array"
+                )));
             }
         }
         // `typeof verdict === "object"`: null and arrays pass, a missing key or a scalar does not.
@@ -281,20 +283,14 @@ fn non_blank_string_list(value: Option<&Value>) -> bool {
 pub fn is_js_whitespace(c: char) -> bool {
     matches!(
         c,
-        '\t' | '\n'
-            | '\u{b}'
-            | '\u{c}'
-            | '\r'
-            | ' '
-            | '\u{a0}'
-            | '\u{1680}'
-            | '\u{2000}'..='\u{200a}'
-            | '\u{2028}'
-            | '\u{2029}'
-            | '\u{202f}'
-            | '\u{205f}'
-            | '\u{3000}'
-            | '\u{feff}'
+        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200a}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202f}'
+                | '\u{205f}'
+                | '\u{3000}'
+                | '\u{feff}'
     )
 }
 
@@ -424,10 +420,14 @@ mod tests {
 
         let mut r = full();
         r["mode"] = json!("hash-only");
-        r["nodes"] = json!([{"request": {"url": "https://h:8443/", "method": "REDACTED"}}, {"n": 2}]);
+        r["nodes"] =
+            json!([{"request": {"url": "https://h:8443/", "method": "REDACTED"}}, {"n": 2}]);
         assert!(check(&r).is_ok());
         r["nodes"] = json!([{"request": {"url": "https://h/?"}}]);
-        assert!(check(&r).is_ok(), "an empty query is no query in JavaScript");
+        assert!(
+            check(&r).is_ok(),
+            "an empty query is no query in JavaScript"
+        );
         for bad in [
             json!({"url": "https://h/a2a"}),
             json!({"url": "https://h/?q=1"}),
@@ -444,24 +444,44 @@ mod tests {
     #[test]
     fn key_url_must_be_https_when_present() {
         let mut r = full();
-        for bad in [json!("http://w.example/k"), json!(null), json!(""), json!(5)] {
+        for bad in [
+            json!("http://w.example/k"),
+            json!(null),
+            json!(""),
+            json!(5),
+        ] {
             r["witness"]["key_url"] = bad;
             let e = check(&r).unwrap_err();
-            assert_eq!((e.reason_code, e.why.as_str()), (ReasonCode::BadKeyUrl, WHY_BAD_KEY_URL));
+            assert_eq!(
+                (e.reason_code, e.why.as_str()),
+                (ReasonCode::BadKeyUrl, WHY_BAD_KEY_URL)
+            );
         }
         r["witness"]["key_url"] = json!("https://W.Example/k");
-        assert_eq!(check(&r).unwrap().key_url.as_deref(), Some("https://W.Example/k"));
+        assert_eq!(
+            check(&r).unwrap().key_url.as_deref(),
+            Some("https://W.Example/k")
+        );
     }
 
     #[test]
     fn endpoint_attribution() {
         let b = "https://b.example";
-        assert_eq!(walked_endpoint("a2a-conduct-walk-v1:https://e/x y", b), "https://e/x");
-        assert_eq!(walked_endpoint("a2a-conduct-walk-v1:\t\u{a0}https://e/x", b), "https://e/x");
+        assert_eq!(
+            walked_endpoint("a2a-conduct-walk-v1:https://e/x y", b),
+            "https://e/x"
+        );
+        assert_eq!(
+            walked_endpoint("a2a-conduct-walk-v1:\t\u{a0}https://e/x", b),
+            "https://e/x"
+        );
         assert_eq!(walked_endpoint("a2a-conduct-walk-v1:   ", b), b);
         assert_eq!(walked_endpoint(" a2a-conduct-walk-v1: https://e/", b), b);
         assert_eq!(walked_endpoint("other", b), b);
-        assert_eq!(https_host("https://Agent.Example:8443/x").as_deref(), Some("agent.example"));
+        assert_eq!(
+            https_host("https://Agent.Example:8443/x").as_deref(),
+            Some("agent.example")
+        );
         assert_eq!(https_host("http://agent.example/"), None);
     }
 }

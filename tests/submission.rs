@@ -233,7 +233,12 @@ async fn world_with_key_server(
         "https://localhost:{}/.well-known/nenrin-witness-key.json",
         server.addr().port()
     );
-    let w = world_with_ca(ca, EmulatorLimits::default(), &[key_url.clone()]).await;
+    let w = world_with_ca(
+        ca,
+        EmulatorLimits::default(),
+        std::slice::from_ref(&key_url),
+    )
+    .await;
     (w, server, key_url)
 }
 

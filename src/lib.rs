@@ -11,6 +11,7 @@ pub mod clock;
 pub mod daemon;
 pub mod digest;
 pub mod findings;
+pub mod intake_emulator;
 pub mod jcs;
 pub mod json;
 pub mod net;

@@ -38,6 +38,8 @@ enum Command {
     Config(cli::daemon::ConfigCommand),
     /// Print the effective daemon config (defaults filled in, paths resolved).
     PrintConfig(cli::daemon::PrintConfigArgs),
+    /// Run a local witness intake (spec §6) for tests and demos
+    IntakeEmulator(cli::intake::IntakeEmulatorArgs),
 }
 
 fn main() -> ExitCode {
@@ -73,6 +75,7 @@ fn main() -> ExitCode {
             Command::Run(args) => cli::daemon::run(args).await,
             Command::Config(cmd) => cli::daemon::config_command(cmd),
             Command::PrintConfig(args) => cli::daemon::print_config(args),
+            Command::IntakeEmulator(args) => cli::intake::run(args).await,
         }
     });
     result.unwrap_or_else(|e| cli::fail(&e))

@@ -145,8 +145,39 @@ async fn demo_runs_without_network_and_gets_every_expected_verdict() {
     let (stdout, err) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}{err}");
     assert!(stdout.contains("each verdict as expected"), "{stdout}");
-    let records = std::fs::read_dir(dir.path()).unwrap().count();
+    let records = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name().into_string().unwrap();
+            name.starts_with("walk_") && name.ends_with(".json")
+        })
+        .count();
     assert_eq!(records, 8);
+    // Every record was signed, stored and filed with the emulator.
+    assert_eq!(
+        stdout.matches("filed (answer accepted, http 201)").count(),
+        8,
+        "{stdout}"
+    );
+    let db = dir.path().join("walker.db");
+    let list = bin()
+        .args(["records", "list", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&list.stdout)
+            .lines()
+            .filter(|l| l.ends_with("signed"))
+            .count(),
+        8
+    );
+    let verify = bin()
+        .args(["records", "verify", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(verify.status.code(), Some(0));
 }
 
 #[test]

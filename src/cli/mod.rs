@@ -3,6 +3,7 @@
 
 pub mod card;
 pub mod daemon;
+pub mod intake;
 pub mod keys;
 pub mod records;
 pub mod terms;

@@ -423,9 +423,14 @@ pub fn human_summary(outcome: &WalkOutcome, written_to: Option<&std::path::Path>
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// Directory for the demo's records (default: a fresh temporary directory).
+    /// Directory for the demo's records, its intake emulator state and (unless --db) its store
+    /// (default: a fresh temporary directory).
     #[arg(long)]
     pub out_dir: Option<PathBuf>,
+    /// Keep the demo's records in this store (default: walker.db in the output directory), so
+    /// every `records` command can be tried right after.
+    #[arg(long)]
+    pub db: Option<PathBuf>,
 }
 
 /// The scenarios the demo walks, with the verdict each must get.
@@ -440,35 +445,76 @@ const DEMO: &[(&str, bool)] = &[
     ("card-changes", false),
 ];
 
-/// Start loopback sandbox agents, walk an honest one and a few misbehaving ones.
+/// Start loopback sandbox agents, a key server and an intake emulator; walk an honest agent and
+/// a few misbehaving ones; sign each record with a throw-away key, store it and file it.
 pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
+    use crate::intake_emulator::{Emulator, EmulatorConfig};
+    use crate::sandbox::{HttpsServer, Resp, handler};
+
     let dir = match &args.out_dir {
-        Some(d) => {
-            std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
-            d.clone()
-        }
+        Some(d) => d.clone(),
         None => std::env::temp_dir().join(format!("conduct-walker-demo-{}", std::process::id())),
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let db = args.db.clone().unwrap_or_else(|| dir.join("walker.db"));
     let ca = SandboxCa::generate();
-    let all = scenarios();
-    let mut unexpected = 0;
-    println!(
-        "conduct-walker demo: sandbox agents on 127.0.0.1 with a CA made for this run; records in {}\n",
-        dir.display()
+
+    // A throw-away witness key, served at a key_url on a loopback "witness domain".
+    let key = ed25519_dalek::SigningKey::from_bytes(&rand::random::<[u8; 32]>());
+    let key_doc = crate::witness::keys::key_document(&key);
+    let key_server = HttpsServer::start(&ca, handler(move |_| Resp::json(200, &key_doc))).await?;
+    let key_url = format!(
+        "https://localhost:{}/.well-known/nenrin-witness-key.json",
+        key_server.addr().port()
     );
+
+    // The intake emulator may fetch that key_url (and nothing else private).
+    let mut emulator_policy = NetPolicy::new(true);
+    emulator_policy.allow_url(&key_url);
+    let mut emulator_net = TransportConfig::new(emulator_policy);
+    emulator_net.extra_roots = vec![ca.cert_der()];
+    let mut emulator_config = EmulatorConfig::new(
+        dir.join("intake-emulator.sqlite"),
+        Transport::new(emulator_net)?,
+    );
+    emulator_config.clock = Arc::new(SystemClock);
+    let emulator = Emulator::start(emulator_config, &ca, "127.0.0.1:0".parse()?).await?;
+
+    let all = scenarios();
+    let mut agents = Vec::new();
     for (name, expect_pass) in DEMO {
         let sc = all
             .iter()
             .find(|s| s.name == *name)
-            .context("demo scenario missing")?;
+            .context("demo scenario missing")?
+            .clone();
         let agent = SandboxAgent::start(&ca, sc.behaviour.clone()).await?;
+        agents.push((sc, agent, *expect_pass));
+    }
+    let mut policy = NetPolicy::new(true);
+    policy.allow_url(&emulator.url());
+    for (_, agent, _) in &agents {
+        policy.allow_url(&agent.origin());
+    }
+    let mut config = TransportConfig::new(policy);
+    config.extra_roots = vec![ca.cert_der()];
+    let pipeline = Pipeline::new(PipelineConfig {
+        transport: Transport::new(config)?,
+        store_path: db.clone(),
+        signing: Some((key, Some(key_url.clone()))),
+        clock: Arc::new(SystemClock),
+        intake_override: Some(emulator.url()),
+        file_extra_walks: true,
+    })?;
+
+    println!("conduct-walker demo: sandbox agents on 127.0.0.1 with a CA made for this run");
+    println!("  records and files:   {}", dir.display());
+    println!("  record store:        {}", db.display());
+    println!("  intake emulator:     {}", emulator.url());
+    println!("  witness key_url:     {key_url} (a throw-away key)\n");
+    let mut unexpected = 0;
+    for (sc, agent, expect_pass) in &agents {
         let origin = agent.origin();
-        let mut policy = NetPolicy::new(true);
-        policy.allow_url(&origin);
-        let mut config = TransportConfig::new(policy);
-        config.extra_roots = vec![ca.cert_der()];
-        let transport = Transport::new(config)?;
         let request = WalkRequest {
             origin: origin.clone(),
             endpoint: sc.endpoint_path.map(|p| format!("{origin}{p}")),
@@ -483,7 +529,13 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
             contract_sha256: None,
             privacy: Privacy::Full,
         };
-        let outcome = walk_once(&transport, &request).await;
+        let report = pipeline
+            .run_job(&WalkJob {
+                request,
+                submit: true,
+            })
+            .await?;
+        let outcome = &report.outcome;
         let path = dir.join(format!("walk_{}.json", &outcome.sha256[..12]));
         std::fs::write(&path, &outcome.canonical)
             .with_context(|| format!("cannot write {}", path.display()))?;
@@ -491,30 +543,37 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         if !as_expected {
             unexpected += 1;
         }
+        let wire = if sc.mode == Mode::A2a {
+            format!(", wire {}", sc.wire.as_str())
+        } else {
+            String::new()
+        };
+        let flag = if as_expected {
+            ""
+        } else {
+            "  << UNEXPECTED VERDICT"
+        };
         println!(
-            "== {name} ({}; {} mode{}){}",
+            "== {} ({}; {} mode{wire}){flag}",
+            sc.name,
             sc.about,
-            sc.mode.as_str(),
-            if sc.mode == Mode::A2a {
-                format!(", wire {}", sc.wire.as_str())
-            } else {
-                String::new()
-            },
-            if as_expected {
-                ""
-            } else {
-                "  << UNEXPECTED VERDICT"
-            }
+            sc.mode.as_str()
         );
-        println!("{}", human_summary(&outcome, Some(&path)));
+        print!("{}", human_summary(outcome, Some(&path)));
+        if let Some(sub) = &report.submission {
+            println!("{}", submission_line(sub));
+        }
+        println!();
     }
     if unexpected > 0 {
         bail!("{unexpected} demo scenario(s) got an unexpected verdict");
     }
     println!(
-        "demo finished: {} scenarios walked, each verdict as expected",
+        "demo finished: {} scenarios walked, each verdict as expected; records signed, stored and filed",
         DEMO.len()
     );
+    println!("next: conduct-walker records list --db {}", db.display());
+    println!("      conduct-walker records verify --db {}", db.display());
     Ok(ExitCode::from(super::EXIT_OK))
 }
 

@@ -1,0 +1,137 @@
+//! The daemon with ten sandbox agents and the intake emulator on an accelerated schedule: every
+//! endpoint's first walk of the day is filed exactly once, later walks are kept local, and
+//! `/metrics` reports the intake's answers and the lane as the store does.
+
+mod daemon_support;
+
+use conduct_walker::intake_emulator::{Emulator, EmulatorConfig, Limits};
+use conduct_walker::net::{NetPolicy, Transport, TransportConfig};
+use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa};
+use conduct_walker::store::ListFilter;
+use daemon_support::{Daemon, config, free_port, metric, target};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+#[test]
+fn ten_agents_on_an_accelerated_schedule_file_exactly_the_expected_records() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let ca = SandboxCa::generate();
+    let state = tempfile::tempdir().unwrap();
+    let emulator = rt
+        .block_on(Emulator::start(
+            EmulatorConfig {
+                // The address lane's 5 a day would defer half of the ten: raise it, so this test
+                // is about "once per endpoint per day", not about the cap.
+                limits: Limits {
+                    daily_per_ip: 100,
+                    ..Limits::default()
+                },
+                ..EmulatorConfig::new(
+                    state.path().join("intake.db"),
+                    Transport::new(TransportConfig::new(NetPolicy::new(false))).unwrap(),
+                )
+            },
+            &ca,
+            "127.0.0.1:0".parse().unwrap(),
+        ))
+        .unwrap();
+    let agents: Vec<SandboxAgent> = (0..10)
+        .map(|_| {
+            rt.block_on(SandboxAgent::start(&ca, Behaviour::default()))
+                .unwrap()
+        })
+        .collect();
+    let targets: String = agents
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            target(&format!("agent{i}"), &a.origin(), "", "* * * * * *")
+                .replace("submit = false", "submit = true")
+        })
+        .collect();
+    let listen: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let text = config(listen, 20, &targets).replace(
+        "vantage = \"loopback\"\n",
+        &format!("vantage = \"loopback\"\nintake = \"{}\"\n", emulator.url()),
+    );
+    let mut d = Daemon::start(&ca, listen, &text);
+    d.wait_for("two walks of every agent", Duration::from_secs(90), |d| {
+        let walks = d.walks();
+        (0..10).all(|i| {
+            walks
+                .iter()
+                .filter(|w| w.target == format!("agent{i}") && w.state == "done")
+                .count()
+                >= 2
+        })
+    });
+    let m = d.get_text("/metrics");
+    d.signal("TERM");
+    assert!(
+        d.wait_exit(Duration::from_secs(60)).success(),
+        "{}",
+        d.log()
+    );
+
+    let store = d.store().unwrap();
+    let rows = store.list(&ListFilter::default()).unwrap();
+    let mut states: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    {
+        let conn = store.connection();
+        let mut stmt = conn
+            .prepare(
+                "SELECT s.state, r.sha256, r.endpoint FROM submissions s \
+                 JOIN records r ON r.id = s.record_id ORDER BY s.id",
+            )
+            .unwrap();
+        let it = stmt
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap();
+        for row in it {
+            let (state, sha, endpoint) = row.unwrap();
+            states.entry(state).or_default().push((sha, endpoint));
+        }
+    }
+    let filed = states.get("filed").cloned().unwrap_or_default();
+    // Exactly one filed record per endpoint: the first walk of each agent today.
+    assert_eq!(filed.len(), 10, "{states:?}");
+    let endpoints: std::collections::BTreeSet<_> = filed.iter().map(|(_, e)| e.clone()).collect();
+    assert_eq!(endpoints.len(), 10);
+    for (i, a) in agents.iter().enumerate() {
+        let first = rows
+            .iter()
+            .find(|r| r.meta.origin == a.origin())
+            .unwrap_or_else(|| panic!("agent{i} has no record"));
+        assert!(
+            filed.iter().any(|(sha, _)| *sha == first.sha256),
+            "agent{i}'s first record was not the one filed"
+        );
+    }
+    // The intake holds exactly those ten, once each.
+    assert_eq!(emulator.stored_count(), 10);
+    for (sha, _) in &filed {
+        assert!(emulator.stored(sha).is_some(), "{sha} not at the intake");
+    }
+    // Every other record stayed local: nothing else was queued, refused or lost.
+    let kept = states.get("kept_local").map(Vec::len).unwrap_or(0);
+    assert_eq!(filed.len() + kept, rows.len(), "{states:?}");
+    assert_eq!(states.len(), if kept > 0 { 2 } else { 1 }, "{states:?}");
+
+    // /metrics (scraped while running) agrees with the intake: no more than ten accepted.
+    let accepted: f64 = metric(&m, "conduct_walker_submissions_total")
+        .iter()
+        .filter(|(l, _)| l.contains("accepted"))
+        .map(|(_, v)| v)
+        .sum();
+    assert!(accepted <= 10.0 && accepted >= 1.0, "{m}");
+    let lane: f64 = metric(&m, "conduct_walker_lane_used_today")
+        .iter()
+        .map(|(_, v)| v)
+        .sum();
+    assert_eq!(lane, accepted, "{m}");
+}

@@ -90,6 +90,20 @@ impl Daemon {
         d
     }
 
+    /// Wrap a daemon started by hand on `dir` (a restart); returns once `/healthz` answers.
+    pub fn adopt(child: Child, dir: tempfile::TempDir, listen: SocketAddr) -> Daemon {
+        let mut d = Daemon {
+            child,
+            dir,
+            listen,
+            status: None,
+        };
+        d.wait_for("the listener to answer", Duration::from_secs(30), |d| {
+            d.get("/healthz").map(|(s, _)| s == 200).unwrap_or(false)
+        });
+        d
+    }
+
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }

@@ -213,7 +213,10 @@ mod tests {
 
     #[test]
     fn lenient_decoder_drops_junk_and_needs_no_padding() {
-        assert_eq!(python_lenient_b64url_decode("eyJhIjoxfQ").unwrap(), br#"{"a":1}"#);
+        assert_eq!(
+            python_lenient_b64url_decode("eyJhIjoxfQ").unwrap(),
+            br#"{"a":1}"#
+        );
         // Junk is skipped, but the padding is computed from the length with the junk (as
         // Python does), so junk decodes only when the counts happen to line up.
         assert_eq!(
@@ -224,7 +227,10 @@ mod tests {
         // One data character more than a multiple of four cannot be decoded.
         assert_eq!(python_lenient_b64url_decode("eyJhI"), None);
         assert_eq!(python_lenient_b64url_decode("é"), None);
-        assert_eq!(python_lenient_b64url_decode("-_8").unwrap(), vec![0xfb, 0xff]);
+        assert_eq!(
+            python_lenient_b64url_decode("-_8").unwrap(),
+            vec![0xfb, 0xff]
+        );
     }
 
     #[test]

@@ -111,9 +111,13 @@ pub enum EntryError {
     HeaderOverlap(String),
     #[error("signature is not unpadded base64url: {0}")]
     SignatureNotBase64url(String),
-    #[error("the protected header has no alg holding a non-empty string (A2A section 8.4.2 requires it)")]
+    #[error(
+        "the protected header has no alg holding a non-empty string (A2A section 8.4.2 requires it)"
+    )]
     NoAlg,
-    #[error("the protected header has no kid holding a non-empty string (A2A section 8.4.2 requires it)")]
+    #[error(
+        "the protected header has no kid holding a non-empty string (A2A section 8.4.2 requires it)"
+    )]
     NoKid,
     #[error("alg none is refused: an unsigned entry proves nothing")]
     AlgNone,
@@ -208,8 +212,8 @@ pub(crate) fn parse_entry(entry: &Value) -> Result<ParsedEntry, (EntryError, Hea
     let Some(protected_b64) = obj.get("protected").and_then(Value::as_str) else {
         return Err((EntryError::NoProtected, none()));
     };
-    let bytes = decode_b64url(protected_b64)
-        .map_err(|e| (EntryError::ProtectedNotBase64url(e), none()))?;
+    let bytes =
+        decode_b64url(protected_b64).map_err(|e| (EntryError::ProtectedNotBase64url(e), none()))?;
     let header = match crate::json::parse_strict(&bytes) {
         Ok(Value::Object(map)) => map,
         Ok(other) => {
@@ -269,7 +273,9 @@ pub(crate) fn parse_entry(entry: &Value) -> Result<ParsedEntry, (EntryError, Hea
             Value::Array(items) if !items.is_empty() => {
                 match items.iter().map(Value::as_str).collect::<Option<Vec<_>>>() {
                     Some(names) => names,
-                    None => return fail(EntryError::CritMalformed("a member is not a string".into())),
+                    None => {
+                        return fail(EntryError::CritMalformed("a member is not a string".into()));
+                    }
                 }
             }
             Value::Array(_) => return fail(EntryError::CritMalformed("it is empty".into())),
@@ -311,7 +317,10 @@ pub(crate) fn parse_entry(entry: &Value) -> Result<ParsedEntry, (EntryError, Hea
             None
         }
     };
-    if ["jwk", "x5c", "x5u"].iter().any(|k| header.contains_key(*k)) {
+    if ["jwk", "x5c", "x5u"]
+        .iter()
+        .any(|k| header.contains_key(*k))
+    {
         warnings.push(WARN_EMBEDDED_KEY);
     }
     Ok(ParsedEntry {
@@ -386,7 +395,9 @@ mod tests {
             EntryError::CritMalformed(_)
         ));
         // b64:true named in crit is the default encoding: understood.
-        let ok = parse_entry(&entry(r#"{"alg":"ES256","kid":"k","typ":"JOSE","b64":true,"crit":["b64"]}"#));
+        let ok = parse_entry(&entry(
+            r#"{"alg":"ES256","kid":"k","typ":"JOSE","b64":true,"crit":["b64"]}"#,
+        ));
         assert!(ok.is_ok());
     }
 

@@ -68,8 +68,7 @@ impl KeySource {
 }
 
 /// [`KeySource::description`] of a pinned key.
-pub const KEY_SOURCE_PINNED_TEXT: &str =
-    "a key pinned for this origin in the walker's trust store";
+pub const KEY_SOURCE_PINNED_TEXT: &str = "a key pinned for this origin in the walker's trust store";
 /// [`KeySource::description`] of a key from a `jku` on the card's host.
 pub const KEY_SOURCE_JKU_SAME_HOST_TEXT: &str =
     "a key fetched from the header's jku on the card's own host";
@@ -271,7 +270,10 @@ pub fn jwk_thumbprint(jwk: &Value) -> Option<String> {
     };
     let mut obj = Map::new();
     for m in members {
-        obj.insert((*m).to_string(), Value::String(jwk.get(*m)?.as_str()?.into()));
+        obj.insert(
+            (*m).to_string(),
+            Value::String(jwk.get(*m)?.as_str()?.into()),
+        );
     }
     let bytes = crate::jcs::canonicalize(&Value::Object(obj)).ok()?;
     Some(URL_SAFE_NO_PAD.encode(crate::digest::sha256(bytes)))
@@ -364,7 +366,10 @@ pub(crate) fn check_key(
     let (decoding, signature_len) = match alg {
         JwsAlg::EdDSA => {
             if (kty, crv) != ("OKP", "Ed25519") {
-                return Err(unusable(alg, format!("kty {kty:?} crv {crv:?}, not OKP Ed25519")));
+                return Err(unusable(
+                    alg,
+                    format!("kty {kty:?} crv {crv:?}, not OKP Ed25519"),
+                ));
             }
             let x = member("x")?;
             if x.len() != 32 {
@@ -379,7 +384,10 @@ pub(crate) fn check_key(
                 ("P-384", 48)
             };
             if (kty, crv) != ("EC", want_crv) {
-                return Err(unusable(alg, format!("kty {kty:?} crv {crv:?}, not EC {want_crv}")));
+                return Err(unusable(
+                    alg,
+                    format!("kty {kty:?} crv {crv:?}, not EC {want_crv}"),
+                ));
             }
             let (x, y) = (member("x")?, member("y")?);
             if x.len() != n || y.len() != n {
@@ -398,8 +406,8 @@ pub(crate) fn check_key(
             }
             let (n, e) = (member("n")?, member("e")?);
             let n_trimmed = &n[n.iter().take_while(|b| **b == 0).count()..];
-            let bits = n_trimmed.len() * 8
-                - n_trimmed.first().map_or(8, |b| b.leading_zeros() as usize);
+            let bits =
+                n_trimmed.len() * 8 - n_trimmed.first().map_or(8, |b| b.leading_zeros() as usize);
             if bits < RSA_MIN_BITS {
                 return Err(unusable(
                     alg,
@@ -454,7 +462,11 @@ pub(crate) struct JwksCache {
 
 impl JwksCache {
     fn get(&self, url: &str) -> Option<CachedJwks> {
-        self.inner.lock().expect("jwks cache lock").get(url).cloned()
+        self.inner
+            .lock()
+            .expect("jwks cache lock")
+            .get(url)
+            .cloned()
     }
 
     fn put(&self, url: &str, entry: CachedJwks) {
@@ -628,10 +640,16 @@ mod tests {
     #[test]
     fn freshness_follows_the_caching_headers() {
         assert_eq!(
-            freshness(&h(&[("cache-control", "public, max-age=300"), ("age", "100")])),
+            freshness(&h(&[
+                ("cache-control", "public, max-age=300"),
+                ("age", "100")
+            ])),
             Some(Duration::from_secs(200))
         );
-        assert_eq!(freshness(&h(&[("cache-control", "no-store, max-age=300")])), None);
+        assert_eq!(
+            freshness(&h(&[("cache-control", "no-store, max-age=300")])),
+            None
+        );
         assert_eq!(freshness(&h(&[("cache-control", "no-cache")])), None);
         assert_eq!(
             freshness(&h(&[("cache-control", "no-cache"), ("etag", "\"a\"")])),

@@ -28,7 +28,7 @@ pub use keys::{
     JwksFetchError, KeyProblem, KeySource, PinnedOrigin, TrustConfig, TrustStore, TrustStoreError,
     jwk_thumbprint, jwks_transport_config,
 };
-pub use profile::{CardInvalid, Canonical, Profile, Uncovered, UncoveredWhy, canonicalize_card};
+pub use profile::{Canonical, CardInvalid, Profile, Uncovered, UncoveredWhy, canonicalize_card};
 pub use verify::{MAX_JKU_FETCHES, MAX_SIGNATURES_CHECKED};
 
 use crate::net::Transport;

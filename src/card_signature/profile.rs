@@ -119,7 +119,9 @@ pub struct Canonical {
 pub enum CardInvalid {
     #[error("invalid card: the card is {found}, not a JSON object")]
     NotObject { found: &'static str },
-    #[error("invalid card: wrong scalar type at {pointer}: {message}.{field} must be {expected}, found {found}")]
+    #[error(
+        "invalid card: wrong scalar type at {pointer}: {message}.{field} must be {expected}, found {found}"
+    )]
     WrongType {
         pointer: String,
         message: &'static str,
@@ -127,7 +129,9 @@ pub enum CardInvalid {
         expected: &'static str,
         found: &'static str,
     },
-    #[error("invalid card: {pointer} sets {count} members of the {message} oneof ({names}); at most one may be set")]
+    #[error(
+        "invalid card: {pointer} sets {count} members of the {message} oneof ({names}); at most one may be set"
+    )]
     OneofConflict {
         pointer: String,
         message: &'static str,
@@ -650,7 +654,10 @@ mod tests {
             "mtlsSecurityScheme": {"description": "a"},
             "apiKeySecurityScheme": {"name": "n", "location": "header"}}}});
         let err = canonicalize_card(&card, Profile::Sdk).unwrap_err();
-        assert!(matches!(err, CardInvalid::OneofConflict { count: 2, .. }), "{err}");
+        assert!(
+            matches!(err, CardInvalid::OneofConflict { count: 2, .. }),
+            "{err}"
+        );
         assert!(err.to_string().contains("/securitySchemes/x"), "{err}");
     }
 

@@ -155,21 +155,9 @@ static AGENT_INTERFACE: Msg = Msg {
     oneof: false,
     fields: &[
         f("url", "url", Str, Single, Required),
-        f(
-            "protocolBinding",
-            "protocol_binding",
-            Str,
-            Single,
-            Required,
-        ),
+        f("protocolBinding", "protocol_binding", Str, Single, Required),
         f("tenant", "tenant", Str, Single, Implicit),
-        f(
-            "protocolVersion",
-            "protocol_version",
-            Str,
-            Single,
-            Required,
-        ),
+        f("protocolVersion", "protocol_version", Str, Single, Required),
     ],
 };
 

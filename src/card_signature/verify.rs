@@ -4,7 +4,7 @@
 use super::header::{HeaderSummary, signatures_of};
 use super::jws::{self, ParsedEntry};
 use super::keys::{self, JwksFetchError, KeyProblem, KeySource, TrustStore, UsableKey};
-use super::profile::{CardInvalid, Canonical, Profile, canonicalize_card};
+use super::profile::{Canonical, CardInvalid, Profile, canonicalize_card};
 use super::{CardVerification, SignatureResult, SignatureStatus};
 use crate::net::Transport;
 use serde_json::Value;
@@ -29,10 +29,12 @@ impl Payloads<'_> {
     fn get(&mut self, profile: Profile) -> &Result<Canonical, CardInvalid> {
         let card = self.card;
         let forced = self.forced.clone();
-        self.computed.entry(profile).or_insert_with(|| match forced {
-            Some(e) => Err(e),
-            None => canonicalize_card(card, profile),
-        })
+        self.computed
+            .entry(profile)
+            .or_insert_with(|| match forced {
+                Some(e) => Err(e),
+                None => canonicalize_card(card, profile),
+            })
     }
 }
 

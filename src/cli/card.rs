@@ -128,7 +128,10 @@ async fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         card_signature::verify_card_bytes(&bytes, &origin, Some(&jwks_transport), &trust).await?;
 
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&result.record_block(false))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&result.record_block(false))?
+        );
     } else {
         print!("{}", render(&result));
     }
@@ -145,7 +148,10 @@ pub fn render(v: &CardVerification) -> String {
     let mut out = String::new();
     if !v.present() {
         out.push_str("unsigned: the card carries no signatures\n");
-        out.push_str(&format!("not verified\ndoes not establish: {}\n", v.attribution_line()));
+        out.push_str(&format!(
+            "not verified\ndoes not establish: {}\n",
+            v.attribution_line()
+        ));
         return out;
     }
     if let Some(e) = &v.card_invalid {

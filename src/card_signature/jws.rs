@@ -77,7 +77,8 @@ impl JwsAlg {
         }
     }
 
-    pub(crate) fn is_rsa(self) -> bool {
+    /// RSASSA (PKCS#1 v1.5 or PSS): one RSA key can serve each of them.
+    pub fn is_rsa(self) -> bool {
         matches!(
             self,
             JwsAlg::RS256

@@ -202,26 +202,32 @@ fn text_member(header: &Map<String, Value>, name: &str) -> Option<String> {
 }
 
 /// Read one `signatures` entry. On error, also return what could be read of the header.
-pub(crate) fn parse_entry(entry: &Value) -> Result<ParsedEntry, (EntryError, HeaderGlimpse)> {
+/// The error is boxed: refusals are the rare path and the pair is large.
+pub(crate) fn parse_entry(entry: &Value) -> Result<ParsedEntry, Box<(EntryError, HeaderGlimpse)>> {
     let none = HeaderGlimpse::default;
     let Value::Object(obj) = entry else {
-        return Err((
+        return Err(Box::new((
             EntryError::EntryNotObject(super::profile::type_name(entry)),
             none(),
-        ));
+        )));
     };
     let Some(protected_b64) = obj.get("protected").and_then(Value::as_str) else {
-        return Err((EntryError::NoProtected, none()));
+        return Err(Box::new((EntryError::NoProtected, none())));
     };
-    let bytes =
-        decode_b64url(protected_b64).map_err(|e| (EntryError::ProtectedNotBase64url(e), none()))?;
+    let bytes = decode_b64url(protected_b64)
+        .map_err(|e| Box::new((EntryError::ProtectedNotBase64url(e), none())))?;
     let header = match crate::json::parse_strict(&bytes) {
         Ok(Value::Object(map)) => map,
         Ok(other) => {
             let why = format!("it is {}", super::profile::type_name(&other));
-            return Err((EntryError::ProtectedNotObject(why), none()));
+            return Err(Box::new((EntryError::ProtectedNotObject(why), none())));
         }
-        Err(e) => return Err((EntryError::ProtectedNotObject(e.to_string()), none())),
+        Err(e) => {
+            return Err(Box::new((
+                EntryError::ProtectedNotObject(e.to_string()),
+                none(),
+            )));
+        }
     };
     let glimpse = HeaderGlimpse {
         alg: text_member(&header, "alg"),
@@ -229,7 +235,7 @@ pub(crate) fn parse_entry(entry: &Value) -> Result<ParsedEntry, (EntryError, Hea
         typ: text_member(&header, "typ"),
         jku: text_member(&header, "jku"),
     };
-    let fail = |e: EntryError| Err((e, glimpse.clone()));
+    let fail = |e: EntryError| Err(Box::new((e, glimpse.clone())));
 
     match obj.get("header") {
         None | Some(Value::Null) => {}

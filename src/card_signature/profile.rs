@@ -18,9 +18,8 @@
 //! Each canonicalisation also lists the members of the raw card that its payload does not cover
 //! (§7.4): a signature says nothing about them.
 
-use super::schema::{AGENT_CARD, Cardinality, Field, Kind, Msg, Presence};
-use serde_json::{Map, Value};
-use std::collections::HashSet;
+use super::schema::{AGENT_CARD, Cardinality, Field, Kind, MAX_FIELDS, Msg, Presence};
+use serde_json::Value;
 
 /// A named canonicalisation profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -156,15 +155,14 @@ pub fn canonicalize_card(card: &Value, profile: Profile) -> Result<Canonical, Ca
                 mode,
                 rec: &mut recorder,
             };
-            let projected = projector.message(&AGENT_CARD, card, &Seg::Root, "AgentCard")?;
-            let projected = Value::Object(projected);
+            let projected =
+                Pv::Obj(projector.message(&AGENT_CARD, card, &Seg::Root, "AgentCard")?);
             if profile == Profile::PythonLegacy {
-                let mut out = String::new();
+                let mut out = String::with_capacity(4096);
                 python_dumps(&projected, &mut out);
                 out.into_bytes()
             } else {
-                crate::jcs::canonicalize(&projected)
-                    .map_err(|e| CardInvalid::NotIJson(e.to_string()))?
+                pv_rfc8785(&projected)?
             }
         }
         Profile::Js100 => {
@@ -173,17 +171,16 @@ pub fn canonicalize_card(card: &Value, profile: Profile) -> Result<Canonical, Ca
                     found: type_name(card),
                 });
             };
-            let mut cleaned = Map::new();
+            let mut cleaned = Vec::with_capacity(map.len());
             for (name, value) in map {
                 if name == "signatures" {
                     continue;
                 }
                 if let Some(v) = clean_empty(value, &Seg::Key(&Seg::Root, name), &mut recorder) {
-                    cleaned.insert(name.clone(), v);
+                    cleaned.push((name.as_str(), v));
                 }
             }
-            crate::jcs::canonicalize(&Value::Object(cleaned))
-                .map_err(|e| CardInvalid::NotIJson(e.to_string()))?
+            pv_rfc8785(&Pv::Obj(cleaned))?
         }
     };
     Ok(Canonical {
@@ -191,6 +188,44 @@ pub fn canonicalize_card(card: &Value, profile: Profile) -> Result<Canonical, Ca
         bytes,
         uncovered: recorder.topmost(),
     })
+}
+
+/// A projected value borrowing from the card: the payload is written from it directly, so
+/// projecting copies no strings and builds no maps (this is the hot path of every walk of a
+/// signed card). Object members are in any order; the writers sort them.
+enum Pv<'a> {
+    Null,
+    Bool(bool),
+    Num(&'a serde_json::Number),
+    Str(&'a str),
+    Arr(Vec<Pv<'a>>),
+    Obj(Vec<(&'a str, Pv<'a>)>),
+}
+
+impl<'a> Pv<'a> {
+    /// A JSON value as it is (Struct contents under the literal reading).
+    fn of(v: &'a Value) -> Pv<'a> {
+        match v {
+            Value::Null => Pv::Null,
+            Value::Bool(b) => Pv::Bool(*b),
+            Value::Number(n) => Pv::Num(n),
+            Value::String(s) => Pv::Str(s),
+            Value::Array(items) => Pv::Arr(items.iter().map(Pv::of).collect()),
+            Value::Object(map) => {
+                Pv::Obj(map.iter().map(|(k, v)| (k.as_str(), Pv::of(v))).collect())
+            }
+        }
+    }
+
+    /// `""`, `[]` or `{}`.
+    fn is_empty(&self) -> bool {
+        match self {
+            Pv::Str(s) => s.is_empty(),
+            Pv::Arr(a) => a.is_empty(),
+            Pv::Obj(o) => o.is_empty(),
+            _ => false,
+        }
+    }
 }
 
 /// A JSON Pointer under construction; rendered only when something is recorded, so the hot path
@@ -203,23 +238,31 @@ enum Seg<'a> {
 
 impl Seg<'_> {
     fn render(&self) -> String {
-        let mut parts = Vec::new();
-        let mut cur = self;
-        loop {
-            match cur {
-                Seg::Root => break,
-                Seg::Key(parent, key) => {
-                    parts.push(key.replace('~', "~0").replace('/', "~1"));
-                    cur = parent;
-                }
-                Seg::Index(parent, i) => {
-                    parts.push(i.to_string());
-                    cur = parent;
+        let mut out = String::new();
+        self.render_into(&mut out);
+        out
+    }
+
+    fn render_into(&self, out: &mut String) {
+        match self {
+            Seg::Root => {}
+            Seg::Key(parent, key) => {
+                parent.render_into(out);
+                out.push('/');
+                for c in key.chars() {
+                    match c {
+                        '~' => out.push_str("~0"),
+                        '/' => out.push_str("~1"),
+                        c => out.push(c),
+                    }
                 }
             }
+            Seg::Index(parent, i) => {
+                parent.render_into(out);
+                out.push('/');
+                out.push_str(&i.to_string());
+            }
         }
-        parts.reverse();
-        parts.iter().map(|p| format!("/{p}")).collect()
     }
 }
 
@@ -229,35 +272,29 @@ struct Recorder {
 }
 
 impl Recorder {
+    /// Record a dropped member. Recording is post-order (a subtree's members before the subtree
+    /// itself), so the entries under `at` are exactly the trailing ones with its prefix: they
+    /// are replaced by `at`, and the list holds topmost members only. A pointer already at the
+    /// tail (a Struct that cleans to nothing is seen by cleanEmpty and by its field) is kept once.
     fn record(&mut self, at: &Seg, why: UncoveredWhy) {
-        self.entries.push(Uncovered {
-            pointer: at.render(),
-            why,
-        });
+        let pointer = at.render();
+        if self.entries.last().is_some_and(|u| u.pointer == pointer) {
+            return;
+        }
+        while let Some(last) = self.entries.last() {
+            let under = last.pointer.len() > pointer.len()
+                && last.pointer.starts_with(&pointer)
+                && last.pointer.as_bytes()[pointer.len()] == b'/';
+            if !under {
+                break;
+            }
+            self.entries.pop();
+        }
+        self.entries.push(Uncovered { pointer, why });
     }
 
-    /// Keep an entry only if none of its ancestors is listed too, and each pointer once (a
-    /// Struct that cleans to nothing is recorded by cleanEmpty and by its field).
     fn topmost(self) -> Vec<Uncovered> {
-        let listed: HashSet<&str> = self.entries.iter().map(|u| u.pointer.as_str()).collect();
-        let mut seen: HashSet<&str> = HashSet::new();
-        let keep: Vec<bool> = self
-            .entries
-            .iter()
-            .map(|u| {
-                let p = u.pointer.as_str();
-                let under_listed = p
-                    .char_indices()
-                    .filter(|(i, c)| *c == '/' && *i > 0)
-                    .any(|(i, _)| listed.contains(&p[..i]));
-                !under_listed && seen.insert(p)
-            })
-            .collect();
         self.entries
-            .into_iter()
-            .zip(keep)
-            .filter_map(|(u, k)| k.then_some(u))
-            .collect()
     }
 }
 
@@ -285,13 +322,13 @@ pub(crate) fn type_name(v: &Value) -> &'static str {
 
 impl Projector<'_> {
     /// Project one message. The result may be empty; the caller decides whether that is kept.
-    fn message(
+    fn message<'a>(
         &mut self,
         msg: &'static Msg,
-        value: &Value,
+        value: &'a Value,
         at: &Seg,
         context: &'static str,
-    ) -> Result<Map<String, Value>, CardInvalid> {
+    ) -> Result<Vec<(&'a str, Pv<'a>)>, CardInvalid> {
         let Value::Object(obj) = value else {
             if matches!(at, Seg::Root) {
                 return Err(CardInvalid::NotObject {
@@ -306,14 +343,25 @@ impl Projector<'_> {
                 found: type_name(value),
             });
         };
-        let mut out = Map::new();
+        // One pass over the members: each is a field's camelCase name, its snake_case name, or
+        // outside the schema.
+        let mut camel: [Option<(&'a str, &'a Value)>; MAX_FIELDS] = [None; MAX_FIELDS];
+        let mut snake: [Option<(&'a str, &'a Value)>; MAX_FIELDS] = [None; MAX_FIELDS];
+        for (name, v) in obj {
+            if let Some(i) = msg.fields.iter().position(|f| f.json == name.as_str()) {
+                camel[i] = Some((name.as_str(), v));
+            } else if let Some(i) = msg.fields.iter().position(|f| f.proto == name.as_str()) {
+                snake[i] = Some((name.as_str(), v));
+            } else {
+                self.rec
+                    .record(&Seg::Key(at, name), UncoveredWhy::OutsideSchema);
+            }
+        }
+        let mut out = Vec::with_capacity(msg.fields.len());
         let mut oneof_set: Vec<&'static str> = Vec::new();
-        for field in msg.fields {
+        for (i, field) in msg.fields.iter().enumerate() {
             // camelCase wins over snake_case (ts-proto order); a null spelling means "not set".
-            let camel = obj.get(field.json).map(|v| (field.json, v));
-            let snake = (field.proto != field.json)
-                .then(|| obj.get(field.proto).map(|v| (field.proto, v)))
-                .flatten();
+            let (camel, snake) = (camel[i], snake[i]);
             let chosen = [camel, snake]
                 .into_iter()
                 .flatten()
@@ -337,7 +385,7 @@ impl Projector<'_> {
             }
             let here = Seg::Key(at, name);
             if let Some(projected) = self.field(msg, field, v, &here)? {
-                out.insert(field.json.to_string(), projected);
+                out.push((field.json, projected));
             }
         }
         if oneof_set.len() > 1 {
@@ -347,16 +395,6 @@ impl Projector<'_> {
                 count: oneof_set.len(),
                 names: oneof_set.join(", "),
             });
-        }
-        for name in obj.keys() {
-            let known = msg
-                .fields
-                .iter()
-                .any(|f| f.json == name.as_str() || f.proto == name.as_str());
-            if !known {
-                self.rec
-                    .record(&Seg::Key(at, name), UncoveredWhy::OutsideSchema);
-            }
         }
         Ok(out)
     }
@@ -392,13 +430,13 @@ impl Projector<'_> {
     }
 
     /// One field's value, or `None` when the profile leaves it out (recorded).
-    fn field(
+    fn field<'a>(
         &mut self,
         msg: &'static Msg,
         field: &'static Field,
-        v: &Value,
+        v: &'a Value,
         at: &Seg,
-    ) -> Result<Option<Value>, CardInvalid> {
+    ) -> Result<Option<Pv<'a>>, CardInvalid> {
         if matches!(field.kind, Kind::Excluded) {
             return Ok(None);
         }
@@ -418,35 +456,31 @@ impl Projector<'_> {
                         out.push(x);
                     }
                 }
-                Ok(self.keep_or_record(field, Value::Array(out), at))
+                Ok(self.keep_or_record(field, Pv::Arr(out), at))
             }
             Cardinality::Map => {
                 let Value::Object(entries) = v else {
                     return Err(self.wrong_type(msg, field, v, at, "an object (a map)"));
                 };
-                let mut out = Map::new();
+                let mut out = Vec::with_capacity(entries.len());
                 for (key, item) in entries {
                     let here = Seg::Key(at, key);
                     if let Some(x) = self.element(msg, field, item, &here)? {
-                        out.insert(key.clone(), x);
+                        out.push((key.as_str(), x));
                     }
                 }
-                Ok(self.keep_or_record(field, Value::Object(out), at))
+                Ok(self.keep_or_record(field, Pv::Obj(out), at))
             }
         }
     }
 
     /// Keep a projected value or drop it as a default/empty, per profile.
-    fn keep_or_record(&mut self, field: &Field, v: Value, at: &Seg) -> Option<Value> {
-        let is_default = match &v {
-            Value::String(s) => s.is_empty(),
+    fn keep_or_record<'a>(&mut self, field: &Field, v: Pv<'a>, at: &Seg) -> Option<Pv<'a>> {
+        let keep = match &v {
             // Only a non-optional bool has `false` as "not set"; optional ones are kept.
-            Value::Bool(b) => !b && field.presence == Presence::Implicit,
-            Value::Array(a) => a.is_empty(),
-            Value::Object(o) => o.is_empty(),
-            _ => false,
+            Pv::Bool(b) => *b || field.presence != Presence::Implicit,
+            other => !other.is_empty() || self.keeps_empty(field),
         };
-        let keep = !is_default || (self.keeps_empty(field) && !matches!(v, Value::Bool(_)));
         if keep {
             Some(v)
         } else {
@@ -456,50 +490,43 @@ impl Projector<'_> {
     }
 
     /// A scalar, message or Struct value of a singular field (not yet judged for emptiness).
-    fn single(
+    fn single<'a>(
         &mut self,
         msg: &'static Msg,
         field: &'static Field,
-        v: &Value,
+        v: &'a Value,
         at: &Seg,
-    ) -> Result<Value, CardInvalid> {
+    ) -> Result<Pv<'a>, CardInvalid> {
         match field.kind {
             Kind::Str => match v {
-                Value::String(_) => Ok(v.clone()),
+                Value::String(s) => Ok(Pv::Str(s)),
                 _ => Err(self.wrong_type(msg, field, v, at, "a string")),
             },
             Kind::Bool => match v {
-                Value::Bool(_) => Ok(v.clone()),
+                Value::Bool(b) => Ok(Pv::Bool(*b)),
                 _ => Err(self.wrong_type(msg, field, v, at, "a boolean")),
             },
-            Kind::Msg(inner) => Ok(Value::Object(self.message(inner, v, at, msg.name)?)),
+            Kind::Msg(inner) => Ok(Pv::Obj(self.message(inner, v, at, msg.name)?)),
             Kind::Struct => match v {
-                Value::Object(_) if self.mode == Mode::SpecLiteral => Ok(v.clone()),
-                Value::Object(_) => {
-                    Ok(clean_empty(v, at, self.rec).unwrap_or(Value::Object(Map::new())))
-                }
+                Value::Object(_) if self.mode == Mode::SpecLiteral => Ok(Pv::of(v)),
+                Value::Object(_) => Ok(clean_empty(v, at, self.rec).unwrap_or(Pv::Obj(Vec::new()))),
                 _ => Err(self.wrong_type(msg, field, v, at, "an object (a Struct)")),
             },
-            Kind::Excluded => Ok(Value::Null),
+            Kind::Excluded => Ok(Pv::Null),
         }
     }
 
     /// One element of a repeated field or one value of a map.
-    fn element(
+    fn element<'a>(
         &mut self,
         msg: &'static Msg,
         field: &'static Field,
-        v: &Value,
+        v: &'a Value,
         at: &Seg,
-    ) -> Result<Option<Value>, CardInvalid> {
+    ) -> Result<Option<Pv<'a>>, CardInvalid> {
         let projected = self.single(msg, field, v, at)?;
-        let empty = match &projected {
-            Value::String(s) => s.is_empty(),
-            Value::Object(o) => o.is_empty(),
-            _ => false,
-        };
         // cleanEmpty drops empty elements; the literal reading keeps every element it was given.
-        if empty && self.mode == Mode::Sdk {
+        if projected.is_empty() && self.mode == Mode::Sdk {
             self.rec.record(at, UncoveredWhy::Empty);
             return Ok(None);
         }
@@ -507,9 +534,112 @@ impl Projector<'_> {
     }
 }
 
+/// RFC 8785 bytes of a value: the same bytes as [`crate::jcs::canonicalize`] (a test holds them
+/// equal over the shared vectors and random documents), written directly instead of through
+/// serde_jcs, whose per-object buffering made a 10 KiB card cost ~200 us. Numbers, the one hard
+/// part, still go through serde_jcs one at a time, after the same finiteness check.
+#[cfg(test)]
+pub(crate) fn rfc8785(v: &Value) -> Result<Vec<u8>, CardInvalid> {
+    pv_rfc8785(&Pv::of(v))
+}
+
+fn pv_rfc8785(v: &Pv) -> Result<Vec<u8>, CardInvalid> {
+    let mut out = Vec::with_capacity(4096);
+    write_rfc8785(v, &mut out)?;
+    Ok(out)
+}
+
+// Object members are sorted by the UTF-16 code units of their names (RFC 8785 section 3.2.3).
+// UTF-16 order differs from UTF-8 byte order only between an astral character and one at
+// U+E000..U+FFFF (lead bytes 0xEE..=0xF4), so names without those sort by bytes.
+fn write_rfc8785(v: &Pv, out: &mut Vec<u8>) -> Result<(), CardInvalid> {
+    match v {
+        Pv::Null => out.extend_from_slice(b"null"),
+        Pv::Bool(true) => out.extend_from_slice(b"true"),
+        Pv::Bool(false) => out.extend_from_slice(b"false"),
+        Pv::Num(n) => {
+            let text = n.to_string();
+            if !text.parse::<f64>().is_ok_and(f64::is_finite) {
+                return Err(CardInvalid::NotIJson(format!(
+                    "number {text} is not a finite IEEE 754 double"
+                )));
+            }
+            let formatted =
+                serde_jcs::to_vec(n).map_err(|e| CardInvalid::NotIJson(e.to_string()))?;
+            out.extend_from_slice(&formatted);
+        }
+        Pv::Str(s) => write_rfc8785_string(s, out),
+        Pv::Arr(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_rfc8785(item, out)?;
+            }
+            out.push(b']');
+        }
+        Pv::Obj(members) => {
+            let mut order: Vec<(&str, &Pv)> = members.iter().map(|(k, v)| (*k, v)).collect();
+            if order.iter().all(|(k, _)| k.bytes().all(|b| b < 0xee)) {
+                // Schema fields are listed in name order and maps arrive sorted: usually no-op.
+                if !order.windows(2).all(|w| w[0].0 < w[1].0) {
+                    order.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                }
+            } else {
+                order.sort_unstable_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+            }
+            out.push(b'{');
+            for (i, (k, item)) in order.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_rfc8785_string(k, out);
+                out.push(b':');
+                write_rfc8785(item, out)?;
+            }
+            out.push(b'}');
+        }
+    }
+    Ok(())
+}
+
+/// ECMAScript `JSON.stringify` string form: `\"`, `\\`, the five short escapes, other controls
+/// as lower-case `\u00xx`, everything else as raw UTF-8.
+fn write_rfc8785_string(s: &str, out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push(b'"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let escape: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            0x00..=0x1f => b"",
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[start..i]);
+        if escape.is_empty() {
+            out.extend_from_slice(b"\\u00");
+            out.push(HEX[(b >> 4) as usize]);
+            out.push(HEX[(b & 0x0f) as usize]);
+        } else {
+            out.extend_from_slice(escape);
+        }
+        start = i + 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
 /// cleanEmpty (a2a-js `cleanEmpty`, a2a-python `_clean_empty`): drop `""` and `null`, and arrays
 /// and objects that are empty once their own members are cleaned; keep `false` and `0`.
-fn clean_empty(v: &Value, at: &Seg, rec: &mut Recorder) -> Option<Value> {
+fn clean_empty<'a>(v: &'a Value, at: &Seg, rec: &mut Recorder) -> Option<Pv<'a>> {
     match v {
         Value::Null => {
             rec.record(at, UncoveredWhy::Null);
@@ -520,7 +650,7 @@ fn clean_empty(v: &Value, at: &Seg, rec: &mut Recorder) -> Option<Value> {
             None
         }
         Value::Array(items) => {
-            let out: Vec<Value> = items
+            let out: Vec<Pv> = items
                 .iter()
                 .enumerate()
                 .filter_map(|(i, item)| clean_empty(item, &Seg::Index(at, i), rec))
@@ -529,38 +659,38 @@ fn clean_empty(v: &Value, at: &Seg, rec: &mut Recorder) -> Option<Value> {
                 rec.record(at, UncoveredWhy::Empty);
                 return None;
             }
-            Some(Value::Array(out))
+            Some(Pv::Arr(out))
         }
         Value::Object(map) => {
-            let mut out = Map::new();
+            let mut out = Vec::with_capacity(map.len());
             for (k, item) in map {
                 if let Some(x) = clean_empty(item, &Seg::Key(at, k), rec) {
-                    out.insert(k.clone(), x);
+                    out.push((k.as_str(), x));
                 }
             }
             if out.is_empty() {
                 rec.record(at, UncoveredWhy::Empty);
                 return None;
             }
-            Some(Value::Object(out))
+            Some(Pv::Obj(out))
         }
-        _ => Some(v.clone()),
+        other => Some(Pv::of(other)),
     }
 }
 
 /// Python's `json.dumps(v, sort_keys=True, separators=(",", ":"))` (ensure_ascii on) for a
 /// projected card, whose only numbers are Struct values and so Python floats.
-fn python_dumps(v: &Value, out: &mut String) {
+fn python_dumps(v: &Pv, out: &mut String) {
     match v {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => {
+        Pv::Null => out.push_str("null"),
+        Pv::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Pv::Num(n) => {
             // Parsing the source text gives the nearest double, as Python's float() does.
             let f: f64 = n.to_string().parse().unwrap_or(f64::NAN);
             out.push_str(&crate::canonical::python_float_repr(f));
         }
-        Value::String(s) => python_ascii_string(s, out),
-        Value::Array(items) => {
+        Pv::Str(s) => python_ascii_string(s, out),
+        Pv::Arr(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
@@ -570,19 +700,18 @@ fn python_dumps(v: &Value, out: &mut String) {
             }
             out.push(']');
         }
-        Value::Object(map) => {
-            // sort_keys sorts str by code point, which is UTF-8 byte order; sorted here so the
-            // result does not depend on serde_json's map feature flags.
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_unstable();
+        Pv::Obj(members) => {
+            // sort_keys sorts str by code point, which is UTF-8 byte order.
+            let mut order: Vec<&(&str, Pv)> = members.iter().collect();
+            order.sort_unstable_by(|a, b| a.0.cmp(b.0));
             out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
+            for (i, (k, item)) in order.into_iter().enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
                 python_ascii_string(k, out);
                 out.push(':');
-                python_dumps(&map[k], out);
+                python_dumps(item, out);
             }
             out.push('}');
         }
@@ -618,7 +747,7 @@ fn python_ascii_string(s: &str, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Map, json};
 
     fn sdk(v: Value) -> String {
         String::from_utf8(canonicalize_card(&v, Profile::Sdk).unwrap().bytes).unwrap()
@@ -675,12 +804,105 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                ("/securityRequirements", "implicit_default"),
-                ("/skills/0/examples", "implicit_default"),
                 ("/a~0~1b", "outside_schema"),
                 ("/url", "outside_schema"),
+                ("/securityRequirements", "implicit_default"),
+                ("/skills/0/examples", "implicit_default"),
             ]
         );
+    }
+
+    /// The direct writer and `crate::jcs::canonicalize` (serde_jcs) give the same bytes: over
+    /// the cyberphone inputs, the card vectors, and random documents with controls, escapes,
+    /// astral and private-use characters in names and values, and numbers of every form.
+    #[test]
+    fn direct_rfc8785_writer_matches_serde_jcs() {
+        let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/vectors");
+        let mut docs: Vec<Value> = Vec::new();
+        for entry in std::fs::read_dir(root.join("jcs/input")).unwrap() {
+            let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+            docs.push(crate::jcs::parse_i_json(&bytes).unwrap());
+        }
+        let canonical: Value = serde_json::from_slice(
+            &std::fs::read(root.join("card-signature/canonical.json")).unwrap(),
+        )
+        .unwrap();
+        for v in canonical["vectors"].as_array().unwrap() {
+            let text = v["input_json"].as_str().unwrap();
+            docs.push(crate::jcs::parse_i_json(text.as_bytes()).unwrap());
+        }
+        let alphabet: Vec<char> = "aZ09 \"\\/\u{0}\u{1}\u{8}\t\n\u{b}\u{c}\r\u{1f}\u{7f}\u{80}é€\u{2028}\u{e000}\u{fb33}😀😂\u{10ffff}"
+            .chars()
+            .collect();
+        let numbers = [
+            "0",
+            "-0.0",
+            "1",
+            "-1",
+            "1.5",
+            "100.0",
+            "1e21",
+            "1e-7",
+            "123456789012345678901234567890",
+            "0.000001",
+            "9007199254740993",
+            "5e-324",
+            "1.7976931348623157e308",
+            "333333333.33333329",
+        ];
+        let mut seed: u64 = 0x9e3779b97f4a7c15;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        fn text(next: &mut dyn FnMut() -> u64, alphabet: &[char]) -> String {
+            let n = next() % 5;
+            (0..n)
+                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+                .collect()
+        }
+        fn build(
+            depth: u32,
+            next: &mut dyn FnMut() -> u64,
+            alphabet: &[char],
+            numbers: &[&str],
+        ) -> Value {
+            let pick = next() % if depth == 0 { 4 } else { 6 };
+            match pick {
+                0 => Value::String(text(next, alphabet)),
+                1 => {
+                    serde_json::from_str(numbers[(next() % numbers.len() as u64) as usize]).unwrap()
+                }
+                2 => Value::Bool(next().is_multiple_of(2)),
+                3 => Value::Null,
+                4 => Value::Array(
+                    (0..next() % 4)
+                        .map(|_| build(depth - 1, next, alphabet, numbers))
+                        .collect(),
+                ),
+                _ => {
+                    let mut map = Map::new();
+                    for _ in 0..next() % 6 {
+                        let k = text(next, alphabet);
+                        map.insert(k, build(depth - 1, next, alphabet, numbers));
+                    }
+                    Value::Object(map)
+                }
+            }
+        }
+        for _ in 0..2000 {
+            docs.push(build(4, &mut next, &alphabet, &numbers));
+        }
+        for doc in &docs {
+            assert_eq!(
+                rfc8785(doc).unwrap(),
+                crate::jcs::canonicalize(doc).unwrap(),
+                "{doc}"
+            );
+        }
+        assert!(rfc8785(&serde_json::from_str::<Value>("[1e400]").unwrap()).is_err());
     }
 
     #[test]

@@ -41,6 +41,9 @@ pub(crate) struct Field {
     pub presence: Presence,
 }
 
+/// Most fields any message has (AgentCard: 14); the projection keeps per-field slots on the stack.
+pub(crate) const MAX_FIELDS: usize = 16;
+
 #[derive(Debug)]
 pub(crate) struct Msg {
     pub name: &'static str,
@@ -73,50 +76,12 @@ pub(crate) static AGENT_CARD: Msg = Msg {
     name: "AgentCard",
     oneof: false,
     fields: &[
-        f("name", "name", Str, Single, Required),
-        f("description", "description", Str, Single, Required),
-        f(
-            "supportedInterfaces",
-            "supported_interfaces",
-            Kind::Msg(&AGENT_INTERFACE),
-            Repeated,
-            Required,
-        ),
-        f(
-            "provider",
-            "provider",
-            Kind::Msg(&AGENT_PROVIDER),
-            Single,
-            Implicit,
-        ),
-        f("version", "version", Str, Single, Required),
-        f(
-            "documentationUrl",
-            "documentation_url",
-            Str,
-            Single,
-            Optional,
-        ),
         f(
             "capabilities",
             "capabilities",
             Kind::Msg(&AGENT_CAPABILITIES),
             Single,
             Required,
-        ),
-        f(
-            "securitySchemes",
-            "security_schemes",
-            Kind::Msg(&SECURITY_SCHEME),
-            Map,
-            Implicit,
-        ),
-        f(
-            "securityRequirements",
-            "security_requirements",
-            Kind::Msg(&SECURITY_REQUIREMENT),
-            Repeated,
-            Implicit,
         ),
         f(
             "defaultInputModes",
@@ -132,12 +97,36 @@ pub(crate) static AGENT_CARD: Msg = Msg {
             Repeated,
             Required,
         ),
+        f("description", "description", Str, Single, Required),
         f(
-            "skills",
-            "skills",
-            Kind::Msg(&AGENT_SKILL),
+            "documentationUrl",
+            "documentation_url",
+            Str,
+            Single,
+            Optional,
+        ),
+        f("iconUrl", "icon_url", Str, Single, Optional),
+        f("name", "name", Str, Single, Required),
+        f(
+            "provider",
+            "provider",
+            Kind::Msg(&AGENT_PROVIDER),
+            Single,
+            Implicit,
+        ),
+        f(
+            "securityRequirements",
+            "security_requirements",
+            Kind::Msg(&SECURITY_REQUIREMENT),
             Repeated,
-            Required,
+            Implicit,
+        ),
+        f(
+            "securitySchemes",
+            "security_schemes",
+            Kind::Msg(&SECURITY_SCHEME),
+            Map,
+            Implicit,
         ),
         f(
             "signatures",
@@ -146,7 +135,21 @@ pub(crate) static AGENT_CARD: Msg = Msg {
             Repeated,
             Implicit,
         ),
-        f("iconUrl", "icon_url", Str, Single, Optional),
+        f(
+            "skills",
+            "skills",
+            Kind::Msg(&AGENT_SKILL),
+            Repeated,
+            Required,
+        ),
+        f(
+            "supportedInterfaces",
+            "supported_interfaces",
+            Kind::Msg(&AGENT_INTERFACE),
+            Repeated,
+            Required,
+        ),
+        f("version", "version", Str, Single, Required),
     ],
 };
 
@@ -154,10 +157,10 @@ static AGENT_INTERFACE: Msg = Msg {
     name: "AgentInterface",
     oneof: false,
     fields: &[
-        f("url", "url", Str, Single, Required),
         f("protocolBinding", "protocol_binding", Str, Single, Required),
-        f("tenant", "tenant", Str, Single, Implicit),
         f("protocolVersion", "protocol_version", Str, Single, Required),
+        f("tenant", "tenant", Str, Single, Implicit),
+        f("url", "url", Str, Single, Required),
     ],
 };
 
@@ -165,8 +168,8 @@ static AGENT_PROVIDER: Msg = Msg {
     name: "AgentProvider",
     oneof: false,
     fields: &[
-        f("url", "url", Str, Single, Required),
         f("organization", "organization", Str, Single, Required),
+        f("url", "url", Str, Single, Required),
     ],
 };
 
@@ -174,10 +177,9 @@ static AGENT_CAPABILITIES: Msg = Msg {
     name: "AgentCapabilities",
     oneof: false,
     fields: &[
-        f("streaming", "streaming", Bool, Single, Optional),
         f(
-            "pushNotifications",
-            "push_notifications",
+            "extendedAgentCard",
+            "extended_agent_card",
             Bool,
             Single,
             Optional,
@@ -190,12 +192,13 @@ static AGENT_CAPABILITIES: Msg = Msg {
             Implicit,
         ),
         f(
-            "extendedAgentCard",
-            "extended_agent_card",
+            "pushNotifications",
+            "push_notifications",
             Bool,
             Single,
             Optional,
         ),
+        f("streaming", "streaming", Bool, Single, Optional),
     ],
 };
 
@@ -203,10 +206,10 @@ static AGENT_EXTENSION: Msg = Msg {
     name: "AgentExtension",
     oneof: false,
     fields: &[
-        f("uri", "uri", Str, Single, Implicit),
         f("description", "description", Str, Single, Implicit),
-        f("required", "required", Bool, Single, Implicit),
         f("params", "params", Kind::Struct, Single, Implicit),
+        f("required", "required", Bool, Single, Implicit),
+        f("uri", "uri", Str, Single, Implicit),
     ],
 };
 
@@ -214,12 +217,11 @@ static AGENT_SKILL: Msg = Msg {
     name: "AgentSkill",
     oneof: false,
     fields: &[
-        f("id", "id", Str, Single, Required),
-        f("name", "name", Str, Single, Required),
         f("description", "description", Str, Single, Required),
-        f("tags", "tags", Str, Repeated, Required),
         f("examples", "examples", Str, Repeated, Implicit),
+        f("id", "id", Str, Single, Required),
         f("inputModes", "input_modes", Str, Repeated, Implicit),
+        f("name", "name", Str, Single, Required),
         f("outputModes", "output_modes", Str, Repeated, Implicit),
         f(
             "securityRequirements",
@@ -228,6 +230,7 @@ static AGENT_SKILL: Msg = Msg {
             Repeated,
             Implicit,
         ),
+        f("tags", "tags", Str, Repeated, Required),
     ],
 };
 
@@ -268,6 +271,13 @@ static SECURITY_SCHEME: Msg = Msg {
             Implicit,
         ),
         f(
+            "mtlsSecurityScheme",
+            "mtls_security_scheme",
+            Kind::Msg(&MTLS_SCHEME),
+            Single,
+            Implicit,
+        ),
+        f(
             "oauth2SecurityScheme",
             "oauth2_security_scheme",
             Kind::Msg(&OAUTH2_SCHEME),
@@ -278,13 +288,6 @@ static SECURITY_SCHEME: Msg = Msg {
             "openIdConnectSecurityScheme",
             "open_id_connect_security_scheme",
             Kind::Msg(&OPENID_SCHEME),
-            Single,
-            Implicit,
-        ),
-        f(
-            "mtlsSecurityScheme",
-            "mtls_security_scheme",
-            Kind::Msg(&MTLS_SCHEME),
             Single,
             Implicit,
         ),
@@ -305,9 +308,9 @@ static HTTP_AUTH_SCHEME: Msg = Msg {
     name: "HTTPAuthSecurityScheme",
     oneof: false,
     fields: &[
+        f("bearerFormat", "bearer_format", Str, Single, Implicit),
         f("description", "description", Str, Single, Implicit),
         f("scheme", "scheme", Str, Single, Required),
-        f("bearerFormat", "bearer_format", Str, Single, Implicit),
     ],
 };
 
@@ -367,6 +370,13 @@ static OAUTH_FLOWS: Msg = Msg {
             Implicit,
         ),
         f(
+            "deviceCode",
+            "device_code",
+            Kind::Msg(&DEVICE_CODE_FLOW),
+            Single,
+            Implicit,
+        ),
+        f(
             "implicit",
             "implicit",
             Kind::Msg(&IMPLICIT_FLOW),
@@ -377,13 +387,6 @@ static OAUTH_FLOWS: Msg = Msg {
             "password",
             "password",
             Kind::Msg(&PASSWORD_FLOW),
-            Single,
-            Implicit,
-        ),
-        f(
-            "deviceCode",
-            "device_code",
-            Kind::Msg(&DEVICE_CODE_FLOW),
             Single,
             Implicit,
         ),
@@ -401,10 +404,10 @@ static AUTHORIZATION_CODE_FLOW: Msg = Msg {
             Single,
             Required,
         ),
-        f("tokenUrl", "token_url", Str, Single, Required),
+        f("pkceRequired", "pkce_required", Bool, Single, Implicit),
         f("refreshUrl", "refresh_url", Str, Single, Implicit),
         f("scopes", "scopes", Str, Map, Required),
-        f("pkceRequired", "pkce_required", Bool, Single, Implicit),
+        f("tokenUrl", "token_url", Str, Single, Required),
     ],
 };
 
@@ -412,9 +415,9 @@ static CLIENT_CREDENTIALS_FLOW: Msg = Msg {
     name: "ClientCredentialsOAuthFlow",
     oneof: false,
     fields: &[
-        f("tokenUrl", "token_url", Str, Single, Required),
         f("refreshUrl", "refresh_url", Str, Single, Implicit),
         f("scopes", "scopes", Str, Map, Required),
+        f("tokenUrl", "token_url", Str, Single, Required),
     ],
 };
 
@@ -438,9 +441,9 @@ static PASSWORD_FLOW: Msg = Msg {
     name: "PasswordOAuthFlow",
     oneof: false,
     fields: &[
-        f("tokenUrl", "token_url", Str, Single, Implicit),
         f("refreshUrl", "refresh_url", Str, Single, Implicit),
         f("scopes", "scopes", Str, Map, Implicit),
+        f("tokenUrl", "token_url", Str, Single, Implicit),
     ],
 };
 
@@ -455,15 +458,39 @@ static DEVICE_CODE_FLOW: Msg = Msg {
             Single,
             Required,
         ),
-        f("tokenUrl", "token_url", Str, Single, Required),
         f("refreshUrl", "refresh_url", Str, Single, Implicit),
         f("scopes", "scopes", Str, Map, Required),
+        f("tokenUrl", "token_url", Str, Single, Required),
     ],
 };
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Fields are listed in JSON-name order (the payload writer then rarely sorts) and fit the
+    /// projection's slots.
+    #[test]
+    fn fields_are_in_name_order_and_fit() {
+        fn walk(msg: &'static Msg, seen: &mut Vec<&'static str>) {
+            if seen.contains(&msg.name) {
+                return;
+            }
+            seen.push(msg.name);
+            assert!(msg.fields.len() <= MAX_FIELDS, "{}", msg.name);
+            assert!(
+                msg.fields.windows(2).all(|w| w[0].json < w[1].json),
+                "{} is not in name order",
+                msg.name
+            );
+            for field in msg.fields {
+                if let Kind::Msg(inner) = field.kind {
+                    walk(inner, seen);
+                }
+            }
+        }
+        walk(&AGENT_CARD, &mut Vec::new());
+    }
 
     /// The proto name is the JSON name with each capital turned into `_` + lower case (the
     /// ProtoJSON json_name rule run backwards); a typo in either column would break that.

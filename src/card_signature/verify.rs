@@ -68,7 +68,8 @@ pub(crate) async fn verify(
         }
         let parsed = match jws::parse_entry(entry) {
             Ok(p) => p,
-            Err((e, glimpse)) => {
+            Err(refused) => {
+                let (e, glimpse) = *refused;
                 let status = if e.is_refusal() {
                     SignatureStatus::Refused
                 } else {

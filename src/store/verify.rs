@@ -354,9 +354,7 @@ pub fn verify_all(
     });
     read_result?;
     drop(tx);
-    report
-        .problems
-        .sort_by(|a, b| (a.row, a.kind).cmp(&(b.row, b.kind)));
+    report.problems.sort_by_key(|p| (p.row, p.kind));
     progress(report.rows, total.max(report.rows));
     Ok(report)
 }

@@ -28,7 +28,7 @@ fn insert_one(c: &mut Criterion) {
         b.iter_batched(
             || {
                 i += 1;
-                signed(record_bytes(i, i % 3 != 0), &k)
+                signed(record_bytes(i, !i.is_multiple_of(3)), &k)
             },
             |rec| store.insert_record(&rec).unwrap(),
             BatchSize::SmallInput,
@@ -54,7 +54,7 @@ fn build_store(n: u64) -> (Option<tempfile::TempDir>, PathBuf) {
         let mut next = 0u64;
         while next < n {
             let chunk: Vec<_> = (next..(next + 10_000).min(n))
-                .map(|i| signed(record_bytes(i, i % 7 != 0), &k))
+                .map(|i| signed(record_bytes(i, !i.is_multiple_of(7)), &k))
                 .collect();
             next += chunk.len() as u64;
             store.insert_many(&chunk).unwrap();

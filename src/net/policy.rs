@@ -28,10 +28,10 @@ impl NetPolicy {
     /// Name a host the operator chose, from a URL (`https://host:port/...`). Invalid URLs are
     /// ignored here: the fetch itself reports them.
     pub fn allow_url(&mut self, raw: &str) {
-        if let Ok(u) = url::Url::parse(raw) {
-            if let (Some(host), Some(port)) = (u.host_str(), u.port_or_known_default()) {
-                self.allowed_hosts.insert((normalize_host(host), port));
-            }
+        if let Ok(u) = url::Url::parse(raw)
+            && let (Some(host), Some(port)) = (u.host_str(), u.port_or_known_default())
+        {
+            self.allowed_hosts.insert((normalize_host(host), port));
         }
     }
 

@@ -372,10 +372,10 @@ impl Session {
         let status = response.status().as_u16();
         let headers = collect_headers(response.headers());
         let cap = self.transport.inner.body_cap;
-        if let Some(len) = response.content_length() {
-            if len as usize > cap {
-                return Err(body_cap_text(cap, Some(len)));
-            }
+        if let Some(len) = response.content_length()
+            && len as usize > cap
+        {
+            return Err(body_cap_text(cap, Some(len)));
         }
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(|e| error_chain(&e))? {

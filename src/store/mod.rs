@@ -10,6 +10,7 @@
 //! ([`meta::derive`]); callers hand over only the bytes, the signature and the key.
 
 pub mod meta;
+pub mod outbox;
 pub mod schema;
 pub mod transfer;
 pub mod verify;
@@ -343,6 +344,23 @@ impl Store {
         Ok(Inserted { record, new })
     }
 
+    /// Store a record and, in the same transaction, whatever `then` writes about it (the outbox
+    /// row of a submission, say): both commit or neither does. `then` gets the record's row id
+    /// and whether the row is new.
+    pub fn insert_record_then<T>(
+        &self,
+        rec: &NewRecord,
+        then: impl FnOnce(&Connection, i64, bool) -> Result<T, StoreError>,
+    ) -> Result<(Inserted, T), StoreError> {
+        let prepared = prepare(rec)?;
+        let tx = self.begin_immediate()?;
+        let (id, new) = insert_prepared(&self.conn, &prepared)?;
+        let extra = then(&self.conn, id, new)?;
+        tx.commit()?;
+        let record = self.get_by_id(id)?;
+        Ok((Inserted { record, new }, extra))
+    }
+
     /// Store many records in one transaction, in order (all or none). Every record is checked
     /// before anything is written.
     pub fn insert_many(&self, recs: &[NewRecord]) -> Result<InsertSummary, StoreError> {
@@ -423,7 +441,8 @@ impl Store {
             .optional()?)
     }
 
-    fn get_by_id(&self, id: i64) -> Result<StoredRecord, StoreError> {
+    /// The record with this row id.
+    pub fn get_by_id(&self, id: i64) -> Result<StoredRecord, StoreError> {
         let sql = format!(
             "SELECT {ROW_COLUMNS}, {FULL_COLUMNS} FROM records r \
              LEFT JOIN kept_full k ON k.record_id = r.id WHERE r.id = ?1"

@@ -12,10 +12,16 @@ pub struct Migration {
 /// Every migration in order; migration `i` moves the schema from version `i` to `i + 1`.
 /// Adding one is a one-line append here (plus its SQL file). Never edit or reorder past entries:
 /// databases in the field were built by them.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    name: "records",
-    sql: include_str!("migrations/0001_records.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        name: "records",
+        sql: include_str!("migrations/0001_records.sql"),
+    },
+    Migration {
+        name: "outbox",
+        sql: include_str!("migrations/0002_outbox.sql"),
+    },
+];
 
 /// The schema version this binary writes and understands.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -1,0 +1,90 @@
+//! RFC 8785 (JSON Canonicalization Scheme) for card signature payloads and Agent SoW documents.
+//!
+//! Serialisation is `serde_jcs`'s (ECMAScript number forms, UTF-16 key order). What we add is the
+//! input side RFC 8785 leaves to the caller: the document must be I-JSON (RFC 7493) — no
+//! duplicate member names, and every number representable as a finite IEEE 754 double.
+//! Never use this for witness records: those use the NENRIN form ([`crate::canonical`]).
+
+use crate::json::{StrictJsonError, parse_strict};
+use serde_json::Value;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum JcsError {
+    #[error("not I-JSON: {0}")]
+    NotIJson(String),
+    #[error("not JSON: {0}")]
+    Syntax(String),
+    #[error("canonicalisation failed: {0}")]
+    Serialize(String),
+}
+
+impl From<StrictJsonError> for JcsError {
+    fn from(e: StrictJsonError) -> Self {
+        match e {
+            StrictJsonError::Syntax(s) => JcsError::Syntax(s),
+            dup @ StrictJsonError::DuplicateKey(_) => JcsError::NotIJson(dup.to_string()),
+        }
+    }
+}
+
+/// Parse bytes as I-JSON: strict UTF-8 JSON, no duplicate names, finite numbers.
+pub fn parse_i_json(bytes: &[u8]) -> Result<Value, JcsError> {
+    let value = parse_strict(bytes)?;
+    check_numbers(&value)?;
+    Ok(value)
+}
+
+/// RFC 8785 canonical bytes of a parsed value.
+pub fn canonicalize(value: &Value) -> Result<Vec<u8>, JcsError> {
+    check_numbers(value)?;
+    serde_jcs::to_vec(value).map_err(|e| JcsError::Serialize(e.to_string()))
+}
+
+/// Parse as I-JSON and canonicalise.
+pub fn canonicalize_bytes(bytes: &[u8]) -> Result<Vec<u8>, JcsError> {
+    canonicalize(&parse_i_json(bytes)?)
+}
+
+fn check_numbers(value: &Value) -> Result<(), JcsError> {
+    match value {
+        Value::Number(n) => {
+            let text = n.to_string();
+            match text.parse::<f64>() {
+                Ok(f) if f.is_finite() => Ok(()),
+                _ => Err(JcsError::NotIJson(format!(
+                    "number {text} is not a finite IEEE 754 double"
+                ))),
+            }
+        }
+        Value::Array(items) => items.iter().try_for_each(check_numbers),
+        Value::Object(map) => map.values().try_for_each(check_numbers),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_forms_are_ecmascript() {
+        let v = parse_i_json(br#"{"b":1e21,"a":100.0,"c":1e-7,"d":-0.0}"#).unwrap();
+        assert_eq!(
+            canonicalize(&v).unwrap(),
+            br#"{"a":100,"b":1e+21,"c":1e-7,"d":0}"#
+        );
+    }
+
+    #[test]
+    fn refuses_duplicates_and_non_finite() {
+        assert!(matches!(
+            parse_i_json(br#"{"a":1,"a":1}"#),
+            Err(JcsError::NotIJson(_))
+        ));
+        assert!(matches!(
+            parse_i_json(br#"[1e400]"#),
+            Err(JcsError::NotIJson(_))
+        ));
+        assert!(matches!(parse_i_json(b"{"), Err(JcsError::Syntax(_))));
+    }
+}

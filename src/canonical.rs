@@ -90,7 +90,9 @@ fn write_number(out: &mut String, n: &Number) {
     // With serde_json's `arbitrary_precision`, `to_string` is the number exactly as parsed (or as
     // produced from a Rust integer), so the int/float distinction of the source text survives.
     let text = n.to_string();
-    if number_is_float(&text) {
+    if text == crate::json::NAN_MARKER {
+        out.push_str("NaN");
+    } else if number_is_float(&text) {
         let value: f64 = text.parse().unwrap_or(f64::NAN);
         out.push_str(&python_float_repr(value));
     } else {

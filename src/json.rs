@@ -10,10 +10,62 @@ use serde_json::Value;
 use std::collections::HashSet;
 use std::fmt;
 
-/// Parse as the reference walker reads a card: UTF-8 JSON, last duplicate wins. A UTF-8 BOM is
-/// a parse failure (Python's reader rejects it too).
+/// Parse as the reference walker reads a card: UTF-8 JSON, last duplicate wins, and Python's
+/// `NaN` / `Infinity` / `-Infinity` accepted (§8.3 item 18). A UTF-8 BOM is a parse failure
+/// (Python's reader rejects it too).
 pub fn parse_lenient(bytes: &[u8]) -> Result<Value, serde_json::Error> {
-    serde_json::from_slice(bytes)
+    match serde_json::from_slice(bytes) {
+        Ok(v) => Ok(v),
+        Err(first) => match replace_python_constants(bytes) {
+            Some(rewritten) => serde_json::from_slice(&rewritten).map_err(|_| first),
+            None => Err(first),
+        },
+    }
+}
+
+/// Number text standing for Python's `NaN` (it parses as a float; [`crate::canonical`] writes it
+/// back as `NaN`). Infinities need no marker: an overflowing literal parses to infinity.
+pub const NAN_MARKER: &str = "-0.0e-7777777777777777777";
+const INFINITY_TEXT: &str = "1e7777777777777777777";
+const NEG_INFINITY_TEXT: &str = "-1e7777777777777777777";
+
+/// Rewrite bare `NaN`, `Infinity` and `-Infinity` tokens (outside strings) as number texts.
+/// None when there is nothing to rewrite.
+fn replace_python_constants(bytes: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(bytes.len() + 32);
+    let (mut i, mut in_string, mut changed) = (0, false, false);
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_string {
+            out.push(b);
+            if b == b'\\' && i + 1 < bytes.len() {
+                out.push(bytes[i + 1]);
+                i += 2;
+                continue;
+            }
+            in_string = b != b'"';
+            i += 1;
+            continue;
+        }
+        let rest = &bytes[i..];
+        let replacement = [
+            ("-Infinity", NEG_INFINITY_TEXT),
+            ("Infinity", INFINITY_TEXT),
+            ("NaN", NAN_MARKER),
+        ]
+        .into_iter()
+        .find(|(token, _)| rest.starts_with(token.as_bytes()));
+        if let Some((token, text)) = replacement {
+            out.extend_from_slice(text.as_bytes());
+            i += token.len();
+            changed = true;
+            continue;
+        }
+        in_string = b == b'"';
+        out.push(b);
+        i += 1;
+    }
+    changed.then_some(out)
 }
 
 /// Why strict parsing refused a document.
@@ -119,6 +171,15 @@ mod tests {
             Err(StrictJsonError::DuplicateKey("k".into()))
         );
         assert!(parse_strict(br#"{"x":[{"k":1,"j":1e400}]}"#).is_ok());
+    }
+
+    #[test]
+    fn python_constants_outside_strings_only() {
+        let v =
+            parse_lenient(br#"{"x":NaN,"y":[Infinity,-Infinity],"s":"NaN \" Infinity"}"#).unwrap();
+        assert_eq!(v["x"].to_string(), NAN_MARKER);
+        assert_eq!(v["s"], "NaN \" Infinity");
+        assert!(parse_strict(br#"[NaN]"#).is_err());
     }
 
     #[test]

@@ -7,12 +7,17 @@
 pub mod canonical;
 pub mod card_signature;
 pub mod cli;
+pub mod clock;
 pub mod digest;
+pub mod findings;
+pub mod intake_emulator;
 pub mod jcs;
 pub mod json;
 pub mod net;
+pub mod pipeline;
 pub mod sandbox;
 pub mod store;
 pub mod terms;
 pub mod walk;
 pub mod wire;
+pub mod witness;

@@ -2,6 +2,8 @@
 //! (FAIL, a failed verification), 2 usage or I/O errors.
 
 pub mod card;
+pub mod intake;
+pub mod keys;
 pub mod records;
 pub mod terms;
 pub mod walk;

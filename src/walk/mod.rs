@@ -1,1 +1,247 @@
 //! The n0–n3 conduct walk (conduct-walk.md §1–§4).
+//!
+//! [`run`] is the only part that does I/O: it sends the three requests through the
+//! [`Transport`](crate::net::Transport) and hands what it observed to the pure core
+//! ([`declaration`], [`assertions`], [`record`]).
+
+pub mod assertions;
+pub mod declaration;
+pub mod observation;
+pub mod record;
+pub mod spec;
+pub mod url_norm;
+
+use crate::canonical;
+use crate::clock::{Clock, walked_at};
+use crate::digest::sha256_hex;
+use crate::net::{HttpRequest, Transport};
+use crate::wire::{Walker, Witness};
+use assertions::{Assertion, Inputs, Verdict};
+use declaration::Declaration;
+pub use observation::{Mode, ObservedFetch, Wire};
+pub use record::Privacy;
+use record::{CardFindings, Evaluated, RecordContext};
+use serde_json::Value;
+
+/// What to walk and how to sign the record's witness block.
+#[derive(Debug, Clone)]
+pub struct WalkRequest {
+    /// The origin as given; trailing `/` are removed to form `base`.
+    pub origin: String,
+    pub endpoint: Option<String>,
+    pub mode: Mode,
+    pub wire: Wire,
+    pub witness: Witness,
+    pub vantage_limitation: Option<String>,
+    pub contract_sha256: Option<String>,
+    pub privacy: Privacy,
+}
+
+impl WalkRequest {
+    pub fn base(&self) -> String {
+        self.origin.trim_end_matches('/').to_string()
+    }
+
+    pub fn card_url(&self) -> String {
+        format!("{}{}", self.base(), spec::CARD_PATH)
+    }
+}
+
+/// One finished walk: the bytes to store and file, and what a summary needs.
+#[derive(Debug, Clone)]
+pub struct WalkOutcome {
+    /// The record filed (full, hash-only or commitment), parsed.
+    pub record: Value,
+    /// Its canonical bytes: the identity and what gets signed.
+    pub canonical: Vec<u8>,
+    pub sha256: String,
+    /// Commitment privacy: the kept full record's canonical bytes and its salt (hex).
+    pub kept: Option<(Vec<u8>, String)>,
+    pub verdict: Verdict,
+    pub assertions: Vec<Assertion>,
+    pub nodes: Vec<ObservedFetch>,
+    pub target: Option<String>,
+    pub card: Option<Value>,
+    /// The card's `params.witness_intake` when it is a string: where the record is filed.
+    pub witness_intake: Option<String>,
+}
+
+/// §2.6 the n3 request for a mode and wire.
+pub fn n3_request(mode: Mode, wire: Wire, target: &str) -> HttpRequest {
+    let (extensions_header, version) = match wire {
+        Wire::V1_0 => ("A2A-Extensions", "1.0"),
+        Wire::V0_3 => ("X-A2A-Extensions", "0.3"),
+    };
+    let mut headers = vec![
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json"),
+        (extensions_header, spec::EXT),
+    ];
+    let body = match mode {
+        // mcp sends no A2A-Version; the extensions spelling follows the wire (ref, §8.3 #13).
+        Mode::Mcp => spec::BODY_MCP_INITIALIZE,
+        Mode::A2a => {
+            headers.push(("A2A-Version", version));
+            match wire {
+                Wire::V1_0 => spec::BODY_A2A_1_0,
+                Wire::V0_3 => spec::BODY_A2A_0_3,
+            }
+        }
+    };
+    HttpRequest::post(target, &headers, body.as_bytes().to_vec())
+}
+
+/// §2.3 the card fetch (n0 and n1).
+pub fn card_request(card_url: &str) -> HttpRequest {
+    HttpRequest::get(card_url, &[("Accept", "application/json")])
+}
+
+/// §2.3: the card is n1's body parsed as JSON, only when n1 answered 200.
+pub fn parse_card(n1: &ObservedFetch) -> Option<Value> {
+    if n1.status() != 200 {
+        return None;
+    }
+    crate::json::parse_lenient(&n1.exchange.body).ok()
+}
+
+/// What the card-reading steps outside the conduct core decide (signature, terms). The default
+/// is the reference behaviour: header read, nothing verified, no terms block.
+pub fn reference_card_findings(card: Option<&Value>, base: &str) -> CardFindings {
+    let card_signature = crate::card_signature::read_header(card, base);
+    let attribution_line = record::reference_attribution_line(&card_signature);
+    CardFindings {
+        card_signature,
+        attribution_line,
+        terms: None,
+        terms_establishes: Vec::new(),
+        terms_does_not_establish: Vec::new(),
+    }
+}
+
+/// Walk one agent: n0, n1, n3 over the transport, then the pure core. Never fails: transport
+/// trouble is recorded in the nodes (§2.2). `card_findings` decides the card_signature and
+/// terms blocks from the parsed card (use [`reference_card_findings`] for reference bytes).
+pub async fn run<F, Fut>(
+    transport: &Transport,
+    request: &WalkRequest,
+    clock: &dyn Clock,
+    salt: [u8; 32],
+    card_findings: F,
+) -> WalkOutcome
+where
+    F: FnOnce(Option<Value>) -> Fut,
+    Fut: std::future::Future<Output = CardFindings>,
+{
+    let walked_at = walked_at(clock.now());
+    let session = transport.session();
+    let card_url = request.card_url();
+    let n0 = ObservedFetch::new(0, session.fetch(&card_request(&card_url)).await);
+    let n1 = ObservedFetch::new(1, session.fetch(&card_request(&card_url)).await);
+    let card = parse_card(&n1);
+    let declaration = declaration::locate_and_validate(card.as_ref());
+    let target = declaration::choose_target(request.endpoint.as_deref(), &declaration);
+    let n3 = match &target {
+        Some(t) => Some(ObservedFetch::new(
+            3,
+            session
+                .fetch(&n3_request(request.mode, request.wire, t))
+                .await,
+        )),
+        None => None,
+    };
+    let findings = card_findings(card.clone()).await;
+    let observed = Observed {
+        walked_at,
+        n0,
+        n1,
+        n3,
+        card,
+        declaration,
+        target,
+    };
+    finish(request, observed, &findings, salt)
+}
+
+/// A walk's observations and what the card said, before evaluation.
+#[derive(Debug, Clone)]
+pub struct Observed {
+    pub walked_at: String,
+    pub n0: ObservedFetch,
+    pub n1: ObservedFetch,
+    pub n3: Option<ObservedFetch>,
+    pub card: Option<Value>,
+    pub declaration: Declaration,
+    pub target: Option<String>,
+}
+
+/// Build the outcome from observed nodes (pure; shared by [`run`], tests and benchmarks).
+pub fn finish(
+    request: &WalkRequest,
+    observed: Observed,
+    findings: &CardFindings,
+    salt: [u8; 32],
+) -> WalkOutcome {
+    let Observed {
+        walked_at,
+        n0,
+        n1,
+        n3,
+        card,
+        declaration,
+        target,
+    } = observed;
+    let inputs = Inputs {
+        mode: request.mode,
+        wire: request.wire,
+        n0: &n0,
+        n1: &n1,
+        n3: n3.as_ref(),
+        card: card.as_ref(),
+        declaration: &declaration,
+        target: target.as_deref(),
+    };
+    let assertions = assertions::evaluate(&inputs);
+    let verdict = assertions::verdict(&assertions);
+    let ctx = RecordContext {
+        base: request.base(),
+        walked_at,
+        mode: request.mode,
+        wire: request.wire,
+        witness: request.witness.clone(),
+        vantage_limitation: request.vantage_limitation.clone(),
+        contract_sha256: request.contract_sha256.clone(),
+        walker: Walker::this(),
+    };
+    let built = record::build(
+        &ctx,
+        &Evaluated {
+            n0: &n0,
+            n1: &n1,
+            n3: n3.as_ref(),
+            declaration: &declaration,
+            target: target.as_deref(),
+            assertions: &assertions,
+            verdict,
+        },
+        findings,
+        request.privacy,
+        salt,
+    );
+    let canonical = canonical::to_bytes(&built.filed);
+    let sha256 = sha256_hex(&canonical);
+    let witness_intake = declaration.param_str("witness_intake").map(str::to_string);
+    let mut nodes = vec![n0, n1];
+    nodes.extend(n3);
+    WalkOutcome {
+        record: built.filed,
+        canonical,
+        sha256,
+        kept: built.kept.map(|(v, salt)| (canonical::to_bytes(&v), salt)),
+        verdict,
+        assertions,
+        nodes,
+        target,
+        card,
+        witness_intake,
+    }
+}

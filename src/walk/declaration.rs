@@ -1,0 +1,376 @@
+//! Locating and validating the conduct declaration (§1.2–§1.5) and choosing the target (§2.5).
+//! Pure: takes the parsed card, returns values.
+
+use super::spec::*;
+use crate::canonical;
+use serde_json::{Map, Value};
+
+/// The result of reading node n1's card.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Declaration {
+    /// The first `capabilities.extensions[]` element whose `uri` is accepted (§1.2).
+    pub extension: Option<Value>,
+    /// §1.4 problems in order.
+    pub problems: Vec<String>,
+}
+
+impl Declaration {
+    pub fn declared(&self) -> bool {
+        self.extension.is_some()
+    }
+
+    /// The string the card used (`conduct_ext.declared_uri`).
+    pub fn declared_uri(&self) -> Option<&str> {
+        self.extension.as_ref()?.get("uri")?.as_str()
+    }
+
+    /// The extension's `params` when it is an object.
+    pub fn params(&self) -> Option<&Map<String, Value>> {
+        self.extension.as_ref()?.get("params")?.as_object()
+    }
+
+    /// A string-valued param (`conduct_record`, `witness_intake`), else None.
+    pub fn param_str(&self, key: &str) -> Option<&str> {
+        self.params()?.get(key)?.as_str()
+    }
+}
+
+/// §1.2 + §1.4: locate the declaration in the card (None = no card or unparseable) and collect
+/// every problem in order.
+pub fn locate_and_validate(card: Option<&Value>) -> Declaration {
+    let mut problems = Vec::new();
+    let Some(card_obj) = card.and_then(Value::as_object) else {
+        problems.push(PROBLEM_CARD_NOT_OBJECT.to_string());
+        return Declaration {
+            extension: None,
+            problems,
+        };
+    };
+    let Some(extensions) = card_obj
+        .get("capabilities")
+        .and_then(Value::as_object)
+        .and_then(|caps| caps.get("extensions"))
+        .and_then(Value::as_array)
+    else {
+        problems.push(PROBLEM_EXTENSIONS_NOT_ARRAY.to_string());
+        return Declaration {
+            extension: None,
+            problems,
+        };
+    };
+    // First match wins; later listings are ignored (ref).
+    let Some(extension) = extensions.iter().find(|ext| {
+        ext.as_object()
+            .and_then(|o| o.get("uri"))
+            .and_then(Value::as_str)
+            .is_some_and(|uri| ACCEPTED_URIS.contains(&uri))
+    }) else {
+        problems.push(PROBLEM_NOT_DECLARED.to_string());
+        return Declaration {
+            extension: None,
+            problems,
+        };
+    };
+    let Some(params) = extension.get("params").and_then(Value::as_object) else {
+        problems.push(PROBLEM_PARAMS_NOT_OBJECT.to_string());
+        return Declaration {
+            extension: Some(extension.clone()),
+            problems,
+        };
+    };
+    let compensation = params.get("compensation").unwrap_or(&Value::Null);
+    problems.extend(
+        compensation_problems(compensation)
+            .into_iter()
+            .map(String::from),
+    );
+    if !is_https_string_array(params.get("measured_endpoints")) {
+        problems.push(PROBLEM_MEASURED_ENDPOINTS.to_string());
+    }
+    if !is_https_string(params.get("conduct_record")) {
+        problems.push(PROBLEM_CONDUCT_RECORD.to_string());
+    }
+    if !is_https_string(params.get("witness_intake")) {
+        problems.push(PROBLEM_WITNESS_INTAKE.to_string());
+    }
+    if extension.get("required") == Some(&Value::Bool(true)) {
+        problems.push(PROBLEM_REQUIRED_TRUE.to_string());
+    }
+    if let (Some(top), Some(inner)) = (
+        card_obj.get("compensation").and_then(Value::as_object),
+        compensation.as_object(),
+    ) && !five_keys_agree(top, inner)
+    {
+        problems.push(PROBLEM_TOP_LEVEL_DISAGREES.to_string());
+    }
+    Declaration {
+        extension: Some(extension.clone()),
+        problems,
+    }
+}
+
+/// §1.4 step 5: the compensation shape checks, in order.
+pub fn compensation_problems(compensation: &Value) -> Vec<&'static str> {
+    let Some(c) = compensation.as_object() else {
+        return vec![PROBLEM_COMPENSATION_NOT_OBJECT];
+    };
+    let mut problems = Vec::new();
+    let paid_by_ok = c
+        .get("paid_by")
+        .and_then(Value::as_str)
+        .is_some_and(|p| PAID_BY_VALUES.contains(&p));
+    if !paid_by_ok {
+        problems.push(PROBLEM_PAID_BY);
+    }
+    if !c.get("referral_fee").is_some_and(Value::is_boolean) {
+        problems.push(PROBLEM_REFERRAL_FEE);
+    }
+    if !c.get("listing_fee").is_some_and(Value::is_boolean) {
+        problems.push(PROBLEM_LISTING_FEE);
+    }
+    if let Some(pct) = c.get("success_fee_pct") {
+        let in_range = match pct {
+            Value::Number(n) => n
+                .to_string()
+                .parse::<f64>()
+                .is_ok_and(|f| !f.is_nan() && (0.0..=100.0).contains(&f)),
+            _ => false,
+        };
+        if !in_range {
+            problems.push(PROBLEM_SUCCESS_FEE);
+        }
+    }
+    if let Some(url) = c.get("disclosure_url")
+        && !(url.is_null() || url.is_string())
+    {
+        problems.push(PROBLEM_DISCLOSURE_URL);
+    }
+    problems
+}
+
+/// §1.4 step 10: canonical text equality of each of the five keys, missing counting as null.
+fn five_keys_agree(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
+    AGREEMENT_KEYS.iter().all(|key| {
+        let left = canonical::to_string(a.get(*key).unwrap_or(&Value::Null));
+        let right = canonical::to_string(b.get(*key).unwrap_or(&Value::Null));
+        left == right
+    })
+}
+
+fn is_https_string(v: Option<&Value>) -> bool {
+    v.and_then(Value::as_str)
+        .is_some_and(|s| s.starts_with("https://"))
+}
+
+fn is_https_string_array(v: Option<&Value>) -> bool {
+    v.and_then(Value::as_array)
+        .is_some_and(|items| !items.is_empty() && items.iter().all(|i| is_https_string(Some(i))))
+}
+
+/// §2.5 the n3 target: the explicit endpoint, else `measured_endpoints[0]` when it is an
+/// https string, else none.
+pub fn choose_target(explicit: Option<&str>, declaration: &Declaration) -> Option<String> {
+    if let Some(endpoint) = explicit {
+        return Some(endpoint.to_string());
+    }
+    let first = declaration
+        .params()?
+        .get("measured_endpoints")?
+        .as_array()?
+        .first()?;
+    first
+        .as_str()
+        .filter(|s| s.starts_with("https://"))
+        .map(str::to_string)
+}
+
+/// §1.5 paid-model signals from the card's top level, sorted by code point.
+pub fn paid_model_signals(card: Option<&Value>) -> Vec<String> {
+    let Some(card) = card.and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    let mut signals = Vec::new();
+    if card
+        .get("compensation")
+        .and_then(Value::as_object)
+        .and_then(|c| c.get("paid_by"))
+        .and_then(Value::as_str)
+        == Some("buyer")
+    {
+        signals.push("compensation.paid_by=buyer".to_string());
+    }
+    if card.get("x402") == Some(&Value::Bool(true)) {
+        signals.push("x402=true".to_string());
+    }
+    if let Some(methods) = card.get("paymentMethods").and_then(Value::as_array)
+        && !methods.is_empty()
+        && methods.iter().all(Value::is_string)
+    {
+        let mut items: Vec<&str> = methods.iter().filter_map(Value::as_str).collect();
+        items.sort_unstable();
+        signals.push(format!("paymentMethods={}", items.join(",")));
+    }
+    if card
+        .get("pricing")
+        .and_then(Value::as_object)
+        .and_then(|p| p.get("model"))
+        .and_then(Value::as_str)
+        == Some("pay-per-use")
+    {
+        signals.push("pricing.model=pay-per-use".to_string());
+    }
+    signals.sort_unstable();
+    signals
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn card_with_params(params: Value) -> Value {
+        json!({"capabilities": {"extensions": [{"uri": EXT, "params": params}]}})
+    }
+
+    fn good_params() -> Value {
+        json!({
+            "compensation": {"paid_by": "public", "referral_fee": false, "listing_fee": false},
+            "measured_endpoints": ["https://a.example/mcp"],
+            "conduct_record": "https://gate.example/r",
+            "witness_intake": "https://ledger.example/witness"
+        })
+    }
+
+    #[test]
+    fn well_formed_declaration_has_no_problems_and_a_target() {
+        let card = card_with_params(good_params());
+        let d = locate_and_validate(Some(&card));
+        assert!(d.declared());
+        assert!(d.problems.is_empty(), "{:?}", d.problems);
+        assert_eq!(
+            choose_target(None, &d).as_deref(),
+            Some("https://a.example/mcp")
+        );
+        assert_eq!(
+            choose_target(Some("https://x/"), &d).as_deref(),
+            Some("https://x/")
+        );
+    }
+
+    #[test]
+    fn structural_problems_stop_early() {
+        assert_eq!(
+            locate_and_validate(None).problems,
+            [PROBLEM_CARD_NOT_OBJECT]
+        );
+        assert_eq!(
+            locate_and_validate(Some(&json!([]))).problems,
+            [PROBLEM_CARD_NOT_OBJECT]
+        );
+        assert_eq!(
+            locate_and_validate(Some(&json!({"capabilities": {"extensions": {}}}))).problems,
+            [PROBLEM_EXTENSIONS_NOT_ARRAY]
+        );
+        let other = json!({"capabilities": {"extensions": [
+            {"uri": "https://w3id.org/horizonshield/conduct/v2"},
+            {"uri": "https://gate.horizonshield.dev/ext/conduct/v1/"}
+        ]}});
+        assert_eq!(
+            locate_and_validate(Some(&other)).problems,
+            [PROBLEM_NOT_DECLARED]
+        );
+        let d = locate_and_validate(Some(&card_with_params(json!("x"))));
+        assert!(d.declared());
+        assert_eq!(d.problems, [PROBLEM_PARAMS_NOT_OBJECT]);
+    }
+
+    #[test]
+    fn every_param_problem_in_order() {
+        let mut card = card_with_params(json!({
+            "compensation": {"paid_by": "Buyer", "referral_fee": "no", "listing_fee": 0,
+                             "success_fee_pct": 101, "disclosure_url": 5},
+            "measured_endpoints": ["http://a/"],
+            "conduct_record": 7,
+        }));
+        card["capabilities"]["extensions"][0]["required"] = json!(true);
+        card["compensation"] = json!({"paid_by": "Buyer", "referral_fee": "no", "listing_fee": 0,
+                                      "success_fee_pct": 101.0, "disclosure_url": 5});
+        let d = locate_and_validate(Some(&card));
+        assert_eq!(
+            d.problems,
+            [
+                PROBLEM_PAID_BY,
+                PROBLEM_REFERRAL_FEE,
+                PROBLEM_LISTING_FEE,
+                PROBLEM_SUCCESS_FEE,
+                PROBLEM_DISCLOSURE_URL,
+                PROBLEM_MEASURED_ENDPOINTS,
+                PROBLEM_CONDUCT_RECORD,
+                PROBLEM_WITNESS_INTAKE,
+                PROBLEM_REQUIRED_TRUE,
+                // 101 vs 101.0: canonical texts differ.
+                PROBLEM_TOP_LEVEL_DISAGREES,
+            ]
+        );
+    }
+
+    #[test]
+    fn success_fee_bounds_and_null_disclosure() {
+        for (pct, ok) in [
+            (json!(0), true),
+            (json!(100), true),
+            (json!(true), false),
+            (json!(-0.5), false),
+            (json!("5"), false),
+        ] {
+            let c = json!({"paid_by": "other", "referral_fee": true, "listing_fee": true, "success_fee_pct": pct, "disclosure_url": null});
+            assert_eq!(compensation_problems(&c).is_empty(), ok, "{c}");
+        }
+    }
+
+    #[test]
+    fn missing_equals_null_in_the_agreement() {
+        let mut card = card_with_params(good_params());
+        card["compensation"] = json!({"paid_by": "public", "referral_fee": false, "listing_fee": false, "disclosure_url": null, "extra": 1});
+        assert!(locate_and_validate(Some(&card)).problems.is_empty());
+    }
+
+    #[test]
+    fn perma_declared_and_first_listing_wins() {
+        let card = json!({"capabilities": {"extensions": [
+            {"uri": PERMA, "params": good_params()},
+            {"uri": EXT, "params": "ignored"}
+        ]}});
+        let d = locate_and_validate(Some(&card));
+        assert_eq!(d.declared_uri(), Some(PERMA));
+        assert!(d.problems.is_empty());
+    }
+
+    #[test]
+    fn paid_signals_are_top_level_and_sorted() {
+        let card = json!({
+            "x402": true,
+            "pricing": {"model": "pay-per-use"},
+            "paymentMethods": ["usdc", "card", "usdc"],
+            "compensation": {"paid_by": "buyer"}
+        });
+        assert_eq!(
+            paid_model_signals(Some(&card)),
+            [
+                "compensation.paid_by=buyer",
+                "paymentMethods=card,usdc,usdc",
+                "pricing.model=pay-per-use",
+                "x402=true"
+            ]
+        );
+        assert!(
+            paid_model_signals(Some(&json!({"x402": "true", "paymentMethods": []}))).is_empty()
+        );
+        assert!(
+            paid_model_signals(Some(&card_with_params(
+                json!({"compensation": {"paid_by": "buyer"}})
+            )))
+            .is_empty()
+        );
+    }
+}

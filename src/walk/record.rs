@@ -1,0 +1,414 @@
+//! Building the `jidec-path-v1` record (§4.2), its disclaimers (§4.4) and the privacy
+//! transformations (§4.5 hash-only, §4.6 commitment). Pure: the clock, the salt and the card
+//! signature block are inputs.
+
+use super::assertions::{Assertion, Verdict};
+use super::declaration::Declaration;
+use super::observation::{Mode, ObservedFetch, Wire};
+use super::spec::*;
+use crate::canonical;
+use crate::digest::{sha256, sha256_hex};
+use crate::wire::{
+    AssertionWire, CommitmentRecord, ComputeNode, ConductExt, Context, FetchNode, FetchRequest,
+    FetchResponse, Node, Record, Replay, VerdictWire, Walker, Witness,
+};
+use serde_json::{Value, json};
+
+/// What the operator asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Privacy {
+    #[default]
+    Full,
+    HashOnly,
+    Commitment,
+}
+
+impl Privacy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Privacy::Full => "full",
+            Privacy::HashOnly => "hash-only",
+            Privacy::Commitment => "commitment",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Privacy> {
+        match s {
+            "full" => Some(Privacy::Full),
+            "hash-only" => Some(Privacy::HashOnly),
+            "commitment" => Some(Privacy::Commitment),
+            _ => None,
+        }
+    }
+}
+
+// §4.4 disclaimer lines.
+pub const DNE_COMMITMENT: &str =
+    "anything about the walked agent until the committed record is revealed";
+pub const DNE_CORRECTNESS: &str = "correctness or quality of any response";
+pub const DNE_COMPENSATION_TRUTH: &str = "truth of the compensation declaration";
+pub const DNE_OTHER_INSTANTS: &str =
+    "that the agent behaves the same at other instants or from other vantages";
+pub const DNE_AMOUNT_402: &str =
+    "that the amount charged matches the price the card declares: the walk did not pay";
+pub const DNE_HASH_ONLY: &str = "which tool or method was called";
+pub const DNE_IDENTITY: &str = "identity of the witness beyond the name given";
+pub const DNE_CARD_UNSIGNED: &str = "that the walked operator published this card: it carried no signature, so these bytes are attributable to this walk alone and the operator can repudiate them";
+pub const DNE_CARD_NOT_VERIFIED: &str = "that the walked operator published this card: a signature is present but this client does not verify signatures, so these bytes are attributable to this walk alone";
+/// §4.6 the commitment recipe text.
+pub const COMMITMENT_RECIPE: &str =
+    "sha256(canonical(full record) || salt); salt is 32 bytes, kept by the witness";
+
+/// Everything about the walk that is not observed traffic.
+#[derive(Debug, Clone)]
+pub struct RecordContext {
+    /// The origin with trailing `/` removed.
+    pub base: String,
+    pub walked_at: String,
+    pub mode: Mode,
+    pub wire: Wire,
+    pub witness: Witness,
+    pub vantage_limitation: Option<String>,
+    pub contract_sha256: Option<String>,
+    pub walker: Walker,
+}
+
+/// The card-dependent parts decided outside the walk core.
+#[derive(Debug, Clone)]
+pub struct CardFindings {
+    /// The record's `card_signature` object.
+    pub card_signature: Value,
+    /// The card-attribution line of `does_not_establish`, if any.
+    pub attribution_line: Option<String>,
+    /// The `terms` block and the lines it adds to the two arrays.
+    pub terms: Option<Value>,
+    pub terms_establishes: Vec<String>,
+    pub terms_does_not_establish: Vec<String>,
+}
+
+/// The evaluated walk, ready to become a record.
+#[derive(Debug, Clone)]
+pub struct Evaluated<'a> {
+    pub n0: &'a ObservedFetch,
+    pub n1: &'a ObservedFetch,
+    pub n3: Option<&'a ObservedFetch>,
+    pub declaration: &'a Declaration,
+    pub target: Option<&'a str>,
+    pub assertions: &'a [Assertion],
+    pub verdict: Verdict,
+}
+
+/// The records one walk produces.
+#[derive(Debug, Clone)]
+pub struct Built {
+    /// The record to file (full, hash-only or commitment).
+    pub filed: Value,
+    /// Commitment privacy: the full record kept by the witness and its salt (hex).
+    pub kept: Option<(Value, String)>,
+}
+
+/// §2.4 the n2 compute node's output object and preview.
+pub fn n2_output(declaration: &Declaration, target: Option<&str>) -> (String, String) {
+    let output = json!({
+        "extension_declared": declaration.declared(),
+        "problems": declaration.problems,
+        "target": target,
+    });
+    let mut preview = if declaration.declared() {
+        "declared"
+    } else {
+        "not declared"
+    }
+    .to_string();
+    if declaration.problems.is_empty() {
+        preview.push_str("; well formed");
+    } else {
+        preview.push_str("; ");
+        preview.push_str(&declaration.problems.join("; "));
+    }
+    (sha256_hex(canonical::to_bytes(&output)), preview)
+}
+
+fn fetch_node(f: &ObservedFetch) -> Node {
+    Node::Fetch(FetchNode {
+        n: f.n,
+        kind: "fetch",
+        request: FetchRequest {
+            method: f.exchange.request.method.to_string(),
+            url: f.exchange.request.url.clone(),
+            headers_sha256: f.request_headers_sha256.clone(),
+            body_sha256: f.request_body_sha256.clone(),
+        },
+        response: FetchResponse {
+            status: f.status(),
+            headers_sha256: f.response_headers_sha256.clone(),
+            body_sha256: f.body_sha256.clone(),
+            a2a_extensions: f.a2a_extensions.clone(),
+            x_a2a_extensions: f.x_a2a_extensions.clone(),
+        },
+        duration_ms: f.exchange.duration_ms,
+    })
+}
+
+/// `scheme://authority/` of a URL as written (Python `urlsplit`: scheme lower-cased, netloc kept).
+pub fn origin_form(url: &str) -> String {
+    let (scheme, rest) = url.split_once(':').unwrap_or(("", url));
+    let rest = rest.strip_prefix("//").unwrap_or(rest);
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    format!("{}://{}/", scheme.to_ascii_lowercase(), &rest[..end])
+}
+
+/// Build the record(s) for one walk. `salt` is used only in commitment privacy.
+pub fn build(
+    ctx: &RecordContext,
+    ev: &Evaluated,
+    card: &CardFindings,
+    privacy: Privacy,
+    salt: [u8; 32],
+) -> Built {
+    match privacy {
+        Privacy::Full => Built {
+            filed: full_record(ctx, ev, card, Privacy::Full),
+            kept: None,
+        },
+        Privacy::HashOnly => Built {
+            filed: full_record(ctx, ev, card, Privacy::HashOnly),
+            kept: None,
+        },
+        Privacy::Commitment => {
+            let kept = full_record(ctx, ev, card, Privacy::Commitment);
+            let mut preimage = canonical::to_bytes(&kept);
+            preimage.extend_from_slice(&salt);
+            let commitment = hex::encode(sha256(&preimage));
+            let mut does_not_establish = vec![
+                DNE_COMMITMENT.to_string(),
+                DNE_CORRECTNESS.to_string(),
+                DNE_COMPENSATION_TRUTH.to_string(),
+                DNE_OTHER_INSTANTS.to_string(),
+            ];
+            if ctx.witness.key_url.is_none() {
+                does_not_establish.push(DNE_IDENTITY.to_string());
+            }
+            let filed = CommitmentRecord {
+                schema: SCHEMA,
+                purpose: purpose(ctx, ev.target),
+                walked_at: ctx.walked_at.clone(),
+                walker: ctx.walker.clone(),
+                base: ctx.base.clone(),
+                witness: ctx.witness.clone(),
+                mode: "commitment",
+                commitment,
+                commitment_recipe: COMMITMENT_RECIPE,
+                establishes: vec![commitment_line(&ctx.walked_at)],
+                does_not_establish,
+            };
+            Built {
+                filed: serde_json::to_value(filed).expect("record serialises"),
+                kept: Some((kept, hex::encode(salt))),
+            }
+        }
+    }
+}
+
+fn commitment_line(walked_at: &str) -> String {
+    format!("a record with the stated commitment existed at {walked_at}")
+}
+
+fn purpose(ctx: &RecordContext, target: Option<&str>) -> String {
+    format!("{PURPOSE_PREFIX}{}", target.unwrap_or(&ctx.base))
+}
+
+/// The full record; `HashOnly` redacts it (§4.5); `Commitment` gives the kept record (§4.6).
+fn full_record(
+    ctx: &RecordContext,
+    ev: &Evaluated,
+    card: &CardFindings,
+    privacy: Privacy,
+) -> Value {
+    let (n2_sha, n2_preview) = n2_output(ev.declaration, ev.target);
+    let mut nodes = vec![fetch_node(ev.n0), fetch_node(ev.n1)];
+    nodes.push(Node::Compute(ComputeNode {
+        n: 2,
+        kind: "compute",
+        label: N2_LABEL,
+        inputs: vec![json!({"from_node": 1})],
+        output_sha256: n2_sha,
+        output_preview: n2_preview.clone(),
+    }));
+    if let Some(n3) = ev.n3 {
+        nodes.push(fetch_node(n3));
+    }
+    let hash_only = privacy == Privacy::HashOnly;
+    let assertions = ev
+        .assertions
+        .iter()
+        .map(|a| AssertionWire {
+            claim: match (hash_only, ev.target) {
+                (true, Some(t)) => a
+                    .claim
+                    .replace(t, &format!("{}(redacted path)", origin_form(t))),
+                _ => a.claim.clone(),
+            },
+            op: "eq",
+            result: a.result,
+            evidence_nodes: a.evidence_nodes.clone(),
+            observed_sha256: sha256_hex(&a.observed_input),
+            note: a.note.clone(),
+        })
+        .collect();
+
+    let mut card_signature = card.card_signature.clone();
+    if privacy != Privacy::Full
+        && let Some(obj) = card_signature.as_object_mut()
+        && obj.contains_key("jku")
+    {
+        obj.insert("jku".into(), Value::Null);
+    }
+
+    // §4.4 establishes.
+    let establishes = if privacy == Privacy::Commitment {
+        vec![commitment_line(&ctx.walked_at)]
+    } else {
+        let mut lines = vec![
+            format!(
+                "agent card at {} fetched twice at {}; body sha256 {} and {}",
+                ctx.base, ctx.walked_at, ev.n0.body_sha256, ev.n1.body_sha256
+            ),
+            format!(
+                "extension declaration checked against CONDUCT_EXT_v1 section 2: {}",
+                n2_preview.chars().take(160).collect::<String>()
+            ),
+        ];
+        if let Some(n3) = ev.n3 {
+            let target = ev.target.unwrap_or_default();
+            let who = if hash_only {
+                origin_form(target)
+            } else {
+                target.to_string()
+            };
+            lines.push(format!(
+                "one request answered by {who} with http {} and body sha256 {}",
+                n3.status(),
+                n3.body_sha256
+            ));
+        }
+        if let Some(contract) = &ctx.contract_sha256 {
+            lines.push(format!("that this walk was taken under the a2a-contract-v0 terms whose contract_sha256 is {contract} (walk.context.contract_sha256); it does not establish that the terms were honored, which is what settlement decides"));
+        }
+        lines.extend(card.terms_establishes.iter().cloned());
+        lines
+    };
+
+    // §4.4 does_not_establish, in order.
+    let mut does_not_establish = Vec::new();
+    if privacy == Privacy::Commitment {
+        does_not_establish.push(DNE_COMMITMENT.to_string());
+    }
+    does_not_establish
+        .extend([DNE_CORRECTNESS, DNE_COMPENSATION_TRUTH, DNE_OTHER_INSTANTS].map(String::from));
+    if ev.n3.is_some_and(|n3| n3.status() == 402) {
+        does_not_establish.push(DNE_AMOUNT_402.to_string());
+    }
+    if hash_only {
+        does_not_establish.push(DNE_HASH_ONLY.to_string());
+    }
+    if ctx.witness.key_url.is_none() {
+        does_not_establish.push(DNE_IDENTITY.to_string());
+    }
+    if let Some(line) = &card.attribution_line {
+        does_not_establish.push(line.clone());
+    }
+    does_not_establish.extend(card.terms_does_not_establish.iter().cloned());
+
+    let params = ev.declaration.params();
+    let record = Record {
+        schema: SCHEMA,
+        purpose: purpose(ctx, ev.target),
+        walked_at: ctx.walked_at.clone(),
+        walker: ctx.walker.clone(),
+        base: ctx.base.clone(),
+        nodes,
+        assertions,
+        verdict: VerdictWire {
+            ok: ev.verdict.ok,
+            outcome: ev.verdict.outcome(),
+            n_pass: ev.verdict.n_pass,
+            n_total: ev.verdict.n_total,
+        },
+        replay: Replay {
+            how: REPLAY_HOW,
+            match_means: REPLAY_MATCH_MEANS,
+            mismatch_means: REPLAY_MISMATCH_MEANS,
+        },
+        witness: ctx.witness.clone(),
+        card_signature,
+        conduct_ext: ConductExt {
+            uri: EXT,
+            declared_uri: ev.declaration.declared_uri().map(str::to_string),
+            mode: ctx.mode.as_str(),
+            wire: (ctx.mode == Mode::A2a).then(|| ctx.wire.as_str()),
+            conduct_record: params.and_then(|p| p.get("conduct_record")).cloned(),
+            witness_intake: params.and_then(|p| p.get("witness_intake")).cloned(),
+            target: ev.target.map(str::to_string),
+        },
+        prev_path_refs: Vec::new(),
+        vantage_limitation: ctx.vantage_limitation.clone(),
+        context: ctx
+            .contract_sha256
+            .clone()
+            .map(|c| Context { contract_sha256: c }),
+        mode: if hash_only { "hash-only" } else { "full" },
+        establishes,
+        does_not_establish,
+        terms: card.terms.clone(),
+    };
+    let mut value = serde_json::to_value(record).expect("record serialises");
+    if hash_only {
+        redact_requests(&mut value);
+    }
+    value
+}
+
+/// §4.5: request URL → `scheme://authority/`, method → `REDACTED`, request hashes removed.
+fn redact_requests(record: &mut Value) {
+    let Some(nodes) = record.get_mut("nodes").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for node in nodes {
+        let Some(request) = node.get_mut("request").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        if let Some(url) = request.get("url").and_then(Value::as_str) {
+            let redacted = origin_form(url);
+            request.insert("url".into(), Value::String(redacted));
+        }
+        request.insert("method".into(), Value::String("REDACTED".into()));
+        request.remove("headers_sha256");
+        request.remove("body_sha256");
+    }
+}
+
+/// The reference walker's unverified `card_signature` attribution line (§4.4).
+pub fn reference_attribution_line(card_signature: &Value) -> Option<String> {
+    if card_signature.get("present") == Some(&Value::Bool(false)) {
+        Some(DNE_CARD_UNSIGNED.to_string())
+    } else if card_signature.get("verified").is_some_and(Value::is_null) {
+        Some(DNE_CARD_NOT_VERIFIED.to_string())
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::origin_form;
+
+    #[test]
+    fn origin_form_keeps_authority_as_written() {
+        assert_eq!(
+            origin_form("https://Host.example:8443/mcp?q"),
+            "https://Host.example:8443/"
+        );
+        assert_eq!(origin_form("HTTPS://a.example"), "https://a.example/");
+    }
+}

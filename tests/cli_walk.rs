@@ -1,0 +1,304 @@
+//! The real binary: `walk` exit codes, refusals, `--json`, `--out`, and the demo.
+
+use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa, scenario};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_conduct-walker"))
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+async fn run(cmd: Command) -> Output {
+    let mut cmd = tokio::process::Command::from(cmd);
+    cmd.output().await.unwrap()
+}
+
+fn walk_args(cmd: &mut Command, origin: &str) {
+    cmd.args([
+        "walk",
+        "--origin",
+        origin,
+        "--witness-name",
+        "cli test",
+        "--vantage",
+        "loopback",
+    ]);
+}
+
+#[tokio::test]
+async fn http_origin_is_refused_with_exit_2() {
+    let mut cmd = bin();
+    walk_args(&mut cmd, "http://127.0.0.1:9");
+    cmd.arg("--allow-private-network");
+    let out = run(cmd).await;
+    let (_, err) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("only https://"), "{err}");
+}
+
+#[tokio::test]
+async fn loopback_origin_without_the_flag_is_refused_with_exit_2() {
+    let mut cmd = bin();
+    walk_args(&mut cmd, "https://127.0.0.1:9");
+    let out = run(cmd).await;
+    let (_, err) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("loopback") && err.contains("--allow-private-network"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn unreadable_ca_cert_is_exit_2_naming_the_file() {
+    let mut cmd = bin();
+    walk_args(&mut cmd, "https://127.0.0.1:9");
+    cmd.args([
+        "--allow-private-network",
+        "--ca-cert",
+        "/nonexistent/ca.pem",
+    ]);
+    let out = run(cmd).await;
+    let (_, err) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("/nonexistent/ca.pem"), "{err}");
+}
+
+#[tokio::test]
+async fn pass_exits_0_and_writes_the_canonical_record() {
+    let ca = SandboxCa::generate();
+    let dir = tempfile::tempdir().unwrap();
+    let ca_path = dir.path().join("ca.pem");
+    ca.write_pem(&ca_path).unwrap();
+    let agent = SandboxAgent::start(&ca, Behaviour::default())
+        .await
+        .unwrap();
+    let out_path = dir.path().join("rec.json");
+    let mut cmd = bin();
+    walk_args(&mut cmd, &agent.origin());
+    cmd.args(["--mode", "a2a", "--allow-private-network", "--ca-cert"])
+        .arg(&ca_path)
+        .arg("--out")
+        .arg(&out_path);
+    let out = run(cmd).await;
+    let (stdout, err) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{err}");
+    let bytes = std::fs::read(&out_path).unwrap();
+    let sha = conduct_walker::digest::sha256_hex(&bytes);
+    assert!(
+        stdout.starts_with(&format!("PASS 7/7  sha256 {sha}")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("  pass  endpoint_bound"));
+    assert!(stdout.contains("  n3 POST"));
+}
+
+#[tokio::test]
+async fn fail_exits_1_and_json_names_transport_errors() {
+    let ca = SandboxCa::generate();
+    let dir = tempfile::tempdir().unwrap();
+    let ca_path = dir.path().join("ca.pem");
+    ca.write_pem(&ca_path).unwrap();
+    let agent = SandboxAgent::start(&ca, scenario("huge-reply").unwrap().behaviour)
+        .await
+        .unwrap();
+    let mut cmd = bin();
+    walk_args(&mut cmd, &agent.origin());
+    cmd.current_dir(dir.path());
+    cmd.args([
+        "--mode",
+        "a2a",
+        "--json",
+        "--allow-private-network",
+        "--ca-cert",
+    ])
+    .arg(&ca_path);
+    let out = run(cmd).await;
+    let (stdout, err) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{err}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let sha = v["sha256"].as_str().unwrap();
+    assert!(
+        v["transport_errors"]["3"]
+            .as_str()
+            .unwrap()
+            .contains("too large")
+    );
+    assert_eq!(v["record"]["verdict"]["outcome"], "FAIL");
+    // Default file name: walk_<sha12>.json in the working directory, holding the canonical bytes.
+    let written = std::fs::read(dir.path().join(format!("walk_{}.json", &sha[..12]))).unwrap();
+    assert_eq!(conduct_walker::digest::sha256_hex(&written), sha);
+}
+
+#[tokio::test]
+async fn demo_runs_without_network_and_gets_every_expected_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = bin();
+    cmd.arg("demo").arg("--out-dir").arg(dir.path());
+    let out = run(cmd).await;
+    let (stdout, err) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{err}");
+    assert!(stdout.contains("each verdict as expected"), "{stdout}");
+    let records = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name().into_string().unwrap();
+            name.starts_with("walk_") && name.ends_with(".json")
+        })
+        .count();
+    assert_eq!(records, 8);
+    // Every record was signed, stored and filed with the emulator.
+    assert_eq!(
+        stdout.matches("filed (answer accepted, http 201)").count(),
+        8,
+        "{stdout}"
+    );
+    let db = dir.path().join("walker.db");
+    let list = bin()
+        .args(["records", "list", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&list.stdout)
+            .lines()
+            .filter(|l| l.ends_with("signed"))
+            .count(),
+        8
+    );
+    let verify = bin()
+        .args(["records", "verify", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(verify.status.code(), Some(0));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let out = bin().args(["walk", "--origin"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = bin()
+        .args([
+            "walk",
+            "--origin",
+            "https://a.example",
+            "--witness-name",
+            "x",
+            "--vantage",
+            "y",
+            "--mode",
+            "grpc",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[tokio::test]
+async fn walk_with_db_and_key_stores_a_signed_record_auditors_can_verify() {
+    let ca = SandboxCa::generate();
+    let dir = tempfile::tempdir().unwrap();
+    let ca_path = dir.path().join("ca.pem");
+    ca.write_pem(&ca_path).unwrap();
+    let key = dir.path().join("witness.pem");
+    assert!(
+        bin()
+            .arg("keygen")
+            .arg("--out")
+            .arg(&key)
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    let db = dir.path().join("walker.db");
+    let agent = SandboxAgent::start(&ca, Behaviour::default())
+        .await
+        .unwrap();
+    let mut cmd = bin();
+    walk_args(&mut cmd, &agent.origin());
+    cmd.current_dir(dir.path());
+    cmd.args([
+        "--mode",
+        "a2a",
+        "--json",
+        "--allow-private-network",
+        "--ca-cert",
+    ])
+    .arg(&ca_path);
+    cmd.arg("--db").arg(&db).arg("--key").arg(&key);
+    let out = run(cmd).await;
+    let (stdout, err) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{err}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let sha = v["sha256"].as_str().unwrap().to_string();
+    let signature = v["signature_ed25519_b64"].as_str().unwrap().to_string();
+    let public_key = v["public_key_ed25519_b64"].as_str().unwrap().to_string();
+
+    // The store holds exactly those bytes, and the auditor commands agree.
+    let raw = bin()
+        .args(["records", "raw", &sha[..12], "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(
+        raw.status.success(),
+        "{}",
+        String::from_utf8_lossy(&raw.stderr)
+    );
+    assert_eq!(conduct_walker::digest::sha256_hex(&raw.stdout), sha);
+    let verify = bin()
+        .args(["records", "verify", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(
+        verify.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+    let file = dir.path().join(format!("walk_{}.json", &sha[..12]));
+    let vf = bin()
+        .args(["records", "verify-file"])
+        .arg(&file)
+        .args(["--signature", &signature, "--public-key", &public_key])
+        .output()
+        .unwrap();
+    assert_eq!(
+        vf.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&vf.stderr)
+    );
+}
+
+#[test]
+fn key_url_without_a_key_is_refused() {
+    let out = bin()
+        .args([
+            "walk",
+            "--origin",
+            "https://127.0.0.1:9",
+            "--witness-name",
+            "x",
+            "--vantage",
+            "y",
+        ])
+        .args([
+            "--key-url",
+            "https://w.example/k.json",
+            "--allow-private-network",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--key-url needs a signing key"));
+}

@@ -25,6 +25,8 @@ enum Command {
     /// Verify the standing proposals a card publishes (A2A Terms extension).
     #[command(subcommand)]
     Terms(cli::terms::TermsCommand),
+    /// Measure end-to-end walk throughput against loopback sandbox agents.
+    Bench(cli::bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -54,6 +56,7 @@ fn main() -> ExitCode {
             Command::Records(cmd) => cli::records::run(cmd).await,
             Command::Card(cmd) => cli::card::run(cmd).await,
             Command::Terms(cmd) => cli::terms::run(cmd).await,
+            Command::Bench(args) => cli::bench::run(args).await,
         }
     });
     result.unwrap_or_else(|e| cli::fail(&e))

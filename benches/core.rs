@@ -5,19 +5,24 @@
 //! - `core/ed25519_sign_record`: Ed25519 signature over that record's canonical bytes
 //!   (target ≤ 60 µs median).
 //!
+//! Each is measured twice: `core/*` in wall-clock time (criterion's default, the figure the
+//! targets are stated in) and `core_cpu/*` in this thread's CPU time, which stays meaningful when
+//! other jobs share the machine (wall time then also counts the time the bench was not running).
+//!
 //! Run: `cargo bench --bench core`.
 
 use conduct_walker::net::{NetPolicy, Transport, TransportConfig};
 use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa};
 use conduct_walker::walk::{self, Mode, Observed, ObservedFetch, Privacy, WalkRequest, Wire};
 use conduct_walker::wire::Witness;
+use criterion::measurement::{Measurement, ValueFormatter, WallTime};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use ed25519_dalek::{Signer, SigningKey};
 use serde_json::json;
 use std::hint::black_box;
 
 /// A card of realistic size (the sandbox's honest card plus a few more skills and a provider,
-/// as published cards carry): about 1.5 KiB pretty-printed.
+/// as published cards carry): about 1.9 KiB pretty-printed.
 fn behaviour() -> Behaviour {
     let skill = |id: &str, about: &str| {
         json!({"id": id, "name": id, "description": about, "tags": ["demo", id],
@@ -31,7 +36,6 @@ fn behaviour() -> Behaviour {
                 skill("echo", "Says what it was told."),
                 skill("summarise", "Summarises a text in three sentences or fewer."),
                 skill("translate", "Translates between English, French and German."),
-                skill("schedule", "Proposes meeting times from free/busy data."),
             ],
         })),
         ..Behaviour::default()
@@ -103,38 +107,110 @@ fn capture() -> (WalkRequest, Observed) {
     })
 }
 
-fn benches(c: &mut Criterion) {
-    let (request, observed) = capture();
-    let findings = walk::reference_card_findings(observed.card.as_ref(), &request.base());
-    let salt = [7u8; 32];
-    // The bench is only meaningful on the path a healthy agent takes: check it once.
-    let outcome = walk::finish(&request, observed.clone(), &findings, salt);
-    assert!(outcome.verdict.ok, "the captured walk must PASS");
-    assert!(outcome.nodes.iter().all(|n| n.status() == 200));
-    eprintln!(
-        "captured walk: card {} bytes, n3 reply {} bytes, record {} canonical bytes",
-        observed.n1.exchange.body.len(),
-        observed.n3.as_ref().map_or(0, |n| n.exchange.body.len()),
-        outcome.canonical.len()
-    );
+/// CPU time of the calling thread, in nanoseconds.
+struct ThreadCpuTime;
 
-    let mut group = c.benchmark_group("core");
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes the timespec we pass.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "CLOCK_THREAD_CPUTIME_ID unavailable");
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Wall time's formatter prints nanoseconds as µs/ms, which is what these values are too.
+static WALL: WallTime = WallTime;
+
+impl Measurement for ThreadCpuTime {
+    type Intermediate = u64;
+    type Value = u64;
+    fn start(&self) -> u64 {
+        thread_cpu_ns()
+    }
+    fn end(&self, started: u64) -> u64 {
+        thread_cpu_ns() - started
+    }
+    fn add(&self, a: &u64, b: &u64) -> u64 {
+        a + b
+    }
+    fn zero(&self) -> u64 {
+        0
+    }
+    fn to_f64(&self, value: &u64) -> f64 {
+        *value as f64
+    }
+    fn formatter(&self) -> &dyn ValueFormatter {
+        WALL.formatter()
+    }
+}
+
+/// The observations, findings and record every benchmark below works from.
+struct Fixture {
+    request: WalkRequest,
+    observed: Observed,
+    findings: walk::record::CardFindings,
+    canonical: Vec<u8>,
+}
+
+const SALT: [u8; 32] = [7u8; 32];
+
+fn fixture() -> &'static Fixture {
+    static FIXTURE: std::sync::OnceLock<Fixture> = std::sync::OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let (request, observed) = capture();
+        let findings = walk::reference_card_findings(observed.card.as_ref(), &request.base());
+        // The bench is only meaningful on the path a healthy agent takes: check it once.
+        let outcome = walk::finish(&request, observed.clone(), &findings, SALT);
+        assert!(outcome.verdict.ok, "the captured walk must PASS");
+        assert!(outcome.nodes.iter().all(|n| n.status() == 200));
+        eprintln!(
+            "captured walk: card {} bytes, n3 reply {} bytes, record {} canonical bytes",
+            observed.n1.exchange.body.len(),
+            observed.n3.as_ref().map_or(0, |n| n.exchange.body.len()),
+            outcome.canonical.len()
+        );
+        Fixture {
+            request,
+            observed,
+            findings,
+            canonical: outcome.canonical,
+        }
+    })
+}
+
+fn benches<M: Measurement>(c: &mut Criterion<M>, group_name: &str) {
+    let fx = fixture();
+    let mut group = c.benchmark_group(group_name);
     // Cloning the observations is setup, not the work measured: `finish` takes them by value.
     group.bench_function("finish_a2a", |b| {
         b.iter_batched(
-            || observed.clone(),
-            |obs| walk::finish(black_box(&request), obs, black_box(&findings), salt),
+            || fx.observed.clone(),
+            |obs| walk::finish(black_box(&fx.request), obs, black_box(&fx.findings), SALT),
             BatchSize::SmallInput,
         )
     });
-
     let key = SigningKey::from_bytes(&[42u8; 32]);
-    let canonical = outcome.canonical.clone();
     group.bench_function("ed25519_sign_record", |b| {
-        b.iter(|| key.sign(black_box(&canonical)))
+        b.iter(|| key.sign(black_box(&fx.canonical)))
     });
     group.finish();
 }
 
-criterion_group!(core, benches);
-criterion_main!(core);
+fn wall(c: &mut Criterion) {
+    benches(c, "core");
+}
+
+fn cpu(c: &mut Criterion<ThreadCpuTime>) {
+    benches(c, "core_cpu");
+}
+
+criterion_group!(wall_time, wall);
+criterion_group! {
+    name = cpu_time;
+    config = Criterion::default().with_measurement(ThreadCpuTime);
+    targets = cpu
+}
+criterion_main!(wall_time, cpu_time);

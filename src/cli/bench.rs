@@ -190,7 +190,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         samples.extend(done.context("a bench worker panicked")?);
     }
     let elapsed = started.elapsed();
-    let cpu = cpu_seconds().zip(cpu_before).map(|(after, before)| after - before);
+    let cpu = cpu_seconds()
+        .zip(cpu_before)
+        .map(|(after, before)| after - before);
     drop(agents);
 
     let errors: Vec<&str> = samples.iter().filter_map(|s| s.error.as_deref()).collect();

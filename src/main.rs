@@ -16,6 +16,12 @@ enum Command {
     Walk(Box<cli::walk::WalkArgs>),
     /// Start loopback sandbox agents and walk an honest one and a few misbehaving ones.
     Demo(cli::walk::DemoArgs),
+    /// File the full record a commitment walk kept.
+    Reveal(cli::walk::RevealArgs),
+    /// Create an Ed25519 witness key (PKCS#8 PEM, mode 0600).
+    Keygen(cli::keys::KeygenArgs),
+    /// Print the key_url document for a key: {"public_key_ed25519_b64": ...}.
+    Pubkey(cli::keys::PubkeyArgs),
     /// Auditor commands over the record store (read-only unless importing).
     #[command(subcommand)]
     Records(cli::records::RecordsCommand),
@@ -25,6 +31,8 @@ enum Command {
     /// Verify the standing proposals a card publishes (A2A Terms extension).
     #[command(subcommand)]
     Terms(cli::terms::TermsCommand),
+    /// Run a local witness intake (spec §6) for tests and demos
+    IntakeEmulator(cli::intake::IntakeEmulatorArgs),
     /// Measure end-to-end walk throughput against loopback sandbox agents.
     Bench(cli::bench::BenchArgs),
 }
@@ -53,9 +61,13 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Walk(args) => cli::walk::run(*args).await,
             Command::Demo(args) => cli::walk::demo(args).await,
+            Command::Reveal(args) => cli::walk::reveal(args).await,
+            Command::Keygen(args) => cli::keys::keygen(args),
+            Command::Pubkey(args) => cli::keys::pubkey(args),
             Command::Records(cmd) => cli::records::run(cmd).await,
             Command::Card(cmd) => cli::card::run(cmd).await,
             Command::Terms(cmd) => cli::terms::run(cmd).await,
+            Command::IntakeEmulator(args) => cli::intake::run(args).await,
             Command::Bench(args) => cli::bench::run(args).await,
         }
     });

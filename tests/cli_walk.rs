@@ -145,8 +145,39 @@ async fn demo_runs_without_network_and_gets_every_expected_verdict() {
     let (stdout, err) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}{err}");
     assert!(stdout.contains("each verdict as expected"), "{stdout}");
-    let records = std::fs::read_dir(dir.path()).unwrap().count();
+    let records = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name().into_string().unwrap();
+            name.starts_with("walk_") && name.ends_with(".json")
+        })
+        .count();
     assert_eq!(records, 8);
+    // Every record was signed, stored and filed with the emulator.
+    assert_eq!(
+        stdout.matches("filed (answer accepted, http 201)").count(),
+        8,
+        "{stdout}"
+    );
+    let db = dir.path().join("walker.db");
+    let list = bin()
+        .args(["records", "list", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&list.stdout)
+            .lines()
+            .filter(|l| l.ends_with("signed"))
+            .count(),
+        8
+    );
+    let verify = bin()
+        .args(["records", "verify", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(verify.status.code(), Some(0));
 }
 
 #[test]
@@ -168,4 +199,106 @@ fn usage_errors_exit_2() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[tokio::test]
+async fn walk_with_db_and_key_stores_a_signed_record_auditors_can_verify() {
+    let ca = SandboxCa::generate();
+    let dir = tempfile::tempdir().unwrap();
+    let ca_path = dir.path().join("ca.pem");
+    ca.write_pem(&ca_path).unwrap();
+    let key = dir.path().join("witness.pem");
+    assert!(
+        bin()
+            .arg("keygen")
+            .arg("--out")
+            .arg(&key)
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    let db = dir.path().join("walker.db");
+    let agent = SandboxAgent::start(&ca, Behaviour::default())
+        .await
+        .unwrap();
+    let mut cmd = bin();
+    walk_args(&mut cmd, &agent.origin());
+    cmd.current_dir(dir.path());
+    cmd.args([
+        "--mode",
+        "a2a",
+        "--json",
+        "--allow-private-network",
+        "--ca-cert",
+    ])
+    .arg(&ca_path);
+    cmd.arg("--db").arg(&db).arg("--key").arg(&key);
+    let out = run(cmd).await;
+    let (stdout, err) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{err}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let sha = v["sha256"].as_str().unwrap().to_string();
+    let signature = v["signature_ed25519_b64"].as_str().unwrap().to_string();
+    let public_key = v["public_key_ed25519_b64"].as_str().unwrap().to_string();
+
+    // The store holds exactly those bytes, and the auditor commands agree.
+    let raw = bin()
+        .args(["records", "raw", &sha[..12], "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(
+        raw.status.success(),
+        "{}",
+        String::from_utf8_lossy(&raw.stderr)
+    );
+    assert_eq!(conduct_walker::digest::sha256_hex(&raw.stdout), sha);
+    let verify = bin()
+        .args(["records", "verify", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(
+        verify.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+    let file = dir.path().join(format!("walk_{}.json", &sha[..12]));
+    let vf = bin()
+        .args(["records", "verify-file"])
+        .arg(&file)
+        .args(["--signature", &signature, "--public-key", &public_key])
+        .output()
+        .unwrap();
+    assert_eq!(
+        vf.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&vf.stderr)
+    );
+}
+
+#[test]
+fn key_url_without_a_key_is_refused() {
+    let out = bin()
+        .args([
+            "walk",
+            "--origin",
+            "https://127.0.0.1:9",
+            "--witness-name",
+            "x",
+            "--vantage",
+            "y",
+        ])
+        .args([
+            "--key-url",
+            "https://w.example/k.json",
+            "--allow-private-network",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--key-url needs a signing key"));
 }

@@ -795,3 +795,67 @@ async fn every_scenario_walks_to_a_record_the_intake_would_accept() {
         );
     }
 }
+
+#[tokio::test]
+async fn terms_listed_on_the_card_enter_the_record_without_touching_the_verdict() {
+    use conduct_walker::terms::TERMS_EXTENSION_URI;
+    let standing = std::fs::read(
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../shared/vectors/sow/standing-proposal.signed.json"),
+    )
+    .unwrap();
+    let digest = std::fs::read_to_string(
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../shared/vectors/sow/standing-proposal.digest"),
+    )
+    .unwrap();
+    let ca = SandboxCa::generate();
+    let docs = conduct_walker::sandbox::HttpsServer::start(
+        &ca,
+        conduct_walker::sandbox::handler(move |_| {
+            conduct_walker::sandbox::Resp::bytes(200, "application/json", standing.clone())
+        }),
+    )
+    .await
+    .unwrap();
+    let proposal_url = format!("{}/terms/standing.json", docs.base());
+    let mut behaviour = Behaviour::default();
+    let honest = behaviour.card("https://x");
+    let mut extensions = honest["capabilities"]["extensions"]
+        .as_array()
+        .unwrap()
+        .clone();
+    extensions.push(json!({
+        "uri": TERMS_EXTENSION_URI,
+        "required": false,
+        "params": {"sow_spec": "https://agentsow.com/spec", "proposals": [
+            {"url": proposal_url, "digest": digest.trim(), "sow": "standing"}
+        ]}
+    }));
+    behaviour.card_extra =
+        Some(json!({"capabilities": {"streaming": false, "extensions": extensions}}));
+    let agent = SandboxAgent::start(&ca, behaviour).await.unwrap();
+    // The extensions above name https://x/mcp; walk the agent's own endpoint explicitly.
+    let t = transport(&ca, &[&agent.origin(), &docs.base()], None);
+    let plain = walk_with(
+        &t,
+        &request(
+            &agent.origin(),
+            Some(format!("{}/mcp", agent.origin())),
+            Mode::A2a,
+            Wire::V1_0,
+        ),
+    )
+    .await;
+    let terms = &plain.record["terms"];
+    assert_eq!(terms["proposals"][0]["outcome"], "verified", "{terms}");
+    let establishes = plain.record["establishes"].as_array().unwrap();
+    assert!(
+        establishes
+            .iter()
+            .any(|l| l.as_str().unwrap().contains(&proposal_url))
+    );
+    // The conduct assertions are what they would be without the terms listing.
+    assert_eq!(result(&plain, "conduct_ext_declared"), Some(true));
+    assert_eq!(plain.verdict.n_total, 7);
+}

@@ -3,6 +3,8 @@
 
 pub mod bench;
 pub mod card;
+pub mod intake;
+pub mod keys;
 pub mod records;
 pub mod terms;
 pub mod walk;

@@ -1,11 +1,426 @@
-//! `conduct-walker records ...`.
+//! `conduct-walker records ...`: the auditor commands over the record store.
+//!
+//! Everything except `import` opens the database read-only and never writes. Exit codes: 0 all
+//! good, 1 a finding (verification failed), 2 usage or I/O errors.
 
-use clap::Subcommand;
+use crate::cli::{EXIT_FINDING, EXIT_OK};
+use crate::store::transfer::{self, ExportOptions};
+use crate::store::{self, ListFilter, NewRecord, RecordRow, Store, StoreError, StoredRecord};
+use anyhow::Context as _;
+use clap::{Args, Subcommand, ValueEnum};
+use std::io::{IsTerminal as _, Read as _, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// Where the store is.
+#[derive(Debug, Clone, Args)]
+pub struct DbArg {
+    /// The store (default: $STATE_DIRECTORY/walker.db).
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+}
+
+impl DbArg {
+    fn path(&self) -> anyhow::Result<PathBuf> {
+        Ok(store::default_db_path(self.db.as_deref())?)
+    }
+
+    fn open_read_only(&self) -> anyhow::Result<Store> {
+        Ok(Store::open_read_only(&self.path()?)?)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "UPPER")]
+pub enum Outcome {
+    Pass,
+    Fail,
+}
+
+impl Outcome {
+    fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Pass => "PASS",
+            Outcome::Fail => "FAIL",
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
-pub enum RecordsCommand {}
+pub enum RecordsCommand {
+    /// List stored records, one line each: time, endpoint, verdict, sha12, signed or unsigned.
+    List {
+        #[command(flatten)]
+        db: DbArg,
+        /// Only records of this endpoint (exact match).
+        #[arg(long, value_name = "URL")]
+        endpoint: Option<String>,
+        /// Only records walked at or after DATE (YYYY-MM-DD or RFC 3339).
+        #[arg(long, value_name = "DATE")]
+        since: Option<String>,
+        /// Only records with this verdict outcome.
+        #[arg(long, value_enum)]
+        outcome: Option<Outcome>,
+        /// One JSON object per line instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one record pretty-printed, with its stored metadata.
+    Show {
+        /// The first hex characters of the record's sha256.
+        sha_prefix: String,
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Write one record's exact canonical bytes to stdout (no newline), e.g. for sha256sum.
+    Raw {
+        /// The first hex characters of the record's sha256.
+        sha_prefix: String,
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Export records, one canonical record per line, oldest first.
+    Export {
+        #[command(flatten)]
+        db: DbArg,
+        /// Only records walked at or after DATE (YYYY-MM-DD or RFC 3339).
+        #[arg(long, value_name = "DATE")]
+        since: Option<String>,
+        /// Each line is a submission body {"record_canonical", "signature_ed25519_b64",
+        /// "public_key_ed25519_b64"} instead of the bare record, so signatures travel too.
+        #[arg(long)]
+        with_signatures: bool,
+        /// Also carry commitment records' kept full record and salt (a private backup: never
+        /// file these lines). Implies --with-signatures.
+        #[arg(long)]
+        with_kept: bool,
+    },
+    /// Import an export file (either line form; "-" reads stdin) into the store at --db.
+    /// Records already present are skipped; new rows are chained in the target store.
+    Import {
+        /// The file written by `records export`.
+        file: PathBuf,
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Verify the whole store: every sha256, every signature, the metadata, and the hash chain.
+    /// Exit 0 only when everything holds.
+    Verify {
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Check an Ed25519 signature over a file's exact bytes and print the file's sha256.
+    VerifyFile {
+        /// The record file (exact canonical bytes, e.g. from `records raw`).
+        file: PathBuf,
+        /// Standard padded base64 of the 64-byte signature.
+        #[arg(long, value_name = "B64")]
+        signature: String,
+        /// Standard padded base64 of the raw 32-byte Ed25519 public key.
+        #[arg(long, value_name = "B64")]
+        public_key: String,
+    },
+}
 
 pub async fn run(command: RecordsCommand) -> anyhow::Result<ExitCode> {
-    match command {}
+    // SQLite and hashing block; keep them off the async workers.
+    tokio::task::spawn_blocking(move || run_blocking(command))
+        .await
+        .context("the records command panicked")?
+}
+
+fn run_blocking(command: RecordsCommand) -> anyhow::Result<ExitCode> {
+    let result = match command {
+        RecordsCommand::List {
+            db,
+            endpoint,
+            since,
+            outcome,
+            json,
+        } => list(&db, endpoint, since, outcome, json),
+        RecordsCommand::Show { sha_prefix, db } => show(&db, &sha_prefix),
+        RecordsCommand::Raw { sha_prefix, db } => raw(&db, &sha_prefix),
+        RecordsCommand::Export {
+            db,
+            since,
+            with_signatures,
+            with_kept,
+        } => export(&db, since, with_signatures, with_kept),
+        RecordsCommand::Import { file, db } => import(&db, &file),
+        RecordsCommand::Verify { db } => verify(&db),
+        RecordsCommand::VerifyFile {
+            file,
+            signature,
+            public_key,
+        } => verify_file(&file, &signature, &public_key),
+    };
+    match result {
+        // A reader that went away (`records list | head`) is not an error.
+        Err(e) if is_broken_pipe(&e) => Ok(ExitCode::from(EXIT_OK)),
+        other => other,
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+fn since_filter(since: Option<String>) -> anyhow::Result<Option<String>> {
+    Ok(since.as_deref().map(store::parse_since).transpose()?)
+}
+
+fn verdict_text(row: &RecordRow) -> String {
+    match &row.meta.verdict {
+        Some(v) => format!("{} {}/{}", v.outcome, v.n_pass, v.n_total),
+        None => row.meta.privacy_mode.clone(),
+    }
+}
+
+fn list(
+    db: &DbArg,
+    endpoint: Option<String>,
+    since: Option<String>,
+    outcome: Option<Outcome>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let filter = ListFilter {
+        endpoint,
+        since: since_filter(since)?,
+        outcome: outcome.map(|o| o.as_str().to_string()),
+    };
+    let store = db.open_read_only()?;
+    let rows = store.list(&filter)?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for row in &rows {
+        if json {
+            let v = row_json(row);
+            writeln!(out, "{}", serde_json::to_string(&v)?)?;
+        } else {
+            writeln!(
+                out,
+                "{}  {}  {}  {}  {}",
+                row.meta.walked_at,
+                row.meta.endpoint,
+                verdict_text(row),
+                &row.sha256[..12],
+                if row.signed { "signed" } else { "unsigned" }
+            )?;
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::from(EXIT_OK))
+}
+
+fn row_json(row: &RecordRow) -> serde_json::Value {
+    let verdict = row.meta.verdict.as_ref().map(|v| {
+        serde_json::json!({"ok": v.ok, "outcome": v.outcome, "n_pass": v.n_pass, "n_total": v.n_total})
+    });
+    serde_json::json!({
+        "id": row.id,
+        "sha256": row.sha256,
+        "walked_at": row.meta.walked_at,
+        "endpoint": row.meta.endpoint,
+        "origin": row.meta.origin,
+        "walker_mode": row.meta.walker_mode,
+        "privacy_mode": row.meta.privacy_mode,
+        "verdict": verdict,
+        "signed": row.signed,
+        "key_url": row.meta.key_url,
+        "inserted_at": row.inserted_at,
+        "chain_hash": row.chain_hash,
+    })
+}
+
+fn find(db: &DbArg, prefix: &str) -> anyhow::Result<StoredRecord> {
+    let store = db.open_read_only()?;
+    Ok(store.get_by_prefix(prefix)?)
+}
+
+fn show(db: &DbArg, prefix: &str) -> anyhow::Result<ExitCode> {
+    let rec = find(db, prefix)?;
+    let row = &rec.row;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+    writeln!(out, "sha256        {}", row.sha256)?;
+    writeln!(out, "row           {}", row.id)?;
+    writeln!(out, "chain_hash    {}", row.chain_hash)?;
+    writeln!(out, "inserted_at   {}", row.inserted_at)?;
+    writeln!(out, "walked_at     {}", row.meta.walked_at)?;
+    writeln!(out, "endpoint      {}", row.meta.endpoint)?;
+    writeln!(out, "origin        {}", row.meta.origin)?;
+    writeln!(out, "walker_mode   {}", opt(&row.meta.walker_mode))?;
+    writeln!(out, "privacy_mode  {}", row.meta.privacy_mode)?;
+    writeln!(out, "verdict       {}", verdict_text(row))?;
+    writeln!(
+        out,
+        "signed        {}",
+        if row.signed { "yes" } else { "no" }
+    )?;
+    if let Some(key) = &rec.public_key_b64 {
+        writeln!(out, "public_key    {key}")?;
+    }
+    if let Some(sig) = &rec.signature_b64 {
+        writeln!(out, "signature     {sig}")?;
+    }
+    writeln!(out, "key_url       {}", opt(&row.meta.key_url))?;
+    writeln!(out, "bytes         {}", rec.canonical.len())?;
+    if let Some(kept) = &rec.kept_full {
+        writeln!(
+            out,
+            "kept_full     sha256 {} ({} bytes, salt kept)",
+            crate::digest::sha256_hex(&kept.canonical),
+            kept.canonical.len()
+        )?;
+    }
+    writeln!(out)?;
+    // Pretty-printing reads the stored bytes; if they no longer parse, show them as they are.
+    match crate::json::parse_lenient(&rec.canonical) {
+        Ok(v) => writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?,
+        Err(_) => writeln!(out, "{}", String::from_utf8_lossy(&rec.canonical))?,
+    }
+    out.flush()?;
+    Ok(ExitCode::from(EXIT_OK))
+}
+
+fn raw(db: &DbArg, prefix: &str) -> anyhow::Result<ExitCode> {
+    let rec = find(db, prefix)?;
+    let mut out = std::io::stdout().lock();
+    out.write_all(&rec.canonical)?;
+    out.flush()?;
+    Ok(ExitCode::from(EXIT_OK))
+}
+
+fn export(
+    db: &DbArg,
+    since: Option<String>,
+    with_signatures: bool,
+    with_kept: bool,
+) -> anyhow::Result<ExitCode> {
+    let filter = ListFilter {
+        since: since_filter(since)?,
+        ..ListFilter::default()
+    };
+    let opts = ExportOptions {
+        with_signatures: with_signatures || with_kept,
+        with_kept,
+    };
+    let store = db.open_read_only()?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    store.for_each_record(&filter, |rec| -> anyhow::Result<()> {
+        out.write_all(&transfer::export_line(&rec, opts)?)?;
+        Ok(())
+    })?;
+    out.flush()?;
+    Ok(ExitCode::from(EXIT_OK))
+}
+
+fn import(db: &DbArg, file: &Path) -> anyhow::Result<ExitCode> {
+    let mut bytes = Vec::new();
+    if file == Path::new("-") {
+        std::io::stdin()
+            .read_to_end(&mut bytes)
+            .context("cannot read stdin")?;
+    } else {
+        bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    }
+    let mut records: Vec<NewRecord> = Vec::new();
+    let mut line_numbers = Vec::new();
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        if let Some(rec) = transfer::parse_line(line, i + 1)? {
+            records.push(rec);
+            line_numbers.push(i + 1);
+        }
+    }
+    let store = Store::open(&db.path()?)?;
+    let summary = match store.insert_many(&records) {
+        Ok(s) => s,
+        Err(StoreError::InBatch { index, source }) => {
+            anyhow::bail!(
+                "{} line {}: {source}; nothing was imported",
+                file.display(),
+                line_numbers[index]
+            )
+        }
+        Err(e) => return Err(e.into()),
+    };
+    println!(
+        "imported {} records, {} already present; {} now holds {} records",
+        summary.inserted,
+        summary.already_present,
+        store.path().display(),
+        store.count()?
+    );
+    Ok(ExitCode::from(EXIT_OK))
+}
+
+fn verify(db: &DbArg) -> anyhow::Result<ExitCode> {
+    let store = db.open_read_only()?;
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "verifying {bar:40} {pos}/{len} records ({per_sec}, {eta} left)",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    let report = store::verify_all(&store, |done, total| {
+        if let Some(bar) = &bar {
+            bar.set_length(total);
+            bar.set_position(done);
+        }
+    })?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let mut out = std::io::stdout().lock();
+    for p in &report.problems {
+        writeln!(out, "row {}: {}: {}", p.row, p.kind, p.detail)?;
+    }
+    let head = report
+        .head
+        .as_ref()
+        .map(|(row, chain)| format!("; chain head row {row} {chain}"))
+        .unwrap_or_default();
+    if report.is_ok() {
+        writeln!(
+            out,
+            "ok: {} records verified ({} signed){head}",
+            report.rows, report.signed
+        )?;
+        Ok(ExitCode::from(EXIT_OK))
+    } else {
+        let rows: std::collections::BTreeSet<_> = report.problems.iter().map(|p| p.row).collect();
+        writeln!(
+            out,
+            "FAILED: {} problems at {} rows, out of {} records ({} signed){head}",
+            report.problems.len(),
+            rows.len(),
+            report.rows,
+            report.signed
+        )?;
+        Ok(ExitCode::from(EXIT_FINDING))
+    }
+}
+
+fn verify_file(file: &Path, signature: &str, public_key: &str) -> anyhow::Result<ExitCode> {
+    let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let sha = crate::digest::sha256_hex(&bytes);
+    match store::check_signature(&bytes, signature.trim(), public_key.trim()) {
+        Ok(()) => {
+            println!("{sha}  {}", file.display());
+            println!("signature valid");
+            Ok(ExitCode::from(EXIT_OK))
+        }
+        Err(e) if e.is_malformed() => Err(e.into()),
+        Err(e) => {
+            println!("{sha}  {}", file.display());
+            println!("signature INVALID: {e}");
+            Ok(ExitCode::from(EXIT_FINDING))
+        }
+    }
 }

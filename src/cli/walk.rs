@@ -2,6 +2,7 @@
 
 use crate::clock::SystemClock;
 use crate::net::{NetPolicy, Transport, TransportConfig, load_pem_certs};
+use crate::pipeline::{Pipeline, PipelineConfig, SubmissionReport, WalkJob};
 use crate::sandbox::{SandboxAgent, SandboxCa, scenarios};
 use crate::walk::assertions::Assertion;
 use crate::walk::{self, Mode, Privacy, WalkOutcome, WalkRequest, Wire};
@@ -11,6 +12,7 @@ use clap::Args;
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 /// Network options shared by every command that fetches.
 #[derive(Debug, Clone, Args)]
@@ -76,9 +78,54 @@ pub struct WalkArgs {
     pub out: Option<PathBuf>,
     #[command(flatten)]
     pub net: NetArgs,
+    #[command(flatten)]
+    pub witness: WitnessArgs,
+    /// File the record with the intake (the card's params.witness_intake, or --intake).
+    #[arg(long)]
+    pub submit: bool,
     /// Print one JSON object (sha256, record, transport_errors) instead of the summary.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Signing, storing and filing options shared by `walk` and `reveal`.
+#[derive(Debug, Clone, Args)]
+pub struct WitnessArgs {
+    /// Record store (SQLite); default $STATE_DIRECTORY/walker.db. Records are committed here
+    /// before anything is printed or sent.
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    /// Ed25519 signing key (PKCS#8 PEM, mode 0600); default the systemd credential `signing-key`.
+    #[arg(long)]
+    pub key: Option<PathBuf>,
+    /// The https URL serving this key's public half ({"public_key_ed25519_b64": ...}); written
+    /// into the record as witness.key_url before signing.
+    #[arg(long)]
+    pub key_url: Option<String>,
+    /// File with this intake instead of the card's params.witness_intake.
+    #[arg(long)]
+    pub intake: Option<String>,
+    /// File every walk, not only the first per witness × endpoint × UTC day.
+    #[arg(long)]
+    pub file_extra_walks: bool,
+}
+
+impl WitnessArgs {
+    /// The signing key and key_url, or None when not signing.
+    pub fn signing(&self) -> anyhow::Result<Option<(ed25519_dalek::SigningKey, Option<String>)>> {
+        use crate::witness::keys::{load_signing_key, resolve_key_path};
+        if let Some(url) = &self.key_url
+            && !url.starts_with("https://")
+        {
+            bail!("--key-url {url}: must be an https URL under the witness's own domain");
+        }
+        let path = match resolve_key_path(self.key.as_deref()) {
+            Some(p) => p,
+            None if self.key_url.is_some() => bail!("--key-url needs a signing key (--key FILE)"),
+            None => return Ok(None),
+        };
+        Ok(Some((load_signing_key(&path)?, self.key_url.clone())))
+    }
 }
 
 impl WalkArgs {
@@ -128,7 +175,7 @@ fn random_salt() -> [u8; 32] {
     rand::random()
 }
 
-/// Run one walk with the reference card findings.
+/// Run one walk (no store, no signing).
 pub async fn walk_once(transport: &Transport, request: &WalkRequest) -> WalkOutcome {
     let base = request.base();
     walk::run(
@@ -142,14 +189,51 @@ pub async fn walk_once(transport: &Transport, request: &WalkRequest) -> WalkOutc
 }
 
 pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
-    let request = args.request()?;
-    let named: Vec<&str> = [Some(args.origin.as_str()), args.endpoint.as_deref()]
-        .into_iter()
-        .flatten()
-        .collect();
+    let mut request = args.request()?;
+    let signing = args.witness.signing()?;
+    let named: Vec<&str> = [
+        Some(args.origin.as_str()),
+        args.endpoint.as_deref(),
+        args.witness.intake.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let transport = args.net.transport(&named)?;
     check_operator_urls(&transport, &request).await?;
-    let outcome = walk_once(&transport, &request).await;
+    let use_store = args.witness.db.is_some() || args.submit;
+    let (outcome, signed, submission) = if use_store {
+        let store_path = crate::store::default_db_path(args.witness.db.as_deref())?;
+        let pipeline = Pipeline::new(PipelineConfig {
+            transport: transport.clone(),
+            store_path,
+            signing,
+            clock: Arc::new(SystemClock),
+            intake_override: args.witness.intake.clone(),
+            file_extra_walks: args.witness.file_extra_walks,
+        })?;
+        let report = pipeline
+            .run_job(&WalkJob {
+                request,
+                submit: args.submit,
+            })
+            .await?;
+        if args.submit && report.submission.is_none() {
+            eprintln!(
+                "conduct-walker: not filed: the card names no params.witness_intake and no --intake was given"
+            );
+        }
+        (report.outcome, report.signed, report.submission)
+    } else {
+        if let Some((_, key_url)) = &signing {
+            request.witness.key_url = key_url.clone();
+        }
+        let outcome = walk_once(&transport, &request).await;
+        let signed = signing
+            .as_ref()
+            .map(|(key, _)| crate::witness::sign(&outcome.canonical, key));
+        (outcome, signed, None)
+    };
     let out = args
         .out
         .clone()
@@ -171,15 +255,77 @@ pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot write the salt to {}", salt_path.display()))?;
     }
     if args.json {
-        println!("{}", json_summary(&outcome));
+        let mut v = json_summary(&outcome);
+        if let Some(sig) = &signed {
+            v["signature_ed25519_b64"] = json!(sig.signature_b64);
+            v["public_key_ed25519_b64"] = json!(sig.public_key_b64);
+        }
+        if let Some(sub) = &submission {
+            v["submission"] = submission_json(sub);
+        }
+        println!("{v}");
     } else {
         print!("{}", human_summary(&outcome, Some(&out)));
+        if let Some(sig) = &signed {
+            println!("signed: signature_ed25519_b64 {}", sig.signature_b64);
+            println!("        public_key_ed25519_b64 {}", sig.public_key_b64);
+        }
+        if let Some(sub) = &submission {
+            println!("{}", submission_line(sub));
+        }
+    }
+    if let Some(sub) = &submission
+        && sub.state == "refused"
+    {
+        eprintln!(
+            "conduct-walker: the intake refused this record permanently: {}",
+            submission_line(sub)
+        );
     }
     Ok(ExitCode::from(if outcome.verdict.ok {
         super::EXIT_OK
     } else {
         super::EXIT_FINDING
     }))
+}
+
+/// One line saying where a submission stands.
+pub fn submission_line(s: &SubmissionReport) -> String {
+    let mut line = format!("submission to {}: {}", s.intake_url, s.state);
+    if let Some(kind) = &s.answer_kind {
+        line.push_str(&format!(" (answer {kind}"));
+        if let Some(status) = s.status {
+            line.push_str(&format!(", http {status}"));
+        }
+        line.push(')');
+    }
+    if let Some(code) = &s.reason_code {
+        line.push_str(&format!(", reason_code {code}"));
+    }
+    if let Some(counted) = s.counted {
+        line.push_str(if counted {
+            ", counted"
+        } else {
+            ", stored, not counted"
+        });
+    }
+    if let Some(err) = &s.error {
+        line.push_str(&format!(": {err}"));
+    }
+    line
+}
+
+fn submission_json(s: &SubmissionReport) -> serde_json::Value {
+    json!({
+        "intake_url": s.intake_url,
+        "state": s.state,
+        "answer": s.answer_kind,
+        "status": s.status,
+        "reason_code": s.reason_code,
+        "error": s.error,
+        "counted": s.counted,
+        "count_reason": s.count_reason,
+    })
 }
 
 /// `--json`: sha256, the record, and node number → exact transport error text.
@@ -251,9 +397,14 @@ pub fn human_summary(outcome: &WalkOutcome, written_to: Option<&std::path::Path>
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// Directory for the demo's records (default: a fresh temporary directory).
+    /// Directory for the demo's records, its intake emulator state and (unless --db) its store
+    /// (default: a fresh temporary directory).
     #[arg(long)]
     pub out_dir: Option<PathBuf>,
+    /// Keep the demo's records in this store (default: walker.db in the output directory), so
+    /// every `records` command can be tried right after.
+    #[arg(long)]
+    pub db: Option<PathBuf>,
 }
 
 /// The scenarios the demo walks, with the verdict each must get.
@@ -268,35 +419,76 @@ const DEMO: &[(&str, bool)] = &[
     ("card-changes", false),
 ];
 
-/// Start loopback sandbox agents, walk an honest one and a few misbehaving ones.
+/// Start loopback sandbox agents, a key server and an intake emulator; walk an honest agent and
+/// a few misbehaving ones; sign each record with a throw-away key, store it and file it.
 pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
+    use crate::intake_emulator::{Emulator, EmulatorConfig};
+    use crate::sandbox::{HttpsServer, Resp, handler};
+
     let dir = match &args.out_dir {
-        Some(d) => {
-            std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
-            d.clone()
-        }
+        Some(d) => d.clone(),
         None => std::env::temp_dir().join(format!("conduct-walker-demo-{}", std::process::id())),
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let db = args.db.clone().unwrap_or_else(|| dir.join("walker.db"));
     let ca = SandboxCa::generate();
-    let all = scenarios();
-    let mut unexpected = 0;
-    println!(
-        "conduct-walker demo: sandbox agents on 127.0.0.1 with a CA made for this run; records in {}\n",
-        dir.display()
+
+    // A throw-away witness key, served at a key_url on a loopback "witness domain".
+    let key = ed25519_dalek::SigningKey::from_bytes(&rand::random::<[u8; 32]>());
+    let key_doc = crate::witness::keys::key_document(&key);
+    let key_server = HttpsServer::start(&ca, handler(move |_| Resp::json(200, &key_doc))).await?;
+    let key_url = format!(
+        "https://localhost:{}/.well-known/nenrin-witness-key.json",
+        key_server.addr().port()
     );
+
+    // The intake emulator may fetch that key_url (and nothing else private).
+    let mut emulator_policy = NetPolicy::new(true);
+    emulator_policy.allow_url(&key_url);
+    let mut emulator_net = TransportConfig::new(emulator_policy);
+    emulator_net.extra_roots = vec![ca.cert_der()];
+    let mut emulator_config = EmulatorConfig::new(
+        dir.join("intake-emulator.sqlite"),
+        Transport::new(emulator_net)?,
+    );
+    emulator_config.clock = Arc::new(SystemClock);
+    let emulator = Emulator::start(emulator_config, &ca, "127.0.0.1:0".parse()?).await?;
+
+    let all = scenarios();
+    let mut agents = Vec::new();
     for (name, expect_pass) in DEMO {
         let sc = all
             .iter()
             .find(|s| s.name == *name)
-            .context("demo scenario missing")?;
+            .context("demo scenario missing")?
+            .clone();
         let agent = SandboxAgent::start(&ca, sc.behaviour.clone()).await?;
+        agents.push((sc, agent, *expect_pass));
+    }
+    let mut policy = NetPolicy::new(true);
+    policy.allow_url(&emulator.url());
+    for (_, agent, _) in &agents {
+        policy.allow_url(&agent.origin());
+    }
+    let mut config = TransportConfig::new(policy);
+    config.extra_roots = vec![ca.cert_der()];
+    let pipeline = Pipeline::new(PipelineConfig {
+        transport: Transport::new(config)?,
+        store_path: db.clone(),
+        signing: Some((key, Some(key_url.clone()))),
+        clock: Arc::new(SystemClock),
+        intake_override: Some(emulator.url()),
+        file_extra_walks: true,
+    })?;
+
+    println!("conduct-walker demo: sandbox agents on 127.0.0.1 with a CA made for this run");
+    println!("  records and files:   {}", dir.display());
+    println!("  record store:        {}", db.display());
+    println!("  intake emulator:     {}", emulator.url());
+    println!("  witness key_url:     {key_url} (a throw-away key)\n");
+    let mut unexpected = 0;
+    for (sc, agent, expect_pass) in &agents {
         let origin = agent.origin();
-        let mut policy = NetPolicy::new(true);
-        policy.allow_url(&origin);
-        let mut config = TransportConfig::new(policy);
-        config.extra_roots = vec![ca.cert_der()];
-        let transport = Transport::new(config)?;
         let request = WalkRequest {
             origin: origin.clone(),
             endpoint: sc.endpoint_path.map(|p| format!("{origin}{p}")),
@@ -311,7 +503,13 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
             contract_sha256: None,
             privacy: Privacy::Full,
         };
-        let outcome = walk_once(&transport, &request).await;
+        let report = pipeline
+            .run_job(&WalkJob {
+                request,
+                submit: true,
+            })
+            .await?;
+        let outcome = &report.outcome;
         let path = dir.join(format!("walk_{}.json", &outcome.sha256[..12]));
         std::fs::write(&path, &outcome.canonical)
             .with_context(|| format!("cannot write {}", path.display()))?;
@@ -319,29 +517,88 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         if !as_expected {
             unexpected += 1;
         }
+        let wire = if sc.mode == Mode::A2a {
+            format!(", wire {}", sc.wire.as_str())
+        } else {
+            String::new()
+        };
+        let flag = if as_expected {
+            ""
+        } else {
+            "  << UNEXPECTED VERDICT"
+        };
         println!(
-            "== {name} ({}; {} mode{}){}",
+            "== {} ({}; {} mode{wire}){flag}",
+            sc.name,
             sc.about,
-            sc.mode.as_str(),
-            if sc.mode == Mode::A2a {
-                format!(", wire {}", sc.wire.as_str())
-            } else {
-                String::new()
-            },
-            if as_expected {
-                ""
-            } else {
-                "  << UNEXPECTED VERDICT"
-            }
+            sc.mode.as_str()
         );
-        println!("{}", human_summary(&outcome, Some(&path)));
+        print!("{}", human_summary(outcome, Some(&path)));
+        if let Some(sub) = &report.submission {
+            println!("{}", submission_line(sub));
+        }
+        println!();
     }
     if unexpected > 0 {
         bail!("{unexpected} demo scenario(s) got an unexpected verdict");
     }
     println!(
-        "demo finished: {} scenarios walked, each verdict as expected",
+        "demo finished: {} scenarios walked, each verdict as expected; records signed, stored and filed",
         DEMO.len()
     );
+    println!("next: conduct-walker records list --db {}", db.display());
+    println!("      conduct-walker records verify --db {}", db.display());
     Ok(ExitCode::from(super::EXIT_OK))
+}
+
+#[derive(Debug, Args)]
+pub struct RevealArgs {
+    /// The commitment record to reveal (a sha256 prefix of the filed commitment record).
+    pub sha_prefix: String,
+    #[command(flatten)]
+    pub witness: WitnessArgs,
+    #[command(flatten)]
+    pub net: NetArgs,
+}
+
+/// File the full record a commitment walk kept (§4.6): it is stored as its own record and filed.
+pub async fn reveal(args: RevealArgs) -> anyhow::Result<ExitCode> {
+    let signing = args.witness.signing()?;
+    let named: Vec<&str> = args.witness.intake.as_deref().into_iter().collect();
+    let transport = args.net.transport(&named)?;
+    let store_path = crate::store::default_db_path(args.witness.db.as_deref())?;
+    let name = {
+        let store = crate::store::Store::open_read_only(&store_path)?;
+        let stored = store.get_by_prefix(&args.sha_prefix)?;
+        let record = crate::json::parse_lenient(&stored.canonical)?;
+        record["witness"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let pipeline = Pipeline::new(PipelineConfig {
+        transport,
+        store_path,
+        signing,
+        clock: Arc::new(SystemClock),
+        intake_override: args.witness.intake.clone(),
+        file_extra_walks: true,
+    })?;
+    let report = pipeline.reveal(&args.sha_prefix, true, &name).await?;
+    println!("revealed record sha256 {}", report.outcome.sha256);
+    match &report.submission {
+        Some(sub) => println!("{}", submission_line(sub)),
+        None => println!(
+            "not filed: the kept record names no params.witness_intake and no --intake was given"
+        ),
+    }
+    let filed = report
+        .submission
+        .as_ref()
+        .is_some_and(|s| s.state == "filed");
+    Ok(ExitCode::from(if filed {
+        super::EXIT_OK
+    } else {
+        super::EXIT_FINDING
+    }))
 }

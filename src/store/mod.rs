@@ -1,1 +1,729 @@
-//! The SQLite record store (issue: record store and auditor tooling).
+//! The SQLite record store: every walk record, exactly as signed and filed, in an append-only
+//! table whose rows are linked by a hash chain, so an auditor can prove nothing was edited,
+//! removed or reordered (`conduct-walker records verify`).
+//!
+//! Chain rule: `chain_hash(row) = sha256(chain_hash(previous row) || sha256(row's canonical
+//! bytes))`, over the raw 32-byte digests (not their hex), with 32 zero bytes standing in for the
+//! row before the first. Rows are chained in `id` order. Both digests are stored as lower-case hex.
+//!
+//! The store derives its metadata columns (endpoint, verdict, ...) from the canonical bytes itself
+//! ([`meta::derive`]); callers hand over only the bytes, the signature and the key.
+
+pub mod meta;
+pub mod outbox;
+pub mod schema;
+pub mod transfer;
+pub mod verify;
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, params};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use meta::{MetaError, RecordMeta, Verdict};
+pub use schema::SCHEMA_VERSION;
+pub use verify::{Problem, ProblemKind, SignatureError, VerifyReport, check_signature, verify_all};
+
+/// File name of the store inside `$STATE_DIRECTORY`.
+pub const DB_FILE_NAME: &str = "walker.db";
+
+/// How long a connection waits for another process's lock before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// 32 zero bytes: the chain value "before" the first row.
+pub const CHAIN_GENESIS: [u8; 32] = [0; 32];
+
+/// Everything the store can refuse or fail at, each naming what was wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("no database path: pass --db PATH (or run under systemd with StateDirectory= set)")]
+    NoDbPath,
+    #[error("cannot create the directory {path} for the database: {source}")]
+    CreateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("no database at {0}")]
+    Missing(PathBuf),
+    #[error("cannot open the database {path}: {source}")]
+    Open {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("the database {path} could not be switched to WAL journaling (it reports {mode:?})")]
+    NotWal { path: PathBuf, mode: String },
+    #[error(
+        "the database {path} has schema version {found}, but this conduct-walker knows versions up to {known}; use a newer conduct-walker"
+    )]
+    SchemaTooNew {
+        path: PathBuf,
+        found: i64,
+        known: i64,
+    },
+    #[error(
+        "{path} is not a conduct-walker store (schema version 0); open it read-write once to create one"
+    )]
+    NotAStore { path: PathBuf },
+    #[error("cannot migrate the database {path} to schema version {known}: {source}")]
+    Migrate {
+        path: PathBuf,
+        known: i64,
+        source: rusqlite::Error,
+    },
+    #[error("database error: {0}")]
+    Sql(#[from] rusqlite::Error),
+    #[error("not a walk record: {0}")]
+    NotARecord(#[from] MetaError),
+    #[error(
+        "the record bytes are not in NENRIN canonical form (sha256 {sha256}); store exactly the canonical bytes that are signed and filed"
+    )]
+    NotCanonical { sha256: String },
+    #[error("a signature needs its public key and a public key needs its signature")]
+    HalfSigned,
+    #[error("the record's signature does not check: {0}")]
+    Signature(#[from] SignatureError),
+    #[error("kept full record: {0}")]
+    KeptFull(String),
+    #[error("{0:?} is not a sha256 prefix (1 to 64 hex characters)")]
+    BadPrefix(String),
+    #[error("no record has a sha256 starting with {0}")]
+    UnknownPrefix(String),
+    #[error("the prefix {prefix} is ambiguous: it matches {} and more may follow; give more characters", .matches.join(", "))]
+    AmbiguousPrefix {
+        prefix: String,
+        matches: Vec<String>,
+    },
+    #[error("{0:?} is not a date: use YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ")]
+    BadDate(String),
+    #[error("record {} of the batch: {source}", .index + 1)]
+    InBatch {
+        /// 0-based position in the slice given to [`Store::insert_many`].
+        index: usize,
+        source: Box<StoreError>,
+    },
+}
+
+/// The database path: `--db` wins, else `$STATE_DIRECTORY/walker.db` (the first directory when
+/// systemd lists several, colon-separated), else an error asking for `--db`.
+pub fn default_db_path(cli: Option<&Path>) -> Result<PathBuf, StoreError> {
+    db_path_from(cli, std::env::var_os("STATE_DIRECTORY").as_deref())
+}
+
+fn db_path_from(
+    cli: Option<&Path>,
+    state_dir: Option<&std::ffi::OsStr>,
+) -> Result<PathBuf, StoreError> {
+    if let Some(p) = cli {
+        return Ok(p.to_path_buf());
+    }
+    let state = state_dir
+        .and_then(|s| s.to_str())
+        .and_then(|s| s.split(':').next())
+        .filter(|s| !s.is_empty())
+        .ok_or(StoreError::NoDbPath)?;
+    Ok(Path::new(state).join(DB_FILE_NAME))
+}
+
+/// Commitment mode (conduct-walk.md §4.6): the full record and salt the witness keeps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptFull {
+    /// Canonical bytes of the kept full record.
+    pub canonical: Vec<u8>,
+    /// The 32-byte salt as 64 lower-case hex characters.
+    pub salt_hex: String,
+}
+
+/// A record to store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewRecord {
+    /// The exact bytes that were signed and filed (NENRIN canonical form).
+    pub canonical: Vec<u8>,
+    /// Standard padded base64 Ed25519 signature over `canonical`.
+    pub signature_b64: Option<String>,
+    /// Standard padded base64 of the raw 32-byte Ed25519 public key.
+    pub public_key_b64: Option<String>,
+    /// Commitment mode only: the full record and salt, kept beside, never filed.
+    pub kept_full: Option<KeptFull>,
+}
+
+/// A stored row without its bytes (what `list` returns).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordRow {
+    /// Row id: insertion order and chain order.
+    pub id: i64,
+    /// Lower-case hex sha256 of the canonical bytes: the record's identity.
+    pub sha256: String,
+    pub meta: RecordMeta,
+    pub signed: bool,
+    /// When this store received the record (UTC, RFC 3339).
+    pub inserted_at: String,
+    /// Lower-case hex chain hash of this row (see the module docs).
+    pub chain_hash: String,
+}
+
+/// A stored row with its bytes, signature and any kept full record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRecord {
+    pub row: RecordRow,
+    pub canonical: Vec<u8>,
+    pub signature_b64: Option<String>,
+    pub public_key_b64: Option<String>,
+    pub kept_full: Option<KeptFull>,
+}
+
+/// Result of [`Store::insert_record_with_status`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inserted {
+    pub record: StoredRecord,
+    /// False when a record with the same sha256 was already stored (nothing was written).
+    pub new: bool,
+}
+
+/// Totals of [`Store::insert_many`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InsertSummary {
+    pub inserted: u64,
+    pub already_present: u64,
+}
+
+/// Filters of [`Store::list`]; all optional, combined with AND.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListFilter {
+    /// Exact match on the derived endpoint.
+    pub endpoint: Option<String>,
+    /// `walked_at >= since`; a `YYYY-MM-DDTHH:MM:SSZ` string (see [`parse_since`]).
+    pub since: Option<String>,
+    /// Exact match on `verdict.outcome` (`PASS`, `FAIL`).
+    pub outcome: Option<String>,
+}
+
+/// Turn a user's `--since` value into the `walked_at` form it is compared with:
+/// `YYYY-MM-DD` means midnight UTC; an RFC 3339 time is converted to UTC whole seconds.
+pub fn parse_since(text: &str) -> Result<String, StoreError> {
+    let bad = || StoreError::BadDate(text.to_string());
+    if let Ok(d) = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        return Ok(format!("{}T00:00:00Z", d.format("%Y-%m-%d")));
+    }
+    let t = chrono::DateTime::parse_from_rfc3339(text).map_err(|_| bad())?;
+    Ok(t.with_timezone(&chrono::Utc)
+        .format("%Y-%m-%dT%H:%M:%SZ")
+        .to_string())
+}
+
+/// An open store. Read-write stores own the schema; read-only ones refuse every write at the
+/// SQLite level.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+const ROW_COLUMNS: &str = "r.id, r.sha256, r.signed, r.endpoint, r.origin, r.walked_at, \
+    r.walker_mode, r.privacy_mode, r.verdict_ok, r.outcome, r.n_pass, r.n_total, r.key_url, \
+    r.inserted_at, r.chain_hash";
+const FULL_COLUMNS: &str =
+    "r.canonical, r.signature_b64, r.public_key_b64, k.canonical, k.salt_hex";
+
+impl Store {
+    /// Open (creating the file and its directory if needed) for reading and writing, set the
+    /// pragmas and apply any missing migrations in one transaction.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        let open_err = |source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(open_err)?;
+        // The busy timeout first: switching to WAL needs a lock another process may hold.
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+            .map_err(open_err)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::NotWal {
+                path: path.to_path_buf(),
+                mode,
+            });
+        }
+        // FULL: a record acknowledged as stored survives power loss (WAL + NORMAL would not).
+        conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
+            .map_err(open_err)?;
+        match schema::migrate(&conn) {
+            Ok(schema::Migrated::TooNew { found }) => Err(StoreError::SchemaTooNew {
+                path: path.to_path_buf(),
+                found,
+                known: SCHEMA_VERSION,
+            }),
+            Ok(_) => Ok(Store {
+                conn,
+                path: path.to_path_buf(),
+            }),
+            Err(source) => Err(StoreError::Migrate {
+                path: path.to_path_buf(),
+                known: SCHEMA_VERSION,
+                source,
+            }),
+        }
+    }
+
+    /// Open an existing store read-only (auditor commands). Works while a writer has the
+    /// database open; never creates, migrates or writes anything.
+    pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        if !path.exists() {
+            return Err(StoreError::Missing(path.to_path_buf()));
+        }
+        let open_err = |source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(open_err)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
+        conn.execute_batch("PRAGMA query_only = ON")
+            .map_err(open_err)?;
+        let found = schema::current_version(&conn).map_err(open_err)?;
+        if found > SCHEMA_VERSION {
+            return Err(StoreError::SchemaTooNew {
+                path: path.to_path_buf(),
+                found,
+                known: SCHEMA_VERSION,
+            });
+        }
+        if found == 0 {
+            return Err(StoreError::NotAStore {
+                path: path.to_path_buf(),
+            });
+        }
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The database file this store was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The underlying connection, for modules that add their own tables by migration.
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// Store a record in one transaction and return its row. A record whose sha256 is already
+    /// stored is not written again: the existing row is returned.
+    pub fn insert_record(&self, rec: &NewRecord) -> Result<StoredRecord, StoreError> {
+        Ok(self.insert_record_with_status(rec)?.record)
+    }
+
+    /// [`Store::insert_record`], also telling whether a row was written.
+    pub fn insert_record_with_status(&self, rec: &NewRecord) -> Result<Inserted, StoreError> {
+        let prepared = prepare(rec)?;
+        let tx = self.begin_immediate()?;
+        let (id, new) = insert_prepared(&self.conn, &prepared)?;
+        tx.commit()?;
+        let record = self.get_by_id(id)?;
+        Ok(Inserted { record, new })
+    }
+
+    /// Store a record and, in the same transaction, whatever `then` writes about it (the outbox
+    /// row of a submission, say): both commit or neither does. `then` gets the record's row id
+    /// and whether the row is new.
+    pub fn insert_record_then<T>(
+        &self,
+        rec: &NewRecord,
+        then: impl FnOnce(&Connection, i64, bool) -> Result<T, StoreError>,
+    ) -> Result<(Inserted, T), StoreError> {
+        let prepared = prepare(rec)?;
+        let tx = self.begin_immediate()?;
+        let (id, new) = insert_prepared(&self.conn, &prepared)?;
+        let extra = then(&self.conn, id, new)?;
+        tx.commit()?;
+        let record = self.get_by_id(id)?;
+        Ok((Inserted { record, new }, extra))
+    }
+
+    /// Store many records in one transaction, in order (all or none). Every record is checked
+    /// before anything is written.
+    pub fn insert_many(&self, recs: &[NewRecord]) -> Result<InsertSummary, StoreError> {
+        let in_batch = |index, e| StoreError::InBatch {
+            index,
+            source: Box::new(e),
+        };
+        let prepared = recs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| prepare(r).map_err(|e| in_batch(i, e)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let tx = self.begin_immediate()?;
+        let mut summary = InsertSummary::default();
+        for (i, p) in prepared.iter().enumerate() {
+            if insert_prepared(&self.conn, p)
+                .map_err(|e| in_batch(i, e))?
+                .1
+            {
+                summary.inserted += 1;
+            } else {
+                summary.already_present += 1;
+            }
+        }
+        tx.commit()?;
+        Ok(summary)
+    }
+
+    /// IMMEDIATE so the previous chain hash read inside cannot change under us (another
+    /// process's insert waits for our commit).
+    fn begin_immediate(&self) -> Result<rusqlite::Transaction<'_>, StoreError> {
+        Ok(rusqlite::Transaction::new_unchecked(
+            &self.conn,
+            rusqlite::TransactionBehavior::Immediate,
+        )?)
+    }
+
+    /// Number of stored records.
+    pub fn count(&self) -> Result<u64, StoreError> {
+        let n: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM records", [], |r| r.get(0))?;
+        Ok(n as u64)
+    }
+
+    /// The record whose sha256 starts with `prefix` (hex, any case). Errors when none or more
+    /// than one match.
+    pub fn get_by_prefix(&self, prefix: &str) -> Result<StoredRecord, StoreError> {
+        let p = prefix.trim().to_ascii_lowercase();
+        if p.is_empty() || p.len() > 64 || !p.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(StoreError::BadPrefix(prefix.to_string()));
+        }
+        // A range scan on the unique index: every hex string starting with p sorts in [p, p+"g").
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT sha256 FROM records WHERE sha256 >= ?1 AND sha256 < ?2 ORDER BY sha256 LIMIT 3",
+        )?;
+        let matches = stmt
+            .query_map(params![p, format!("{p}g")], |r| r.get::<_, String>(0))?
+            .collect::<Result<Vec<_>, _>>()?;
+        match matches.len() {
+            0 => Err(StoreError::UnknownPrefix(p)),
+            1 => self
+                .get_by_sha256(&matches[0])?
+                .ok_or(StoreError::UnknownPrefix(p)),
+            _ => Err(StoreError::AmbiguousPrefix { prefix: p, matches }),
+        }
+    }
+
+    /// The record with exactly this sha256 (lower-case hex), if stored.
+    pub fn get_by_sha256(&self, sha256: &str) -> Result<Option<StoredRecord>, StoreError> {
+        let sql = format!(
+            "SELECT {ROW_COLUMNS}, {FULL_COLUMNS} FROM records r \
+             LEFT JOIN kept_full k ON k.record_id = r.id WHERE r.sha256 = ?1"
+        );
+        Ok(self
+            .conn
+            .query_row(&sql, [sha256], stored_from_row)
+            .optional()?)
+    }
+
+    /// The record with this row id.
+    pub fn get_by_id(&self, id: i64) -> Result<StoredRecord, StoreError> {
+        let sql = format!(
+            "SELECT {ROW_COLUMNS}, {FULL_COLUMNS} FROM records r \
+             LEFT JOIN kept_full k ON k.record_id = r.id WHERE r.id = ?1"
+        );
+        Ok(self.conn.query_row(&sql, [id], stored_from_row)?)
+    }
+
+    /// Rows matching `filter`, oldest row first, without their bytes.
+    pub fn list(&self, filter: &ListFilter) -> Result<Vec<RecordRow>, StoreError> {
+        let (where_sql, args) = filter_sql(filter);
+        let sql = format!("SELECT {ROW_COLUMNS} FROM records r{where_sql} ORDER BY r.id");
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt
+            .query_map(rusqlite::params_from_iter(args.iter()), row_from_row)?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
+    /// Call `f` with every record matching `filter` (with bytes), in row order, streaming so
+    /// large stores are not held in memory.
+    pub fn for_each_record<E>(
+        &self,
+        filter: &ListFilter,
+        mut f: impl FnMut(StoredRecord) -> Result<(), E>,
+    ) -> Result<(), E>
+    where
+        E: From<StoreError>,
+    {
+        let (where_sql, args) = filter_sql(filter);
+        let sql = format!(
+            "SELECT {ROW_COLUMNS}, {FULL_COLUMNS} FROM records r \
+             LEFT JOIN kept_full k ON k.record_id = r.id{where_sql} ORDER BY r.id"
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(StoreError::from)?;
+        let mut rows = stmt
+            .query(rusqlite::params_from_iter(args.iter()))
+            .map_err(StoreError::from)?;
+        while let Some(row) = rows.next().map_err(StoreError::from)? {
+            f(stored_from_row(row).map_err(StoreError::from)?)?;
+        }
+        Ok(())
+    }
+}
+
+fn filter_sql(filter: &ListFilter) -> (String, Vec<String>) {
+    let mut clauses = Vec::new();
+    let mut args = Vec::new();
+    if let Some(e) = &filter.endpoint {
+        args.push(e.clone());
+        clauses.push(format!("r.endpoint = ?{}", args.len()));
+    }
+    if let Some(s) = &filter.since {
+        args.push(s.clone());
+        clauses.push(format!("r.walked_at >= ?{}", args.len()));
+    }
+    if let Some(o) = &filter.outcome {
+        args.push(o.clone());
+        clauses.push(format!("r.outcome = ?{}", args.len()));
+    }
+    if clauses.is_empty() {
+        (String::new(), args)
+    } else {
+        (format!(" WHERE {}", clauses.join(" AND ")), args)
+    }
+}
+
+fn row_from_row(r: &Row<'_>) -> rusqlite::Result<RecordRow> {
+    let verdict_ok: Option<bool> = r.get(8)?;
+    let outcome: Option<String> = r.get(9)?;
+    let n_pass: Option<i64> = r.get(10)?;
+    let n_total: Option<i64> = r.get(11)?;
+    let verdict = match (verdict_ok, outcome, n_pass, n_total) {
+        (Some(ok), Some(outcome), Some(n_pass), Some(n_total)) => Some(Verdict {
+            ok,
+            outcome,
+            n_pass,
+            n_total,
+        }),
+        _ => None,
+    };
+    Ok(RecordRow {
+        id: r.get(0)?,
+        sha256: r.get(1)?,
+        signed: r.get(2)?,
+        meta: RecordMeta {
+            endpoint: r.get(3)?,
+            origin: r.get(4)?,
+            walked_at: r.get(5)?,
+            walker_mode: r.get(6)?,
+            privacy_mode: r.get(7)?,
+            verdict,
+            key_url: r.get(12)?,
+        },
+        inserted_at: r.get(13)?,
+        chain_hash: r.get(14)?,
+    })
+}
+
+fn stored_from_row(r: &Row<'_>) -> rusqlite::Result<StoredRecord> {
+    let kept_canonical: Option<Vec<u8>> = r.get(18)?;
+    let kept_salt: Option<String> = r.get(19)?;
+    Ok(StoredRecord {
+        row: row_from_row(r)?,
+        canonical: r.get(15)?,
+        signature_b64: r.get(16)?,
+        public_key_b64: r.get(17)?,
+        kept_full: match (kept_canonical, kept_salt) {
+            (Some(canonical), Some(salt_hex)) => Some(KeptFull {
+                canonical,
+                salt_hex,
+            }),
+            _ => None,
+        },
+    })
+}
+
+/// A record checked and digested, ready to insert.
+struct Prepared<'a> {
+    rec: &'a NewRecord,
+    sha: [u8; 32],
+    sha_hex: String,
+    meta: RecordMeta,
+    kept_sha_hex: Option<String>,
+}
+
+/// Every check that does not need the database: JSON shape, canonical form, signature, and the
+/// commitment of a kept full record.
+fn prepare(rec: &NewRecord) -> Result<Prepared<'_>, StoreError> {
+    let sha = crate::digest::sha256(&rec.canonical);
+    let sha_hex = hex::encode(sha);
+    let value = crate::json::parse_lenient(&rec.canonical)
+        .map_err(|e| MetaError::NotJson(e.to_string()))?;
+    let meta = meta::derive(&value)?;
+    // Identity is the sha of these bytes; refusing non-canonical bytes keeps one identity per
+    // record (and makes `records export` lines canonical, as promised).
+    if crate::canonical::to_bytes(&value) != rec.canonical {
+        return Err(StoreError::NotCanonical { sha256: sha_hex });
+    }
+    match (&rec.signature_b64, &rec.public_key_b64) {
+        (Some(sig), Some(key)) => check_signature(&rec.canonical, sig, key)?,
+        (None, None) => {}
+        _ => return Err(StoreError::HalfSigned),
+    }
+    let kept_sha_hex = match &rec.kept_full {
+        None => None,
+        Some(kept) => Some(check_kept_full(&value, kept)?),
+    };
+    Ok(Prepared {
+        rec,
+        sha,
+        sha_hex,
+        meta,
+        kept_sha_hex,
+    })
+}
+
+/// The kept full record must open the filed record's commitment (§4.6 step 3).
+fn check_kept_full(filed: &serde_json::Value, kept: &KeptFull) -> Result<String, StoreError> {
+    let commitment = match (filed.get("mode"), filed.get("commitment")) {
+        (Some(m), Some(serde_json::Value::String(c))) if m == "commitment" => c,
+        _ => {
+            return Err(StoreError::KeptFull(
+                "only a commitment-mode record (mode \"commitment\" with a commitment) has a kept full record".into(),
+            ));
+        }
+    };
+    let salt = verify::decode_salt(&kept.salt_hex).map_err(StoreError::KeptFull)?;
+    let opened = verify::commitment_of(&kept.canonical, &salt);
+    if &opened != commitment {
+        return Err(StoreError::KeptFull(format!(
+            "sha256(full record || salt) is {opened}, but the filed record commits to {commitment}"
+        )));
+    }
+    Ok(crate::digest::sha256_hex(&kept.canonical))
+}
+
+/// Insert inside the caller's transaction; returns the row id and whether it was new.
+fn insert_prepared(conn: &Connection, p: &Prepared<'_>) -> Result<(i64, bool), StoreError> {
+    let existing: Option<i64> = conn
+        .prepare_cached("SELECT id FROM records WHERE sha256 = ?1")?
+        .query_row([&p.sha_hex], |r| r.get(0))
+        .optional()?;
+    if let Some(id) = existing {
+        return Ok((id, false));
+    }
+    let prev = last_chain(conn)?;
+    let chain = hex::encode(verify::chain_next(&prev, &p.sha));
+    let v = p.meta.verdict.as_ref();
+    let inserted_at = chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+        .to_string();
+    conn.prepare_cached(
+        "INSERT INTO records (sha256, canonical, signature_b64, public_key_b64, signed, endpoint, \
+         origin, walked_at, walker_mode, privacy_mode, verdict_ok, outcome, n_pass, n_total, \
+         key_url, inserted_at, chain_hash) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+    )?
+    .execute(params![
+        p.sha_hex,
+        p.rec.canonical,
+        p.rec.signature_b64,
+        p.rec.public_key_b64,
+        p.rec.signature_b64.is_some(),
+        p.meta.endpoint,
+        p.meta.origin,
+        p.meta.walked_at,
+        p.meta.walker_mode,
+        p.meta.privacy_mode,
+        v.map(|v| v.ok),
+        v.map(|v| v.outcome.as_str()),
+        v.map(|v| v.n_pass),
+        v.map(|v| v.n_total),
+        p.meta.key_url,
+        inserted_at,
+        chain,
+    ])?;
+    let id = conn.last_insert_rowid();
+    if let (Some(kept), Some(kept_sha)) = (&p.rec.kept_full, &p.kept_sha_hex) {
+        conn.prepare_cached(
+            "INSERT INTO kept_full (record_id, canonical, sha256, salt_hex) VALUES (?1, ?2, ?3, ?4)",
+        )?
+        .execute(params![id, kept.canonical, kept_sha, kept.salt_hex])?;
+    }
+    Ok((id, true))
+}
+
+/// The chain hash of the last row, or the genesis value for an empty table.
+fn last_chain(conn: &Connection) -> Result<[u8; 32], StoreError> {
+    let last: Option<String> = conn
+        .prepare_cached("SELECT chain_hash FROM records ORDER BY id DESC LIMIT 1")?
+        .query_row([], |r| r.get(0))
+        .optional()?;
+    match last {
+        None => Ok(CHAIN_GENESIS),
+        // A damaged last row must not silently restart the chain: refuse to extend it.
+        Some(h) => verify::decode_hex32(&h).ok_or_else(|| {
+            StoreError::Sql(rusqlite::Error::InvalidColumnType(
+                0,
+                format!("chain_hash {h:?} of the last row is not 64 hex characters"),
+                rusqlite::types::Type::Text,
+            ))
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn db_path_precedence() {
+        let cli = Path::new("/x/my.db");
+        assert_eq!(
+            db_path_from(Some(cli), Some(OsStr::new("/var/lib/w"))).unwrap(),
+            cli
+        );
+        assert_eq!(
+            db_path_from(None, Some(OsStr::new("/var/lib/a:/var/lib/b"))).unwrap(),
+            Path::new("/var/lib/a/walker.db")
+        );
+        assert!(matches!(
+            db_path_from(None, None),
+            Err(StoreError::NoDbPath)
+        ));
+        assert!(matches!(
+            db_path_from(None, Some(OsStr::new(""))),
+            Err(StoreError::NoDbPath)
+        ));
+    }
+
+    #[test]
+    fn since_forms() {
+        assert_eq!(parse_since("2026-09-06").unwrap(), "2026-09-06T00:00:00Z");
+        assert_eq!(
+            parse_since("2026-09-06T12:00:00+02:00").unwrap(),
+            "2026-09-06T10:00:00Z"
+        );
+        assert!(matches!(
+            parse_since("yesterday"),
+            Err(StoreError::BadDate(_))
+        ));
+    }
+}

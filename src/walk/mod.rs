@@ -62,6 +62,8 @@ pub struct WalkOutcome {
     pub nodes: Vec<ObservedFetch>,
     pub target: Option<String>,
     pub card: Option<Value>,
+    /// The card's `params.witness_intake` when it is a string: where the record is filed.
+    pub witness_intake: Option<String>,
 }
 
 /// §2.6 the n3 request for a mode and wire.
@@ -227,6 +229,7 @@ pub fn finish(
     );
     let canonical = canonical::to_bytes(&built.filed);
     let sha256 = sha256_hex(&canonical);
+    let witness_intake = declaration.param_str("witness_intake").map(str::to_string);
     let mut nodes = vec![n0, n1];
     nodes.extend(n3);
     WalkOutcome {
@@ -239,5 +242,6 @@ pub fn finish(
         nodes,
         target,
         card,
+        witness_intake,
     }
 }

@@ -45,12 +45,13 @@ pub fn request(origin: &str, endpoint: Option<String>, mode: Mode, wire: Wire) -
 
 pub async fn walk_with(transport: &Transport, req: &WalkRequest) -> WalkOutcome {
     let base = req.base();
+    let t = transport.clone();
     walk::run(
         transport,
         req,
         &fixed_clock(),
         [7u8; 32],
-        |card| async move { walk::reference_card_findings(card.as_ref(), &base) },
+        |card| async move { conduct_walker::findings::card_findings(&t, card, &base).await },
     )
     .await
 }

@@ -1,0 +1,103 @@
+//! `conduct-walker intake-emulator`: a local witness intake (spec §6) for tests and demos.
+
+use crate::cli::EXIT_OK;
+use crate::cli::walk::NetArgs;
+use crate::intake_emulator::constants::{DEFAULT_LEDGER_HOST, KEY_FETCH_TIMEOUT_SECS};
+use crate::intake_emulator::{Emulator, EmulatorConfig};
+use crate::net::{NetPolicy, Transport, TransportConfig, load_pem_certs};
+use crate::sandbox::SandboxCa;
+use anyhow::{Context, bail};
+use clap::Args;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Debug, Args)]
+pub struct IntakeEmulatorArgs {
+    /// Loopback address to serve HTTPS on, e.g. 127.0.0.1:8443 (port 0 picks a free port).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: SocketAddr,
+    /// The emulator's own SQLite state file (created when missing, reused across restarts).
+    #[arg(long, value_name = "FILE", default_value = "intake-emulator.sqlite")]
+    pub state: PathBuf,
+    /// Write the emulator's CA certificate (PEM) here, for a walker's --ca-cert.
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca_out: Option<PathBuf>,
+    /// The host treated as the ledger's own for the self_witness rule.
+    #[arg(long, value_name = "HOST", default_value = DEFAULT_LEDGER_HOST)]
+    pub ledger_host: String,
+    /// Trust roots and address rules for key_url fetches.
+    #[command(flatten)]
+    pub net: NetArgs,
+}
+
+pub async fn run(args: IntakeEmulatorArgs) -> anyhow::Result<ExitCode> {
+    // The generated certificate names only loopback, and an emulator is not a public service.
+    if !args.listen.ip().is_loopback() {
+        bail!(
+            "--listen {} is not a loopback address; the intake emulator serves 127.0.0.1 or ::1 only",
+            args.listen
+        );
+    }
+    let transport = key_transport(&args.net)?;
+    let ca = SandboxCa::generate();
+    if let Some(path) = &args.tls_ca_out {
+        ca.write_pem(path)
+            .with_context(|| format!("cannot write the CA certificate to {}", path.display()))?;
+    }
+    let mut config = EmulatorConfig::new(args.state.clone(), transport);
+    config.ledger_host = args.ledger_host.clone();
+    let running = Emulator::start(config, &ca, args.listen).await?;
+
+    // Best effort: a closed stdout (a parent that read only the URL) must not stop the server.
+    let ca_line = match &args.tls_ca_out {
+        Some(path) => format!("CA certificate: {} (pass it as --ca-cert)", path.display()),
+        None => {
+            "CA certificate: not written (use --tls-ca-out FILE so a walker can trust this server)"
+                .to_string()
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "intake emulator: {}", running.url())
+        .and_then(|_| writeln!(out, "state: {}", args.state.display()))
+        .and_then(|_| writeln!(out, "{ca_line}"))
+        .and_then(|_| out.flush());
+    drop(out);
+
+    shutdown_signal().await;
+    drop(running);
+    Ok(ExitCode::from(EXIT_OK))
+}
+
+/// The transport for key_url fetches: the operator's roots and address rules, and the spec's
+/// 5 s deadline (§6.1).
+fn key_transport(net: &NetArgs) -> anyhow::Result<Transport> {
+    let mut policy = NetPolicy::new(net.allow_private_network);
+    for spec in &net.allow_host {
+        policy.allow_host_port(spec).map_err(anyhow::Error::msg)?;
+    }
+    let mut config = TransportConfig::new(policy);
+    config.deadline = Duration::from_secs(KEY_FETCH_TIMEOUT_SECS);
+    for path in &net.ca_cert {
+        config.extra_roots.extend(load_pem_certs(path)?);
+    }
+    Ok(Transport::new(config)?)
+}
+
+/// Ctrl-C, or SIGTERM on Unix (systemd, `kill`).
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}

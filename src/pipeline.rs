@@ -1,0 +1,616 @@
+//! Walk → sign → store (record and outbox row in one transaction) → file within the lanes →
+//! classify and store the answer. Used by `walk --db/--submit`, `reveal`, `demo` and the daemon.
+//!
+//! Order matters: nothing is sent before the record and its outbox row are committed, and a row
+//! is marked `sending` (committed) before its request leaves, so a killed process resumes by
+//! resending the same bytes, which the intake answers as a duplicate (one stored copy).
+
+use crate::clock::{Clock, walked_at as rfc3339_seconds};
+use crate::net::{HttpRequest, Transport};
+use crate::store::outbox::{self, AttemptResult, NewSubmission, Submission};
+use crate::store::{KeptFull, NewRecord, Store, StoreError};
+use crate::walk::{self, WalkOutcome, WalkRequest};
+use crate::wire::IntakeSubmission;
+use crate::witness::intake::{self, Answer};
+use crate::witness::lanes::{self, Lane, Limits, Usage};
+use crate::witness::{Signed, sign};
+use ed25519_dalek::SigningKey;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("the store task failed: {0}")]
+    Join(String),
+    #[error("the kept full record is not JSON: {0}")]
+    KeptNotJson(String),
+    #[error("record {0} has no kept full record to reveal (it was not a commitment walk)")]
+    NothingToReveal(String),
+}
+
+/// How the pipeline is set up.
+pub struct PipelineConfig {
+    pub transport: Transport,
+    pub store_path: PathBuf,
+    /// The signing key and the `key_url` serving its public key.
+    pub signing: Option<(SigningKey, Option<String>)>,
+    pub clock: Arc<dyn Clock>,
+    /// File here instead of the card's `params.witness_intake`.
+    pub intake_override: Option<String>,
+    /// File every walk, not only the first per identity × endpoint × UTC day.
+    pub file_extra_walks: bool,
+}
+
+/// One walk to run.
+#[derive(Debug, Clone)]
+pub struct WalkJob {
+    pub request: WalkRequest,
+    pub submit: bool,
+}
+
+/// Where a record's submission stands after a step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubmissionReport {
+    /// queued, filed, refused, kept_local, host_offline
+    pub state: String,
+    pub intake_url: String,
+    pub answer_kind: Option<String>,
+    pub status: Option<i64>,
+    pub reason_code: Option<String>,
+    pub error: Option<String>,
+    pub counted: Option<bool>,
+    pub count_reason: Option<String>,
+}
+
+impl From<&Submission> for SubmissionReport {
+    fn from(s: &Submission) -> Self {
+        SubmissionReport {
+            state: s.state.clone(),
+            intake_url: s.intake_url.clone(),
+            answer_kind: s.last_answer.clone(),
+            status: s.last_status,
+            reason_code: s.reason_code.clone(),
+            error: s.last_error.clone(),
+            counted: s.counted,
+            count_reason: s.count_reason.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct JobReport {
+    pub outcome: WalkOutcome,
+    pub record_id: i64,
+    pub signed: Option<Signed>,
+    pub submission: Option<SubmissionReport>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DrainReport {
+    pub attempted: u32,
+    pub filed: u32,
+    pub deferred: u32,
+    pub refused: u32,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PipelineStatus {
+    pub outbox_depth: u64,
+    pub lanes_used_today: Vec<(String, String, u32)>,
+    pub submissions_by_answer: Vec<(String, u64)>,
+}
+
+/// The pipeline; cheap to clone.
+#[derive(Clone)]
+pub struct Pipeline {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    transport: Transport,
+    store: Mutex<Store>,
+    signing: Option<(SigningKey, Option<String>)>,
+    clock: Arc<dyn Clock>,
+    intake_override: Option<String>,
+    file_extra_walks: bool,
+    limits: Mutex<HashMap<String, Limits>>,
+}
+
+impl Pipeline {
+    pub fn new(cfg: PipelineConfig) -> Result<Pipeline, PipelineError> {
+        let store = Store::open(&cfg.store_path)?;
+        Ok(Pipeline {
+            inner: Arc::new(Inner {
+                transport: cfg.transport,
+                store: Mutex::new(store),
+                signing: cfg.signing,
+                clock: cfg.clock,
+                intake_override: cfg.intake_override,
+                file_extra_walks: cfg.file_extra_walks,
+                limits: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    pub fn transport(&self) -> &Transport {
+        &self.inner.transport
+    }
+
+    /// Run a store operation off the async threads (SQLite with synchronous=FULL fsyncs).
+    async fn with_store<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, PipelineError> {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || {
+            let store = inner.store.lock().unwrap_or_else(|p| p.into_inner());
+            f(&store)
+        })
+        .await
+        .map_err(|e| PipelineError::Join(e.to_string()))?
+        .map_err(PipelineError::from)
+    }
+
+    fn now(&self) -> String {
+        rfc3339_seconds(self.inner.clock.now())
+    }
+
+    fn today(&self) -> String {
+        lanes::utc_day(self.inner.clock.now())
+    }
+
+    /// Walk, sign, store, and (when asked) file.
+    pub async fn run_job(&self, job: &WalkJob) -> Result<JobReport, PipelineError> {
+        let mut request = job.request.clone();
+        if let Some((_, key_url)) = &self.inner.signing {
+            // key_url is part of the signed bytes (§5): set before canonicalising.
+            request.witness.key_url = key_url.clone();
+        }
+        let transport = self.inner.transport.clone();
+        let base = request.base();
+        let outcome = walk::run(
+            &self.inner.transport,
+            &request,
+            self.inner.clock.as_ref(),
+            rand::random(),
+            |card| async move { crate::findings::card_findings(&transport, card, &base).await },
+        )
+        .await;
+        let intake_url = job
+            .submit
+            .then(|| {
+                self.inner
+                    .intake_override
+                    .clone()
+                    .or_else(|| outcome.witness_intake.clone())
+            })
+            .flatten();
+        self.store_and_file(outcome, intake_url, job.submit, &request.witness.name)
+            .await
+    }
+
+    /// Store a finished walk (and plan its submission), then file it if it is due.
+    pub async fn store_and_file(
+        &self,
+        outcome: WalkOutcome,
+        intake_url: Option<String>,
+        submit: bool,
+        witness_name: &str,
+    ) -> Result<JobReport, PipelineError> {
+        let signed = self
+            .inner
+            .signing
+            .as_ref()
+            .map(|(key, _)| sign(&outcome.canonical, key));
+        let new_record = NewRecord {
+            canonical: outcome.canonical.clone(),
+            signature_b64: signed.as_ref().map(|s| s.signature_b64.clone()),
+            public_key_b64: signed.as_ref().map(|s| s.public_key_b64.clone()),
+            kept_full: outcome.kept.as_ref().map(|(canonical, salt)| KeptFull {
+                canonical: canonical.clone(),
+                salt_hex: salt.clone(),
+            }),
+        };
+        let plan = match (&intake_url, submit) {
+            (Some(url), true) => Some(
+                self.plan(&outcome, url, signed.is_some(), witness_name)
+                    .await,
+            ),
+            _ => None,
+        };
+        let now = self.now();
+        let (record_id, submission) = self
+            .with_store(move |store| {
+                let (inserted, submission) =
+                    store.insert_record_then(&new_record, |conn, id, _new| {
+                        let Some(plan) = plan else { return Ok(None) };
+                        let row = outbox::insert(
+                            conn,
+                            &NewSubmission {
+                                record_id: id,
+                                intake_url: &plan.intake_url,
+                                lane: &plan.lane.key(),
+                                identity: &plan.identity,
+                                endpoint: &plan.endpoint,
+                                state: plan.state,
+                                next_attempt_at: (plan.state == outbox::QUEUED)
+                                    .then_some(now.as_str()),
+                                last_error: plan.note.as_deref(),
+                                now: &now,
+                            },
+                        )?;
+                        Ok(Some(row))
+                    })?;
+                Ok((inserted.record.row.id, submission))
+            })
+            .await?;
+        let submission = match submission {
+            Some(row) if row.state == outbox::QUEUED => Some(self.attempt(row.id).await?),
+            other => other,
+        };
+        Ok(JobReport {
+            outcome,
+            record_id,
+            signed,
+            submission: submission.as_ref().map(SubmissionReport::from),
+        })
+    }
+
+    /// Decide the outbox state of a new record before storing it.
+    async fn plan(
+        &self,
+        outcome: &WalkOutcome,
+        intake_url: &str,
+        signed: bool,
+        witness_name: &str,
+    ) -> Plan {
+        let key_url = outcome.record["witness"]["key_url"].as_str();
+        let lane = Lane::of(key_url, signed);
+        let identity = lane.identity(witness_name);
+        let purpose = outcome.record["purpose"].as_str().unwrap_or_default();
+        let base = outcome.record["base"].as_str().unwrap_or_default();
+        let endpoint = lanes::endpoint_of(purpose, base);
+        let mut plan = Plan {
+            intake_url: intake_url.to_string(),
+            lane,
+            identity,
+            endpoint,
+            state: outbox::QUEUED,
+            note: None,
+        };
+        // Before blaming the agent for a transport error, check this host can reach the intake.
+        if outcome.nodes.iter().any(|n| n.status() == 0) && !self.intake_reachable(intake_url).await
+        {
+            plan.state = outbox::HOST_OFFLINE;
+            plan.note = Some("host offline: the intake was unreachable when this walk saw transport errors; not filed".into());
+            return plan;
+        }
+        let limits = self.limits_for(intake_url).await;
+        let text = String::from_utf8_lossy(&outcome.canonical);
+        if lanes::js_length(&text) > limits.max_bytes {
+            plan.state = outbox::REFUSED;
+            plan.note = Some(format!(
+                "not sent: the record is longer than the intake's {} limit",
+                limits.max_bytes
+            ));
+            return plan;
+        }
+        if !self.inner.file_extra_walks {
+            let (url, identity, endpoint, day) = (
+                plan.intake_url.clone(),
+                plan.identity.clone(),
+                plan.endpoint.clone(),
+                self.today(),
+            );
+            let planned = self
+                .with_store(move |s| {
+                    outbox::already_planned_today(s.connection(), &url, &identity, &endpoint, &day)
+                })
+                .await
+                .unwrap_or(false);
+            if planned {
+                plan.state = outbox::KEPT_LOCAL;
+                plan.note = Some("kept local: this witness already filed a record for this endpoint today (only the first is counted)".into());
+            }
+        }
+        plan
+    }
+
+    async fn intake_reachable(&self, intake_url: &str) -> bool {
+        let ex = self
+            .inner
+            .transport
+            .fetch(&HttpRequest::get(
+                intake_url,
+                &[("Accept", "application/json")],
+            ))
+            .await;
+        ex.status != 0
+    }
+
+    /// The intake's stated limits (asked once per intake and run), spec constants otherwise.
+    async fn limits_for(&self, intake_url: &str) -> Limits {
+        if let Some(l) = self
+            .inner
+            .limits
+            .lock()
+            .expect("limits lock")
+            .get(intake_url)
+        {
+            return *l;
+        }
+        match intake::fetch_limits(&self.inner.transport, intake_url).await {
+            Some(l) => {
+                self.inner
+                    .limits
+                    .lock()
+                    .expect("limits lock")
+                    .insert(intake_url.to_string(), l);
+                l
+            }
+            None => Limits::default(),
+        }
+    }
+
+    /// One attempt at filing one outbox row.
+    async fn attempt(&self, submission_id: i64) -> Result<Submission, PipelineError> {
+        let row = self
+            .with_store(move |s| outbox::get(s.connection(), submission_id))
+            .await?;
+        let limits = self.limits_for(&row.intake_url).await;
+        let lane = if row.lane == "address" {
+            Lane::Address
+        } else {
+            Lane::Domain(row.lane.trim_start_matches("domain:").to_string())
+        };
+        let (url, lane_key, day) = (row.intake_url.clone(), row.lane.clone(), self.today());
+        let (global, in_lane) = self
+            .with_store(move |s| outbox::accepted_on(s.connection(), &url, &lane_key, &day))
+            .await?;
+        let now_t = self.inner.clock.now();
+        let now = rfc3339_seconds(now_t);
+        if !lanes::has_room(
+            &limits,
+            &lane,
+            Usage {
+                global,
+                lane: in_lane,
+            },
+        ) {
+            // The client never sends what a lane cannot take: wait for the next UTC day.
+            let next = rfc3339_seconds(lanes::next_utc_midnight(now_t));
+            let result = AttemptResult {
+                state: outbox::QUEUED,
+                answer: "lane_full",
+                status: 0,
+                body: "not sent: our own count says this lane is full today",
+                error: Some("lane full today (counted locally)"),
+                reason_code: None,
+                counted: None,
+                count_reason: None,
+                filed_day: None,
+                next_attempt_at: Some(&next),
+            };
+            let n2 = now.clone();
+            let r2 = result_owned(&result);
+            return self
+                .with_store(move |s| {
+                    outbox::record_attempt(s.connection(), submission_id, &n2, &r2.borrow())?;
+                    outbox::get(s.connection(), submission_id)
+                })
+                .await;
+        }
+        let n1 = now.clone();
+        let (canonical, signature, public_key) = self
+            .with_store(move |s| {
+                outbox::mark_sending(s.connection(), submission_id, &n1)?;
+                let rec = s.get_by_id(row.record_id)?;
+                Ok((rec.canonical, rec.signature_b64, rec.public_key_b64))
+            })
+            .await?;
+        let body = IntakeSubmission {
+            record_canonical: String::from_utf8_lossy(&canonical).into_owned(),
+            signature_ed25519_b64: signature,
+            public_key_ed25519_b64: public_key,
+        };
+        let (answer, ex) = intake::submit(&self.inner.transport, &row.intake_url, &body).await;
+        let attempts = row.attempts as u32 + 1;
+        let today = lanes::utc_day(now_t);
+        let retry_at;
+        let mut r = OwnedAttempt {
+            state: outbox::QUEUED.into(),
+            answer: answer.kind().into(),
+            status: ex.status,
+            body: String::from_utf8_lossy(&ex.body)
+                .chars()
+                .take(4096)
+                .collect(),
+            error: None,
+            reason_code: None,
+            counted: None,
+            count_reason: None,
+            filed_day: None,
+            next_attempt_at: None,
+        };
+        match &answer {
+            Answer::Accepted {
+                counted,
+                count_reason,
+                ..
+            } => {
+                r.state = outbox::FILED.into();
+                r.counted = Some(*counted);
+                r.count_reason = count_reason.clone();
+                r.filed_day = Some(today);
+            }
+            Answer::Duplicate { .. } => {
+                r.state = outbox::FILED.into();
+                r.filed_day = Some(today);
+            }
+            Answer::Refused {
+                error, reason_code, ..
+            } => {
+                r.state = outbox::REFUSED.into();
+                r.error = Some(error.clone());
+                r.reason_code = reason_code.clone();
+            }
+            Answer::LaneFull { error, .. } => {
+                r.error = Some(error.clone());
+                r.next_attempt_at = Some(rfc3339_seconds(lanes::next_utc_midnight(now_t)));
+            }
+            Answer::Retry {
+                error, retry_after, ..
+            } => {
+                r.error = Some(error.clone());
+                let delay = lanes::backoff(attempts, *retry_after, rand::random::<f64>());
+                retry_at =
+                    now_t + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::hours(6));
+                r.next_attempt_at = Some(rfc3339_seconds(retry_at));
+            }
+        }
+        if r.state != outbox::QUEUED {
+            r.next_attempt_at = None;
+        }
+        self.with_store(move |s| {
+            outbox::record_attempt(s.connection(), submission_id, &now, &r.borrow())?;
+            outbox::get(s.connection(), submission_id)
+        })
+        .await
+    }
+
+    /// File everything that is due, in order.
+    pub async fn drain_outbox(&self) -> Result<DrainReport, PipelineError> {
+        let now = self.now();
+        let due = self
+            .with_store(move |s| outbox::due(s.connection(), &now))
+            .await?;
+        let mut report = DrainReport::default();
+        for row in due {
+            let after = self.attempt(row.id).await?;
+            if after.last_status != Some(0) || after.last_answer.as_deref() != Some("lane_full") {
+                report.attempted += 1;
+            }
+            match after.state.as_str() {
+                outbox::FILED => report.filed += 1,
+                outbox::REFUSED => report.refused += 1,
+                _ => report.deferred += 1,
+            }
+        }
+        Ok(report)
+    }
+
+    /// File the full record kept by a commitment walk (reveal, §4.6).
+    pub async fn reveal(
+        &self,
+        sha_prefix: &str,
+        submit: bool,
+        witness_name: &str,
+    ) -> Result<JobReport, PipelineError> {
+        let prefix = sha_prefix.to_string();
+        let stored = self.with_store(move |s| s.get_by_prefix(&prefix)).await?;
+        let kept = stored
+            .kept_full
+            .clone()
+            .ok_or_else(|| PipelineError::NothingToReveal(stored.row.sha256.clone()))?;
+        let full: serde_json::Value = crate::json::parse_lenient(&kept.canonical)
+            .map_err(|e| PipelineError::KeptNotJson(e.to_string()))?;
+        let intake = self.inner.intake_override.clone().or_else(|| {
+            full["conduct_ext"]["witness_intake"]
+                .as_str()
+                .map(str::to_string)
+        });
+        let outcome = WalkOutcome {
+            sha256: crate::digest::sha256_hex(&kept.canonical),
+            canonical: kept.canonical.clone(),
+            kept: None,
+            verdict: crate::walk::assertions::Verdict {
+                ok: full["verdict"]["ok"].as_bool().unwrap_or(false),
+                n_pass: full["verdict"]["n_pass"].as_u64().unwrap_or(0) as u32,
+                n_total: full["verdict"]["n_total"].as_u64().unwrap_or(0) as u32,
+            },
+            assertions: Vec::new(),
+            nodes: Vec::new(),
+            target: full["conduct_ext"]["target"].as_str().map(str::to_string),
+            card: None,
+            witness_intake: intake.clone(),
+            record: full,
+        };
+        self.store_and_file(outcome, intake, submit, witness_name)
+            .await
+    }
+
+    /// Outbox depth, lanes used today, submissions by answer.
+    pub fn status(&self) -> Result<PipelineStatus, PipelineError> {
+        let store = self.inner.store.lock().unwrap_or_else(|p| p.into_inner());
+        let conn = store.connection();
+        Ok(PipelineStatus {
+            outbox_depth: outbox::depth(conn)?,
+            lanes_used_today: outbox::lanes_used(conn, &self.today())?,
+            submissions_by_answer: outbox::by_answer(conn)?,
+        })
+    }
+
+    /// The submissions of a stored record.
+    pub async fn submissions_of(&self, record_id: i64) -> Result<Vec<Submission>, PipelineError> {
+        self.with_store(move |s| outbox::for_record(s.connection(), record_id))
+            .await
+    }
+}
+
+struct Plan {
+    intake_url: String,
+    lane: Lane,
+    identity: String,
+    endpoint: String,
+    state: &'static str,
+    note: Option<String>,
+}
+
+/// An attempt result that can cross into the store task.
+struct OwnedAttempt {
+    state: String,
+    answer: String,
+    status: u16,
+    body: String,
+    error: Option<String>,
+    reason_code: Option<String>,
+    counted: Option<bool>,
+    count_reason: Option<String>,
+    filed_day: Option<String>,
+    next_attempt_at: Option<String>,
+}
+
+impl OwnedAttempt {
+    fn borrow(&self) -> AttemptResult<'_> {
+        AttemptResult {
+            state: &self.state,
+            answer: &self.answer,
+            status: self.status,
+            body: &self.body,
+            error: self.error.as_deref(),
+            reason_code: self.reason_code.as_deref(),
+            counted: self.counted,
+            count_reason: self.count_reason.as_deref(),
+            filed_day: self.filed_day.as_deref(),
+            next_attempt_at: self.next_attempt_at.as_deref(),
+        }
+    }
+}
+
+fn result_owned(a: &AttemptResult) -> OwnedAttempt {
+    OwnedAttempt {
+        state: a.state.into(),
+        answer: a.answer.into(),
+        status: a.status,
+        body: a.body.into(),
+        error: a.error.map(str::to_string),
+        reason_code: a.reason_code.map(str::to_string),
+        counted: a.counted,
+        count_reason: a.count_reason.map(str::to_string),
+        filed_day: a.filed_day.map(str::to_string),
+        next_attempt_at: a.next_attempt_at.map(str::to_string),
+    }
+}

@@ -1,0 +1,242 @@
+//! The outbox (migration 2): submissions of stored records to witness intakes, their state and
+//! every answer. Plain functions over a connection so the pipeline can run them inside the
+//! record's own insert transaction.
+
+use super::StoreError;
+use rusqlite::{Connection, OptionalExtension, params};
+
+/// Submission states (the `state` column).
+pub const QUEUED: &str = "queued";
+pub const SENDING: &str = "sending";
+pub const FILED: &str = "filed";
+pub const REFUSED: &str = "refused";
+pub const KEPT_LOCAL: &str = "kept_local";
+pub const HOST_OFFLINE: &str = "host_offline";
+
+/// A new outbox row.
+#[derive(Debug, Clone)]
+pub struct NewSubmission<'a> {
+    pub record_id: i64,
+    pub intake_url: &'a str,
+    pub lane: &'a str,
+    pub identity: &'a str,
+    pub endpoint: &'a str,
+    pub state: &'a str,
+    pub next_attempt_at: Option<&'a str>,
+    pub last_error: Option<&'a str>,
+    pub now: &'a str,
+}
+
+/// One outbox row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Submission {
+    pub id: i64,
+    pub record_id: i64,
+    pub intake_url: String,
+    pub lane: String,
+    pub identity: String,
+    pub endpoint: String,
+    pub state: String,
+    pub attempts: i64,
+    pub next_attempt_at: Option<String>,
+    pub last_answer: Option<String>,
+    pub last_status: Option<i64>,
+    pub last_error: Option<String>,
+    pub reason_code: Option<String>,
+    pub counted: Option<bool>,
+    pub count_reason: Option<String>,
+    pub filed_day: Option<String>,
+}
+
+const COLUMNS: &str = "id, record_id, intake_url, lane, identity, endpoint, state, attempts, \
+    next_attempt_at, last_answer, last_status, last_error, reason_code, counted, count_reason, filed_day";
+
+fn row(r: &rusqlite::Row) -> rusqlite::Result<Submission> {
+    Ok(Submission {
+        id: r.get(0)?,
+        record_id: r.get(1)?,
+        intake_url: r.get(2)?,
+        lane: r.get(3)?,
+        identity: r.get(4)?,
+        endpoint: r.get(5)?,
+        state: r.get(6)?,
+        attempts: r.get(7)?,
+        next_attempt_at: r.get(8)?,
+        last_answer: r.get(9)?,
+        last_status: r.get(10)?,
+        last_error: r.get(11)?,
+        reason_code: r.get(12)?,
+        counted: r.get::<_, Option<i64>>(13)?.map(|c| c != 0),
+        count_reason: r.get(14)?,
+        filed_day: r.get(15)?,
+    })
+}
+
+/// Insert an outbox row; an existing row for the same record and intake is kept (a record is
+/// planned for an intake once) and returned.
+pub fn insert(conn: &Connection, s: &NewSubmission) -> Result<Submission, StoreError> {
+    conn.execute(
+        "INSERT OR IGNORE INTO submissions (record_id, intake_url, lane, identity, endpoint, state, \
+         next_attempt_at, last_error, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
+        params![s.record_id, s.intake_url, s.lane, s.identity, s.endpoint, s.state, s.next_attempt_at, s.last_error, s.now],
+    )?;
+    let sql = format!("SELECT {COLUMNS} FROM submissions WHERE record_id = ?1 AND intake_url = ?2");
+    Ok(conn.query_row(&sql, params![s.record_id, s.intake_url], row)?)
+}
+
+pub fn get(conn: &Connection, id: i64) -> Result<Submission, StoreError> {
+    let sql = format!("SELECT {COLUMNS} FROM submissions WHERE id = ?1");
+    Ok(conn.query_row(&sql, [id], row)?)
+}
+
+/// The submissions of a record.
+pub fn for_record(conn: &Connection, record_id: i64) -> Result<Vec<Submission>, StoreError> {
+    let sql = format!("SELECT {COLUMNS} FROM submissions WHERE record_id = ?1 ORDER BY id");
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt
+        .query_map([record_id], row)?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+/// Rows to try now: queued and due, or left `sending` by a process that stopped mid-request
+/// (resending the same bytes is idempotent at the intake).
+pub fn due(conn: &Connection, now: &str) -> Result<Vec<Submission>, StoreError> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM submissions WHERE state = 'sending' \
+         OR (state = 'queued' AND (next_attempt_at IS NULL OR next_attempt_at <= ?1)) ORDER BY id"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map([now], row)?.collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+/// Whether this identity already has a record for this endpoint planned or filed with this
+/// intake on this UTC day (the once-per-day rule: only the first is counted).
+pub fn already_planned_today(
+    conn: &Connection,
+    intake_url: &str,
+    identity: &str,
+    endpoint: &str,
+    day: &str,
+) -> Result<bool, StoreError> {
+    let found: Option<i64> = conn
+        .query_row(
+            "SELECT id FROM submissions WHERE intake_url = ?1 AND identity = ?2 AND endpoint = ?3 \
+             AND substr(created_at, 1, 10) = ?4 AND state IN ('queued', 'sending', 'filed') LIMIT 1",
+            params![intake_url, identity, endpoint, day],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok(found.is_some())
+}
+
+/// Records this store had accepted (201) by an intake on a UTC day: `(all lanes, this lane)`.
+pub fn accepted_on(
+    conn: &Connection,
+    intake_url: &str,
+    lane: &str,
+    day: &str,
+) -> Result<(u32, u32), StoreError> {
+    Ok(conn.query_row(
+        "SELECT count(*), coalesce(sum(lane = ?2), 0) FROM submissions \
+         WHERE intake_url = ?1 AND filed_day = ?3 AND last_answer = 'accepted'",
+        params![intake_url, lane, day],
+        |r| Ok((r.get::<_, i64>(0)? as u32, r.get::<_, i64>(1)? as u32)),
+    )?)
+}
+
+/// Mark a row as being sent (before the request leaves).
+pub fn mark_sending(conn: &Connection, id: i64, now: &str) -> Result<(), StoreError> {
+    conn.execute(
+        "UPDATE submissions SET state = 'sending', attempts = attempts + 1, updated_at = ?2 WHERE id = ?1",
+        params![id, now],
+    )?;
+    Ok(())
+}
+
+/// What happened on one attempt, to be written with its log row.
+#[derive(Debug, Clone)]
+pub struct AttemptResult<'a> {
+    pub state: &'a str,
+    pub answer: &'a str,
+    pub status: u16,
+    pub body: &'a str,
+    pub error: Option<&'a str>,
+    pub reason_code: Option<&'a str>,
+    pub counted: Option<bool>,
+    pub count_reason: Option<&'a str>,
+    pub filed_day: Option<&'a str>,
+    pub next_attempt_at: Option<&'a str>,
+}
+
+/// Record an attempt's answer: the append-only log row and the submission's new state, in one
+/// transaction.
+pub fn record_attempt(
+    conn: &Connection,
+    id: i64,
+    now: &str,
+    a: &AttemptResult,
+) -> Result<(), StoreError> {
+    let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
+    conn.execute(
+        "INSERT INTO submission_attempts (submission_id, attempted_at, answer, status, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![id, now, a.answer, a.status, a.body],
+    )?;
+    conn.execute(
+        "UPDATE submissions SET state = ?2, last_answer = ?3, last_status = ?4, last_error = ?5, \
+         reason_code = coalesce(?6, reason_code), counted = coalesce(?7, counted), \
+         count_reason = coalesce(?8, count_reason), filed_day = coalesce(?9, filed_day), \
+         next_attempt_at = ?10, updated_at = ?11 WHERE id = ?1",
+        params![
+            id,
+            a.state,
+            a.answer,
+            a.status,
+            a.error,
+            a.reason_code,
+            a.counted.map(i64::from),
+            a.count_reason,
+            a.filed_day,
+            a.next_attempt_at,
+            now
+        ],
+    )?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// Queued or in flight: the outbox depth.
+pub fn depth(conn: &Connection) -> Result<u64, StoreError> {
+    let n: i64 = conn.query_row(
+        "SELECT count(*) FROM submissions WHERE state IN ('queued', 'sending')",
+        [],
+        |r| r.get(0),
+    )?;
+    Ok(n as u64)
+}
+
+/// `(intake, lane, accepted today)` for a UTC day.
+pub fn lanes_used(conn: &Connection, day: &str) -> Result<Vec<(String, String, u32)>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT intake_url, lane, count(*) FROM submissions WHERE filed_day = ?1 AND last_answer = 'accepted' \
+         GROUP BY intake_url, lane ORDER BY intake_url, lane",
+    )?;
+    let rows = stmt
+        .query_map([day], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as u32))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+/// Count of submissions by their last answer (`none` when never attempted) and state.
+pub fn by_answer(conn: &Connection) -> Result<Vec<(String, u64)>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT coalesce(last_answer, state), count(*) FROM submissions GROUP BY 1 ORDER BY 1",
+    )?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)))?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}

@@ -1,0 +1,119 @@
+//! Versioned schema migrations. The schema version is SQLite's `PRAGMA user_version`, which is
+//! transactional, so a migration and its version bump commit together or not at all.
+
+use rusqlite::Connection;
+
+/// One migration: a name (for messages) and the SQL it runs.
+pub struct Migration {
+    pub name: &'static str,
+    pub sql: &'static str,
+}
+
+/// Every migration in order; migration `i` moves the schema from version `i` to `i + 1`.
+/// Adding one is a one-line append here (plus its SQL file). Never edit or reorder past entries:
+/// databases in the field were built by them.
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        name: "records",
+        sql: include_str!("migrations/0001_records.sql"),
+    },
+    Migration {
+        name: "outbox",
+        sql: include_str!("migrations/0002_outbox.sql"),
+    },
+];
+
+/// The schema version this binary writes and understands.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Read `PRAGMA user_version`.
+pub fn current_version(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+}
+
+/// What [`migrate`] found and did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Migrated {
+    /// Migrations `from..to` were applied.
+    Applied { from: i64, to: i64 },
+    /// The database was already at [`SCHEMA_VERSION`].
+    UpToDate,
+    /// The database is newer than this binary; nothing was changed.
+    TooNew { found: i64 },
+}
+
+/// Apply every missing migration in one IMMEDIATE transaction (the write lock is taken before the
+/// version is read, so two processes opening a new store cannot both migrate it).
+pub fn migrate(conn: &Connection) -> rusqlite::Result<Migrated> {
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let result = (|| {
+        let found = current_version(conn)?;
+        if found > SCHEMA_VERSION {
+            return Ok(Migrated::TooNew { found });
+        }
+        if found == SCHEMA_VERSION {
+            return Ok(Migrated::UpToDate);
+        }
+        for m in &MIGRATIONS[found as usize..] {
+            conn.execute_batch(m.sql)?;
+        }
+        // PRAGMA takes no bound parameters; the value is our own integer constant.
+        conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
+        Ok(Migrated::Applied {
+            from: found,
+            to: SCHEMA_VERSION,
+        })
+    })();
+    match result {
+        Ok(Migrated::Applied { .. }) => conn.execute_batch("COMMIT")?,
+        _ => {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migration_names_are_unique_and_nonempty() {
+        let mut names: Vec<_> = MIGRATIONS.iter().map(|m| m.name).collect();
+        assert!(names.iter().all(|n| !n.is_empty()));
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), MIGRATIONS.len());
+    }
+
+    #[test]
+    fn migrating_twice_is_a_no_op() {
+        let conn = Connection::open_in_memory().unwrap();
+        assert_eq!(
+            migrate(&conn).unwrap(),
+            Migrated::Applied {
+                from: 0,
+                to: SCHEMA_VERSION
+            }
+        );
+        assert_eq!(migrate(&conn).unwrap(), Migrated::UpToDate);
+        assert_eq!(current_version(&conn).unwrap(), SCHEMA_VERSION);
+    }
+
+    #[test]
+    fn failed_migration_leaves_version_untouched() {
+        let conn = Connection::open_in_memory().unwrap();
+        // A table the first migration wants to create already exists: it must fail as a whole.
+        conn.execute_batch("CREATE TABLE kept_full (x)").unwrap();
+        assert!(migrate(&conn).is_err());
+        assert_eq!(current_version(&conn).unwrap(), 0);
+        let records: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'records'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(records, 0, "the partial migration was rolled back");
+    }
+}

@@ -1,0 +1,540 @@
+//! `records verify` as a library: recompute every sha256 from the stored bytes, re-verify every
+//! Ed25519 signature, re-derive the metadata columns, re-open every kept commitment, and
+//! re-walk the hash chain. Each problem is reported with its row id and kind.
+//!
+//! The per-row work (hashing, signature checks, JSON parsing) runs on worker threads; the
+//! calling thread reads rows in id order and checks the chain links, which are cheap.
+
+use super::meta::{self, RecordMeta, Verdict};
+use super::{CHAIN_GENESIS, Store, StoreError};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use ed25519_dalek::{Signature, VerifyingKey};
+use std::fmt;
+use std::sync::{Mutex, mpsc};
+
+/// `sha256(prev || sha)` over raw 32-byte values: the next chain hash.
+pub fn chain_next(prev: &[u8; 32], sha: &[u8; 32]) -> [u8; 32] {
+    let mut buf = [0u8; 64];
+    buf[..32].copy_from_slice(prev);
+    buf[32..].copy_from_slice(sha);
+    crate::digest::sha256(buf)
+}
+
+/// Decode 64 hex characters (either case) into 32 bytes.
+pub fn decode_hex32(text: &str) -> Option<[u8; 32]> {
+    let mut out = [0u8; 32];
+    hex::decode_to_slice(text, &mut out).ok()?;
+    Some(out)
+}
+
+/// The commitment of a kept full record (§4.6 step 3): lower-case hex
+/// `sha256(canonical bytes || raw 32-byte salt)`.
+pub fn commitment_of(full_canonical: &[u8], salt: &[u8; 32]) -> String {
+    let mut buf = Vec::with_capacity(full_canonical.len() + 32);
+    buf.extend_from_slice(full_canonical);
+    buf.extend_from_slice(salt);
+    crate::digest::sha256_hex(buf)
+}
+
+/// A salt must be exactly 64 lower-case hex characters (how §4.6 holds it).
+pub fn decode_salt(salt_hex: &str) -> Result<[u8; 32], String> {
+    if salt_hex.len() != 64
+        || !salt_hex
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    {
+        return Err(format!(
+            "salt {salt_hex:?} is not 64 lower-case hex characters"
+        ));
+    }
+    decode_hex32(salt_hex).ok_or_else(|| format!("salt {salt_hex:?} is not hex"))
+}
+
+/// Why a signature does not check.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SignatureError {
+    #[error("the signature is not standard padded base64 of 64 bytes")]
+    SignatureEncoding,
+    #[error("the public key is not standard padded base64 of 32 bytes")]
+    KeyEncoding,
+    #[error("the public key is not a usable Ed25519 point")]
+    BadKey,
+    #[error("the Ed25519 signature does not verify over these bytes with this key")]
+    Mismatch,
+}
+
+impl SignatureError {
+    /// Whether the inputs were malformed (usage) rather than well-formed but wrong (a finding).
+    pub fn is_malformed(&self) -> bool {
+        !matches!(self, SignatureError::Mismatch)
+    }
+}
+
+/// Check a pure Ed25519 signature (RFC 8032, no pre-hash) over `bytes`; signature and key are
+/// standard padded base64 (§5). Strict verification: rejects weak keys and malleable signatures.
+pub fn check_signature(
+    bytes: &[u8],
+    signature_b64: &str,
+    public_key_b64: &str,
+) -> Result<(), SignatureError> {
+    let sig: [u8; 64] = STANDARD
+        .decode(signature_b64)
+        .ok()
+        .and_then(|v| v.try_into().ok())
+        .ok_or(SignatureError::SignatureEncoding)?;
+    let key: [u8; 32] = STANDARD
+        .decode(public_key_b64)
+        .ok()
+        .and_then(|v| v.try_into().ok())
+        .ok_or(SignatureError::KeyEncoding)?;
+    let key = VerifyingKey::from_bytes(&key).map_err(|_| SignatureError::BadKey)?;
+    key.verify_strict(bytes, &Signature::from_bytes(&sig))
+        .map_err(|_| SignatureError::Mismatch)
+}
+
+/// The kinds of problem `records verify` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ProblemKind {
+    /// The stored bytes no longer hash to the stored sha256.
+    BytesAltered,
+    /// The stored signature does not verify over the stored bytes with the stored key.
+    SignatureInvalid,
+    /// The row's chain hash is not sha256(previous row's chain hash || its sha256): a row before
+    /// it was removed, inserted or reordered (or its sha256 column rewritten).
+    MissingOrReordered,
+    /// Row ids jump: the rows in between were deleted.
+    RowMissing,
+    /// SQLite's AUTOINCREMENT counter is past the last row: rows were deleted from the end.
+    TailMissing,
+    /// A metadata column disagrees with what the bytes say (e.g. an edited endpoint or verdict).
+    MetadataMismatch,
+    /// The kept full record no longer opens the filed record's commitment.
+    CommitmentMismatch,
+    /// A row cannot be read as a record at all (bytes not JSON, hash columns not hex...).
+    Unreadable,
+}
+
+impl ProblemKind {
+    /// Stable kebab-case name printed by the CLI (scripts may match on it).
+    pub fn name(self) -> &'static str {
+        match self {
+            ProblemKind::BytesAltered => "bytes-altered",
+            ProblemKind::SignatureInvalid => "signature-invalid",
+            ProblemKind::MissingOrReordered => "missing-or-reordered",
+            ProblemKind::RowMissing => "row-missing",
+            ProblemKind::TailMissing => "tail-missing",
+            ProblemKind::MetadataMismatch => "metadata-mismatch",
+            ProblemKind::CommitmentMismatch => "commitment-mismatch",
+            ProblemKind::Unreadable => "unreadable",
+        }
+    }
+}
+
+impl fmt::Display for ProblemKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One problem found at one row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// Row id (`records.id`) where the problem shows.
+    pub row: i64,
+    pub kind: ProblemKind,
+    /// What exactly was found.
+    pub detail: String,
+}
+
+/// The outcome of [`verify_all`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// Rows read.
+    pub rows: u64,
+    /// Rows carrying a signature (each one checked).
+    pub signed: u64,
+    /// The last row's id and stored chain hash: an auditor who notes it can later detect a
+    /// rewrite of the whole chain.
+    pub head: Option<(i64, String)>,
+    /// Problems ordered by row, then kind.
+    pub problems: Vec<Problem>,
+}
+
+impl VerifyReport {
+    /// True when every check held.
+    pub fn is_ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// Rows handed to a worker at a time: large enough to amortise channel traffic.
+const BATCH: usize = 256;
+
+/// One row as read for verification.
+struct RowData {
+    id: i64,
+    sha256: String,
+    canonical: Vec<u8>,
+    signature_b64: Option<String>,
+    public_key_b64: Option<String>,
+    signed: bool,
+    meta: RecordMeta,
+    kept_canonical: Option<Vec<u8>>,
+    kept_sha256: Option<String>,
+    kept_salt: Option<String>,
+}
+
+/// Verify every row of the store. `progress(done, total)` is called on the calling thread as
+/// rows finish (and once at the end). Only database errors are `Err`; findings are in the report.
+pub fn verify_all(
+    store: &Store,
+    mut progress: impl FnMut(u64, u64),
+) -> Result<VerifyReport, StoreError> {
+    let conn = store.connection();
+    // One read transaction so rows inserted meanwhile by a writer are not half-seen.
+    let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Deferred)?;
+    let total: i64 = conn.query_row("SELECT count(*) FROM records", [], |r| r.get(0))?;
+    let total = total as u64;
+    let mut report = VerifyReport::default();
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8);
+
+    let (batch_tx, batch_rx) = mpsc::sync_channel::<Vec<RowData>>(workers * 2);
+    let batch_rx = Mutex::new(batch_rx);
+    let (result_tx, result_rx) = mpsc::channel::<(u64, Vec<Problem>)>();
+
+    let read_result: Result<(), StoreError> = std::thread::scope(|scope| {
+        for _ in 0..workers {
+            let result_tx = result_tx.clone();
+            let batch_rx = &batch_rx;
+            scope.spawn(move || {
+                loop {
+                    // The lock is held only while taking one batch.
+                    let batch = match batch_rx.lock() {
+                        Ok(rx) => rx.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok(batch) = batch else { return };
+                    let mut problems = Vec::new();
+                    for row in &batch {
+                        check_row(row, &mut problems);
+                    }
+                    if result_tx.send((batch.len() as u64, problems)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(result_tx);
+
+        let mut done = 0u64;
+        let mut collect = |report: &mut VerifyReport, block: bool| {
+            loop {
+                let next = if block {
+                    result_rx.recv().ok()
+                } else {
+                    result_rx.try_recv().ok()
+                };
+                let Some((n, problems)) = next else { break };
+                done += n;
+                report.problems.extend(problems);
+                progress(done, total);
+            }
+        };
+
+        let read = (|| -> Result<(), StoreError> {
+            let mut stmt = conn.prepare(
+                "SELECT r.id, r.sha256, r.canonical, r.signature_b64, r.public_key_b64, r.signed, \
+                 r.endpoint, r.origin, r.walked_at, r.walker_mode, r.privacy_mode, r.verdict_ok, \
+                 r.outcome, r.n_pass, r.n_total, r.key_url, r.chain_hash, \
+                 k.canonical, k.sha256, k.salt_hex \
+                 FROM records r LEFT JOIN kept_full k ON k.record_id = r.id ORDER BY r.id",
+            )?;
+            let mut rows = stmt.query([])?;
+            let mut prev_chain = CHAIN_GENESIS;
+            let mut prev_id = 0i64;
+            let mut batch = Vec::with_capacity(BATCH);
+            while let Some(r) = rows.next()? {
+                let id: i64 = r.get(0)?;
+                let sha256: String = r.get(1)?;
+                let chain_hash: String = r.get(16)?;
+                report.rows += 1;
+                if id != prev_id + 1 {
+                    let detail = if id == prev_id + 2 {
+                        format!("row {} is missing", prev_id + 1)
+                    } else {
+                        format!("rows {} to {} are missing", prev_id + 1, id - 1)
+                    };
+                    report.problems.push(Problem {
+                        row: id,
+                        kind: ProblemKind::RowMissing,
+                        detail,
+                    });
+                }
+                prev_chain = check_link(id, &sha256, &chain_hash, &prev_chain, &mut report);
+                prev_id = id;
+                let signature_b64: Option<String> = r.get(3)?;
+                if signature_b64.is_some() {
+                    report.signed += 1;
+                }
+                let verdict_ok: Option<bool> = r.get(11)?;
+                let outcome: Option<String> = r.get(12)?;
+                let n_pass: Option<i64> = r.get(13)?;
+                let n_total: Option<i64> = r.get(14)?;
+                let verdict = match (verdict_ok, outcome, n_pass, n_total) {
+                    (None, None, None, None) => None,
+                    (ok, outcome, n_pass, n_total) => Some(Verdict {
+                        // A partly-null verdict can never equal a derived one: poison it.
+                        ok: ok.unwrap_or_default(),
+                        outcome: outcome.unwrap_or_else(|| "<null>".into()),
+                        n_pass: n_pass.unwrap_or(i64::MIN),
+                        n_total: n_total.unwrap_or(i64::MIN),
+                    }),
+                };
+                report.head = Some((id, chain_hash));
+                batch.push(RowData {
+                    id,
+                    sha256,
+                    canonical: r.get(2)?,
+                    signature_b64,
+                    public_key_b64: r.get(4)?,
+                    signed: r.get(5)?,
+                    meta: RecordMeta {
+                        endpoint: r.get(6)?,
+                        origin: r.get(7)?,
+                        walked_at: r.get(8)?,
+                        walker_mode: r.get(9)?,
+                        privacy_mode: r.get(10)?,
+                        verdict,
+                        key_url: r.get(15)?,
+                    },
+                    kept_canonical: r.get(17)?,
+                    kept_sha256: r.get(18)?,
+                    kept_salt: r.get(19)?,
+                });
+                if batch.len() == BATCH {
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                    if batch_tx.send(full).is_err() {
+                        break;
+                    }
+                    collect(&mut report, false);
+                }
+            }
+            if !batch.is_empty() {
+                let _ = batch_tx.send(batch);
+            }
+            // Rows removed from the end leave no gap and no broken link; only SQLite's
+            // AUTOINCREMENT counter remembers them.
+            let seq: Option<i64> = conn
+                .query_row(
+                    "SELECT seq FROM sqlite_sequence WHERE name = 'records'",
+                    [],
+                    |r| r.get(0),
+                )
+                .ok();
+            if let Some(seq) = seq.filter(|&s| s > prev_id) {
+                report.problems.push(Problem {
+                    row: seq,
+                    kind: ProblemKind::TailMissing,
+                    detail: format!(
+                        "rows {} to {seq} were stored once but are gone (last row is {prev_id})",
+                        prev_id + 1
+                    ),
+                });
+            }
+            Ok(())
+        })();
+        // Close the batch channel so workers finish, then gather what they found.
+        drop(batch_tx);
+        collect(&mut report, true);
+        read
+    });
+    read_result?;
+    drop(tx);
+    report.problems.sort_by_key(|p| (p.row, p.kind));
+
+    progress(report.rows, total.max(report.rows));
+    Ok(report)
+}
+
+/// Check one chain link; returns the chain value the next row must build on (the stored one,
+/// so a single break is reported once, not at every later row).
+fn check_link(
+    id: i64,
+    sha256: &str,
+    chain_hash: &str,
+    prev: &[u8; 32],
+    report: &mut VerifyReport,
+) -> [u8; 32] {
+    let Some(sha) = decode_hex32(sha256) else {
+        report.problems.push(Problem {
+            row: id,
+            kind: ProblemKind::Unreadable,
+            detail: format!("stored sha256 {sha256:?} is not 64 hex characters"),
+        });
+        return decode_hex32(chain_hash).unwrap_or(*prev);
+    };
+    let expected = chain_next(prev, &sha);
+    match decode_hex32(chain_hash) {
+        Some(stored) if stored == expected => stored,
+        Some(stored) => {
+            report.problems.push(Problem {
+                row: id,
+                kind: ProblemKind::MissingOrReordered,
+                detail: format!(
+                    "chain hash {chain_hash} does not follow from the previous row (expected {}): a row before it was removed, inserted or reordered",
+                    hex::encode(expected)
+                ),
+            });
+            stored
+        }
+        None => {
+            report.problems.push(Problem {
+                row: id,
+                kind: ProblemKind::Unreadable,
+                detail: format!("stored chain hash {chain_hash:?} is not 64 hex characters"),
+            });
+            expected
+        }
+    }
+}
+
+/// The per-row checks that do not depend on other rows.
+fn check_row(row: &RowData, problems: &mut Vec<Problem>) {
+    let mut push = |kind, detail: String| {
+        problems.push(Problem {
+            row: row.id,
+            kind,
+            detail,
+        })
+    };
+    let actual = crate::digest::sha256_hex(&row.canonical);
+    if actual != row.sha256 {
+        push(
+            ProblemKind::BytesAltered,
+            format!("stored bytes hash to {actual}, the row says {}", row.sha256),
+        );
+    }
+    match (&row.signature_b64, &row.public_key_b64) {
+        (Some(sig), Some(key)) => {
+            if let Err(e) = check_signature(&row.canonical, sig, key) {
+                push(ProblemKind::SignatureInvalid, e.to_string());
+            }
+        }
+        (None, None) => {}
+        _ => push(
+            ProblemKind::SignatureInvalid,
+            "a signature without its public key, or a key without its signature".into(),
+        ),
+    }
+    if row.signed != row.signature_b64.is_some() {
+        push(
+            ProblemKind::MetadataMismatch,
+            format!(
+                "the signed flag says {} but the row {} a signature",
+                row.signed,
+                if row.signature_b64.is_some() {
+                    "has"
+                } else {
+                    "has no"
+                }
+            ),
+        );
+    }
+    let parsed = match crate::json::parse_lenient(&row.canonical) {
+        Ok(v) => v,
+        Err(e) => {
+            push(
+                ProblemKind::Unreadable,
+                format!("stored bytes are not JSON: {e}"),
+            );
+            return;
+        }
+    };
+    match meta::derive(&parsed) {
+        Ok(derived) if derived == row.meta => {}
+        Ok(derived) => push(
+            ProblemKind::MetadataMismatch,
+            meta_diff(&row.meta, &derived),
+        ),
+        Err(e) => push(ProblemKind::Unreadable, format!("not a walk record: {e}")),
+    }
+    if let Some(kept) = &row.kept_canonical {
+        let commitment = parsed.get("commitment").and_then(|c| c.as_str());
+        let salt = row.kept_salt.as_deref().unwrap_or_default();
+        let kept_sha = crate::digest::sha256_hex(kept);
+        if row.kept_sha256.as_deref() != Some(kept_sha.as_str()) {
+            push(
+                ProblemKind::CommitmentMismatch,
+                format!(
+                    "kept full record bytes hash to {kept_sha}, the row says {}",
+                    row.kept_sha256.as_deref().unwrap_or("<null>")
+                ),
+            );
+        }
+        match decode_salt(salt) {
+            Err(e) => push(ProblemKind::CommitmentMismatch, e),
+            Ok(salt) => {
+                let opened = commitment_of(kept, &salt);
+                if commitment != Some(opened.as_str()) {
+                    push(
+                        ProblemKind::CommitmentMismatch,
+                        format!(
+                            "sha256(kept full record || salt) is {opened}, the filed record commits to {}",
+                            commitment.unwrap_or("<nothing>")
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Name the columns that disagree, stored vs derived.
+fn meta_diff(stored: &RecordMeta, derived: &RecordMeta) -> String {
+    let mut parts = Vec::new();
+    let mut cmp = |name: &str, a: String, b: String| {
+        if a != b {
+            parts.push(format!("{name} stored {a} but the bytes say {b}"));
+        }
+    };
+    cmp(
+        "endpoint",
+        format!("{:?}", stored.endpoint),
+        format!("{:?}", derived.endpoint),
+    );
+    cmp(
+        "origin",
+        format!("{:?}", stored.origin),
+        format!("{:?}", derived.origin),
+    );
+    cmp(
+        "walked_at",
+        format!("{:?}", stored.walked_at),
+        format!("{:?}", derived.walked_at),
+    );
+    cmp(
+        "walker_mode",
+        format!("{:?}", stored.walker_mode),
+        format!("{:?}", derived.walker_mode),
+    );
+    cmp(
+        "privacy_mode",
+        format!("{:?}", stored.privacy_mode),
+        format!("{:?}", derived.privacy_mode),
+    );
+    cmp(
+        "verdict",
+        format!("{:?}", stored.verdict),
+        format!("{:?}", derived.verdict),
+    );
+    cmp(
+        "key_url",
+        format!("{:?}", stored.key_url),
+        format!("{:?}", derived.key_url),
+    );
+    parts.join("; ")
+}

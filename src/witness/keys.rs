@@ -1,0 +1,150 @@
+//! Witness signing keys: Ed25519, PKCS#8 PEM on disk (`openssl genpkey -algorithm ed25519`
+//! compatible), created 0600, never overwritten, refused when group or others can read them.
+//! Private key bytes never reach a log or an error message.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use ed25519_dalek::SigningKey;
+use ed25519_dalek::pkcs8::{DecodePrivateKey, EncodePrivateKey, spki::der::pem::LineEnding};
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// The systemd credential name `LoadCredential=signing-key:...` gives the key.
+pub const CREDENTIAL_NAME: &str = "signing-key";
+
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("key file {path} already exists; refusing to overwrite it")]
+    Exists { path: String },
+    #[error("cannot create key file {path}: {source}")]
+    Create {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot read key file {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error(
+        "key file {path} has mode {mode:04o}: group or others can read it; run `chmod 600 {path}`"
+    )]
+    TooOpen { path: String, mode: u32 },
+    #[error("key file {path} is not an Ed25519 PKCS#8 PEM private key")]
+    NotEd25519Pkcs8 { path: String },
+    #[error("no signing key: pass --key FILE or provide the systemd credential `signing-key`")]
+    NoKey,
+}
+
+/// Generate a key and write it as PKCS#8 PEM, mode 0600, never replacing a file.
+pub fn generate_key_file(path: &Path) -> Result<SigningKey, KeyError> {
+    let shown = path.display().to_string();
+    let key = SigningKey::from_bytes(&rand::random::<[u8; 32]>());
+    let pem = key
+        .to_pkcs8_pem(LineEnding::LF)
+        .expect("an Ed25519 key always encodes as PKCS#8");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|source| match source.kind() {
+            std::io::ErrorKind::AlreadyExists => KeyError::Exists {
+                path: shown.clone(),
+            },
+            _ => KeyError::Create {
+                path: shown.clone(),
+                source,
+            },
+        })?;
+    file.write_all(pem.as_bytes())
+        .and_then(|_| file.sync_all())
+        .map_err(|source| KeyError::Create {
+            path: shown,
+            source,
+        })?;
+    Ok(key)
+}
+
+/// Where the key comes from: `--key`, else `$CREDENTIALS_DIRECTORY/signing-key` when present.
+pub fn resolve_key_path(cli: Option<&Path>) -> Option<PathBuf> {
+    if let Some(p) = cli {
+        return Some(p.to_path_buf());
+    }
+    let dir = std::env::var_os("CREDENTIALS_DIRECTORY")?;
+    let path = Path::new(&dir).join(CREDENTIAL_NAME);
+    path.exists().then_some(path)
+}
+
+/// Load a PKCS#8 PEM Ed25519 key, refusing one that group or others can read.
+pub fn load_signing_key(path: &Path) -> Result<SigningKey, KeyError> {
+    let shown = path.display().to_string();
+    let meta = std::fs::metadata(path).map_err(|source| KeyError::Read {
+        path: shown.clone(),
+        source,
+    })?;
+    let mode = meta.permissions().mode() & 0o7777;
+    if mode & 0o044 != 0 {
+        return Err(KeyError::TooOpen { path: shown, mode });
+    }
+    let pem = std::fs::read_to_string(path).map_err(|source| KeyError::Read {
+        path: shown.clone(),
+        source,
+    })?;
+    SigningKey::from_pkcs8_pem(pem.trim()).map_err(|_| KeyError::NotEd25519Pkcs8 { path: shown })
+}
+
+/// The raw 32-byte public key, standard padded base64 (44 characters), as the intake wants.
+pub fn public_key_b64(key: &SigningKey) -> String {
+    STANDARD.encode(key.verifying_key().as_bytes())
+}
+
+/// The document to serve at `key_url` (§5).
+pub fn key_document(key: &SigningKey) -> serde_json::Value {
+    serde_json::json!({ "public_key_ed25519_b64": public_key_b64(key) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keygen_writes_0600_and_never_overwrites() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.pem");
+        let key = generate_key_file(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let loaded = load_signing_key(&path).unwrap();
+        assert_eq!(loaded.to_bytes(), key.to_bytes());
+        assert!(matches!(
+            generate_key_file(&path),
+            Err(KeyError::Exists { .. })
+        ));
+        assert_eq!(public_key_b64(&key).len(), 44);
+    }
+
+    #[test]
+    fn refuses_a_key_others_can_read_naming_file_and_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.pem");
+        generate_key_file(&path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let err = load_signing_key(&path).unwrap_err().to_string();
+        assert!(err.contains("0640") && err.contains("k.pem"), "{err}");
+        assert!(!err.contains("PRIVATE KEY"));
+    }
+
+    #[test]
+    fn refuses_something_that_is_not_a_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.pem");
+        std::fs::write(&path, "hello").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(matches!(
+            load_signing_key(&path),
+            Err(KeyError::NotEd25519Pkcs8 { .. })
+        ));
+    }
+}

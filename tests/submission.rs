@@ -1,0 +1,476 @@
+//! Walker → intake emulator over loopback HTTPS: signing, privacy modes, lanes, dedupe, refusals,
+//! resume after a kill (spec §4.5–§6).
+
+mod common;
+
+use common::*;
+use conduct_walker::clock::{Clock, ManualClock};
+use conduct_walker::intake_emulator::{
+    Emulator, EmulatorConfig, Limits as EmulatorLimits, RunningEmulator,
+};
+use conduct_walker::net::{NetPolicy, Transport, TransportConfig};
+use conduct_walker::pipeline::{Pipeline, PipelineConfig, WalkJob};
+use conduct_walker::sandbox::{Behaviour, HttpsServer, Resp, SandboxAgent, SandboxCa, handler};
+use conduct_walker::walk::{Mode, Privacy, Wire};
+use conduct_walker::wire::IntakeSubmission;
+use conduct_walker::witness::intake::{self, Answer};
+use ed25519_dalek::SigningKey;
+use serde_json::json;
+use std::sync::Arc;
+
+struct World {
+    ca: SandboxCa,
+    agent: SandboxAgent,
+    emulator: RunningEmulator,
+    clock: Arc<ManualClock>,
+    dir: tempfile::TempDir,
+    transport: Transport,
+}
+
+async fn world_with(limits: EmulatorLimits, extra_named: &[String]) -> World {
+    world_with_ca(SandboxCa::generate(), limits, extra_named).await
+}
+
+async fn world_with_ca(ca: SandboxCa, limits: EmulatorLimits, extra_named: &[String]) -> World {
+    let agent = SandboxAgent::start(&ca, Behaviour::default())
+        .await
+        .unwrap();
+    let clock = Arc::new(fixed_clock());
+    let dir = tempfile::tempdir().unwrap();
+    let mut policy = NetPolicy::new(true);
+    for url in extra_named {
+        policy.allow_url(url);
+    }
+    let mut cfg = TransportConfig::new(policy.clone());
+    cfg.extra_roots = vec![ca.cert_der()];
+    let emulator_transport = Transport::new(cfg).unwrap();
+    let emulator = Emulator::start(
+        EmulatorConfig {
+            state_path: dir.path().join("intake.db"),
+            limits,
+            clock: clock.clone(),
+            transport: emulator_transport,
+            ledger_host: "ledger.horizonshield.dev".into(),
+        },
+        &ca,
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap();
+    policy.allow_url(&agent.origin());
+    policy.allow_url(&emulator.url());
+    let mut cfg = TransportConfig::new(policy);
+    cfg.extra_roots = vec![ca.cert_der()];
+    let transport = Transport::new(cfg).unwrap();
+    World {
+        ca,
+        agent,
+        emulator,
+        clock,
+        dir,
+        transport,
+    }
+}
+
+async fn world() -> World {
+    world_with(EmulatorLimits::default(), &[]).await
+}
+
+fn pipeline(w: &World, signing: Option<(SigningKey, Option<String>)>, extra: bool) -> Pipeline {
+    Pipeline::new(PipelineConfig {
+        transport: w.transport.clone(),
+        store_path: w.dir.path().join("walker.db"),
+        signing,
+        clock: w.clock.clone(),
+        intake_override: Some(w.emulator.url()),
+        file_extra_walks: extra,
+    })
+    .unwrap()
+}
+
+fn job(w: &World, privacy: Privacy) -> WalkJob {
+    let mut request = request(&w.agent.origin(), None, Mode::A2a, Wire::V1_0);
+    request.privacy = privacy;
+    WalkJob {
+        request,
+        submit: true,
+    }
+}
+
+fn key() -> SigningKey {
+    SigningKey::from_bytes(&[42u8; 32])
+}
+
+#[tokio::test]
+async fn unsigned_full_record_is_accepted_and_counted() {
+    let w = world().await;
+    let p = pipeline(&w, None, false);
+    let r = p.run_job(&job(&w, Privacy::Full)).await.unwrap();
+    let sub = r.submission.unwrap();
+    assert_eq!(sub.state, "filed");
+    assert_eq!(sub.answer_kind.as_deref(), Some("accepted"));
+    assert_eq!(sub.counted, Some(true));
+    let stored = w.emulator.stored(&r.outcome.sha256).unwrap();
+    assert_eq!(
+        stored["record_canonical"],
+        json!(String::from_utf8(r.outcome.canonical.clone()).unwrap())
+    );
+}
+
+#[tokio::test]
+async fn all_three_privacy_modes_are_accepted_signed() {
+    let w = world().await;
+    let p = pipeline(&w, Some((key(), None)), true);
+    for privacy in [Privacy::Full, Privacy::HashOnly, Privacy::Commitment] {
+        let r = p.run_job(&job(&w, privacy)).await.unwrap();
+        let sub = r.submission.unwrap();
+        assert_eq!(sub.state, "filed", "{privacy:?}: {sub:?}");
+        let stored = w.emulator.stored(&r.outcome.sha256).unwrap();
+        assert_eq!(stored["mode"], privacy.as_str());
+        assert_eq!(stored["signed"], true);
+    }
+    assert_eq!(w.emulator.stored_count(), 3);
+}
+
+#[tokio::test]
+async fn second_walk_the_same_day_is_kept_local_by_default_and_uncounted_when_filed() {
+    let w = world().await;
+    let p = pipeline(&w, None, false);
+    p.run_job(&job(&w, Privacy::Full)).await.unwrap();
+    w.clock.advance(chrono::Duration::seconds(5));
+    let second = p.run_job(&job(&w, Privacy::Full)).await.unwrap();
+    assert_eq!(second.submission.unwrap().state, "kept_local");
+    assert_eq!(w.emulator.stored_count(), 1);
+    let extra = pipeline(&w, None, true);
+    w.clock.advance(chrono::Duration::seconds(5));
+    let third = extra.run_job(&job(&w, Privacy::Full)).await.unwrap();
+    let sub = third.submission.unwrap();
+    assert_eq!(sub.state, "filed");
+    assert_eq!(sub.counted, Some(false));
+    assert_eq!(
+        sub.count_reason.as_deref(),
+        Some("same witness, same endpoint, same day; stored, not counted")
+    );
+}
+
+#[tokio::test]
+async fn a_submission_killed_in_flight_is_resent_once_and_deduped() {
+    let w = world().await;
+    let p = pipeline(&w, None, false);
+    let r = p.run_job(&job(&w, Privacy::Full)).await.unwrap();
+    assert_eq!(r.submission.unwrap().state, "filed");
+    // As if the process died after the intake stored it but before the answer was committed.
+    let conn = rusqlite::Connection::open(w.dir.path().join("walker.db")).unwrap();
+    conn.execute("UPDATE submissions SET state = 'sending'", [])
+        .unwrap();
+    drop(conn);
+    drop(p);
+    let restarted = pipeline(&w, None, false);
+    let drained = restarted.drain_outbox().await.unwrap();
+    assert_eq!(drained.filed, 1);
+    let subs = restarted.submissions_of(r.record_id).await.unwrap();
+    assert_eq!(subs[0].state, "filed");
+    assert_eq!(subs[0].last_answer.as_deref(), Some("duplicate"));
+    assert_eq!(
+        w.emulator.stored_count(),
+        1,
+        "exactly one stored copy at the intake"
+    );
+}
+
+#[tokio::test]
+async fn a_full_lane_defers_to_the_next_utc_day() {
+    let limits = EmulatorLimits {
+        daily_per_ip: 2,
+        ..EmulatorLimits::default()
+    };
+    let w = world_with(limits, &[]).await;
+    let p = pipeline(&w, None, true);
+    w.clock.set("2026-11-30T23:50:00Z".parse().unwrap());
+    let mut states = Vec::new();
+    for _ in 0..3 {
+        let r = p.run_job(&job(&w, Privacy::Full)).await.unwrap();
+        states.push(r.submission.unwrap().state);
+        w.clock.advance(chrono::Duration::seconds(1));
+    }
+    assert_eq!(
+        states,
+        ["filed", "filed", "queued"],
+        "the client never sends what the lane cannot take"
+    );
+    assert_eq!(w.emulator.stored_count(), 2);
+    // Still the same day: nothing is due.
+    assert_eq!(p.drain_outbox().await.unwrap().filed, 0);
+    w.clock.set("2026-12-01T00:00:01Z".parse().unwrap());
+    assert_eq!(p.drain_outbox().await.unwrap().filed, 1);
+    assert_eq!(w.emulator.stored_count(), 3);
+    assert_eq!(p.status().unwrap().outbox_depth, 0);
+}
+
+async fn key_server(ca: &SandboxCa, doc: serde_json::Value, redirect: bool) -> HttpsServer {
+    HttpsServer::start(
+        ca,
+        handler(move |_| {
+            if redirect {
+                Resp::empty(302).with_header("location", "/elsewhere")
+            } else {
+                Resp::json(200, &doc)
+            }
+        }),
+    )
+    .await
+    .unwrap()
+}
+
+/// A world whose emulator may fetch a key_url served by a server on the same CA.
+async fn world_with_key_server(
+    doc: serde_json::Value,
+    redirect: bool,
+) -> (World, HttpsServer, String) {
+    let ca = SandboxCa::generate();
+    let server = key_server(&ca, doc, redirect).await;
+    let key_url = format!(
+        "https://localhost:{}/.well-known/nenrin-witness-key.json",
+        server.addr().port()
+    );
+    let w = world_with_ca(
+        ca,
+        EmulatorLimits::default(),
+        std::slice::from_ref(&key_url),
+    )
+    .await;
+    (w, server, key_url)
+}
+
+#[tokio::test]
+async fn domain_signed_record_whose_key_url_serves_the_key_is_accepted() {
+    let k = key();
+    let (w, _server, key_url) =
+        world_with_key_server(conduct_walker::witness::keys::key_document(&k), false).await;
+    let p = pipeline(&w, Some((k, Some(key_url))), false);
+    let r = p.run_job(&job(&w, Privacy::Full)).await.unwrap();
+    let sub = r.submission.unwrap();
+    assert_eq!(sub.state, "filed", "{sub:?}");
+    let stored = w.emulator.stored(&r.outcome.sha256).unwrap();
+    assert_eq!(stored["signed_domain"], "localhost");
+    // The key_url is inside the signed bytes.
+    assert!(
+        r.outcome.record["witness"]["key_url"]
+            .as_str()
+            .unwrap()
+            .ends_with("nenrin-witness-key.json")
+    );
+}
+
+#[tokio::test]
+async fn key_url_serving_another_key_is_refused_as_mismatch() {
+    let other = SigningKey::from_bytes(&[7u8; 32]);
+    let (w, _server, key_url) =
+        world_with_key_server(conduct_walker::witness::keys::key_document(&other), false).await;
+    let p = pipeline(&w, Some((key(), Some(key_url))), false);
+    let sub = p
+        .run_job(&job(&w, Privacy::Full))
+        .await
+        .unwrap()
+        .submission
+        .unwrap();
+    assert_eq!(sub.state, "refused");
+    assert_eq!(sub.reason_code.as_deref(), Some("key_url_mismatch"));
+    assert_eq!(w.emulator.stored_count(), 0);
+}
+
+#[tokio::test]
+async fn key_url_that_redirects_is_unreachable_and_retried_later() {
+    let (w, _server, key_url) = world_with_key_server(json!({}), true).await;
+    let p = pipeline(&w, Some((key(), Some(key_url))), false);
+    let sub = p
+        .run_job(&job(&w, Privacy::Full))
+        .await
+        .unwrap()
+        .submission
+        .unwrap();
+    assert_eq!(sub.state, "queued");
+    assert_eq!(sub.answer_kind.as_deref(), Some("retry"));
+    assert_eq!(sub.status, Some(503));
+    assert_eq!(sub.error.as_deref(), Some("key_url_unreachable"));
+}
+
+#[tokio::test]
+async fn refusals_are_classified_by_reason_code_and_never_retried() {
+    let w = world().await;
+    let url = w.emulator.url();
+    let t = &w.transport;
+    let post = |body: IntakeSubmission| {
+        let t = t.clone();
+        let url = url.clone();
+        async move { intake::submit(&t, &url, &body).await.0 }
+    };
+    let unsigned = |record: serde_json::Value| IntakeSubmission {
+        record_canonical: String::from_utf8(conduct_walker::canonical::to_bytes(&record)).unwrap(),
+        signature_ed25519_b64: None,
+        public_key_ed25519_b64: None,
+    };
+    let base = json!({
+        "schema": "jidec-path-v1", "purpose": "a2a-conduct-walk-v1: https://a.example/mcp",
+        "walked_at": "2026-11-30T12:00:00Z", "base": "https://a.example",
+        "witness": {"name": "t", "vantage": "v"}, "mode": "full",
+        "establishes": ["x"], "does_not_establish": ["y"],
+        "nodes": [{"n": 0}], "assertions": [{}], "verdict": {}
+    });
+    let with = |patch: serde_json::Value| {
+        let mut r = base.clone();
+        for (k, v) in patch.as_object().unwrap() {
+            r[k] = v.clone();
+        }
+        r
+    };
+    let cases = [
+        (with(json!({"schema": "other"})), "schema"),
+        (with(json!({"mode": "secret"})), "bad_mode"),
+        (with(json!({"establishes": []})), "disclaimer_missing"),
+        (
+            with(json!({"mode": "commitment", "commitment": "xyz"})),
+            "bad_commitment",
+        ),
+        (
+            with(
+                json!({"mode": "hash-only", "nodes": [{"request": {"url": "https://a.example/mcp", "method": "REDACTED"}}]}),
+            ),
+            "path_leaks_tool",
+        ),
+        (
+            with(
+                json!({"witness": {"name": "t", "vantage": "v", "key_url": "http://w.example/k"}}),
+            ),
+            "bad_key_url",
+        ),
+    ];
+    for (record, code) in cases {
+        match post(unsigned(record)).await {
+            Answer::Refused {
+                status: 422,
+                reason_code,
+                ..
+            } => assert_eq!(reason_code.as_deref(), Some(code)),
+            other => panic!("{code}: {other:?}"),
+        }
+    }
+    // A bad signature.
+    let mut body = unsigned(base.clone());
+    body.signature_ed25519_b64 =
+        Some(conduct_walker::witness::sign(b"other bytes", &key()).signature_b64);
+    body.public_key_ed25519_b64 = Some(conduct_walker::witness::keys::public_key_b64(&key()));
+    match post(body).await {
+        Answer::Refused {
+            status: 422,
+            reason_code,
+            ..
+        } => assert_eq!(reason_code.as_deref(), Some("signature_invalid")),
+        other => panic!("signature_invalid: {other:?}"),
+    }
+    // key_url on an unsigned record.
+    let record =
+        with(json!({"witness": {"name": "t", "vantage": "v", "key_url": "https://w.example/k"}}));
+    match post(unsigned(record)).await {
+        Answer::Refused { reason_code, .. } => {
+            assert_eq!(reason_code.as_deref(), Some("bad_key_url"))
+        }
+        other => panic!("key_url_without_signature: {other:?}"),
+    }
+    // Self-witness: the key is served from the walked agent's own host.
+    let record =
+        with(json!({"witness": {"name": "t", "vantage": "v", "key_url": "https://a.example/k"}}));
+    let canonical = conduct_walker::canonical::to_bytes(&record);
+    let signed = conduct_walker::witness::sign(&canonical, &key());
+    let body = IntakeSubmission {
+        record_canonical: String::from_utf8(canonical).unwrap(),
+        signature_ed25519_b64: Some(signed.signature_b64),
+        public_key_ed25519_b64: Some(signed.public_key_b64),
+    };
+    match post(body).await {
+        Answer::Refused { reason_code, .. } => {
+            assert_eq!(reason_code.as_deref(), Some("self_witness"))
+        }
+        other => panic!("self_witness: {other:?}"),
+    }
+    // 400 and 413.
+    let t2 = w.transport.clone();
+    let ex = t2
+        .fetch(&conduct_walker::net::HttpRequest::post(
+            w.emulator.url(),
+            &[("Content-Type", "application/json")],
+            b"{}".to_vec(),
+        ))
+        .await;
+    assert_eq!(intake::classify(&ex).kind(), "refused");
+    assert_eq!(ex.status, 400);
+    let big = IntakeSubmission {
+        record_canonical: "x".repeat(70_000),
+        signature_ed25519_b64: None,
+        public_key_ed25519_b64: None,
+    };
+    assert!(matches!(
+        post(big).await,
+        Answer::Refused { status: 413, .. }
+    ));
+    assert_eq!(w.emulator.stored_count(), 0);
+}
+
+#[tokio::test]
+async fn commitment_reveal_matches_the_commitment() {
+    let w = world().await;
+    let p = pipeline(&w, Some((key(), None)), true);
+    let r = p.run_job(&job(&w, Privacy::Commitment)).await.unwrap();
+    let (kept, salt) = r.outcome.kept.clone().unwrap();
+    let revealed = p
+        .reveal(&r.outcome.sha256[..16], true, "test witness")
+        .await
+        .unwrap();
+    assert_eq!(revealed.outcome.canonical, kept);
+    assert_eq!(revealed.submission.unwrap().state, "filed");
+    let mut preimage = kept.clone();
+    preimage.extend(hex::decode(salt).unwrap());
+    let filed_commitment = w.emulator.stored(&r.outcome.sha256).unwrap();
+    let record: serde_json::Value =
+        serde_json::from_str(filed_commitment["record_canonical"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        record["commitment"],
+        conduct_walker::digest::sha256_hex(&preimage)
+    );
+    assert!(w.emulator.stored(&revealed.outcome.sha256).is_some());
+}
+
+#[tokio::test]
+async fn an_unreachable_intake_is_queued_for_a_later_retry() {
+    let w = world().await;
+    // An intake URL nobody listens on (operator-named so the policy admits it).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dead = format!("https://127.0.0.1:{port}/witness");
+    let mut policy = NetPolicy::new(true);
+    policy.allow_url(&dead);
+    policy.allow_url(&w.agent.origin());
+    let mut cfg = TransportConfig::new(policy);
+    cfg.extra_roots = vec![w.ca.cert_der()];
+    let p = Pipeline::new(PipelineConfig {
+        transport: Transport::new(cfg).unwrap(),
+        store_path: w.dir.path().join("walker.db"),
+        signing: None,
+        clock: w.clock.clone(),
+        intake_override: Some(dead),
+        file_extra_walks: false,
+    })
+    .unwrap();
+    let r = p.run_job(&job(&w, Privacy::Full)).await.unwrap();
+    let sub = r.submission.unwrap();
+    assert_eq!(sub.state, "queued");
+    assert_eq!(sub.answer_kind.as_deref(), Some("retry"));
+    let before = w.clock.now();
+    let rows = p.submissions_of(r.record_id).await.unwrap();
+    let next: chrono::DateTime<chrono::Utc> =
+        rows[0].next_attempt_at.as_ref().unwrap().parse().unwrap();
+    assert!(next > before, "a retry waits");
+}

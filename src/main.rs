@@ -33,6 +33,8 @@ enum Command {
     Terms(cli::terms::TermsCommand),
     /// Run a local witness intake (spec §6) for tests and demos
     IntakeEmulator(cli::intake::IntakeEmulatorArgs),
+    /// Measure end-to-end walk throughput against loopback sandbox agents.
+    Bench(cli::bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -66,6 +68,7 @@ fn main() -> ExitCode {
             Command::Card(cmd) => cli::card::run(cmd).await,
             Command::Terms(cmd) => cli::terms::run(cmd).await,
             Command::IntakeEmulator(args) => cli::intake::run(args).await,
+            Command::Bench(args) => cli::bench::run(args).await,
         }
     });
     result.unwrap_or_else(|e| cli::fail(&e))

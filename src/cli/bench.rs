@@ -6,10 +6,9 @@
 //! The agents run in this process, so the figure includes their TLS and JSON work too: it is a
 //! lower bound on what the walker alone sustains on this machine.
 
-use crate::clock::SystemClock;
 use crate::net::{NetPolicy, Transport, TransportConfig};
 use crate::sandbox::{Behaviour, SandboxAgent, SandboxCa};
-use crate::walk::{self, Mode, Privacy, WalkOutcome, WalkRequest, Wire};
+use crate::walk::{Mode, Privacy, WalkOutcome, WalkRequest, Wire};
 use crate::wire::Witness;
 use anyhow::{Context, bail};
 use clap::Args;
@@ -168,15 +167,8 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 }
                 let request = &requests[i % requests.len()];
                 let walk_started = Instant::now();
-                let base = request.base();
-                let outcome = walk::run(
-                    &transport,
-                    request,
-                    &SystemClock,
-                    rand::random(),
-                    |card| async move { walk::reference_card_findings(card.as_ref(), &base) },
-                )
-                .await;
+                // The walk exactly as `walk` runs it, card-signature and terms steps included.
+                let outcome = crate::cli::walk::walk_once(&transport, request).await;
                 samples.push(WalkSample {
                     latency: walk_started.elapsed(),
                     error: judge(&outcome),

@@ -1,16 +1,57 @@
-//! The card-reading steps beside the conduct walk: the `card_signature` block and its
-//! attribution line, and the A2A Terms extension block. One place, used by `walk`, `demo` and
-//! the daemon's pipeline, so every record is built the same way. None of it changes an
-//! assertion or the verdict; a card without a terms listing gets no `terms` key at all, so
-//! such records stay byte-identical to the reference walker's.
+//! The card-reading steps beside the conduct walk: the `card_signature` block (verified, A2A
+//! §8.4) with its attribution line, and the A2A Terms extension block. One place, used by
+//! `walk`, `demo` and the daemon's pipeline, so every record is built the same way. None of it
+//! changes an assertion or the verdict. An unsigned card gets exactly the reference's absent
+//! block and line, and a card without a terms listing gets no `terms` key, so such records stay
+//! byte-identical to the reference walker's; a signed card's block says more, on purpose
+//! (conduct-walk.md "How to read this", item 4).
 
+use crate::card_signature::{self, TrustStore};
 use crate::net::Transport;
+use crate::walk::Privacy;
 use crate::walk::record::CardFindings;
 use serde_json::Value;
 
-/// Decide the card findings for a walked card.
-pub async fn card_findings(transport: &Transport, card: Option<Value>, base: &str) -> CardFindings {
-    let mut findings = crate::walk::reference_card_findings(card.as_ref(), base);
+/// Decide the card findings for a walked card (`card_bytes`: n1's body when the card parsed).
+pub async fn card_findings(
+    transport: &Transport,
+    trust: &TrustStore,
+    card: Option<Value>,
+    card_bytes: Vec<u8>,
+    base: &str,
+    privacy: Privacy,
+) -> CardFindings {
+    let drops_jku = privacy != Privacy::Full;
+    let (card_signature, attribution_line) = match &card {
+        None => (
+            card_signature::absent_block(),
+            Some(card_signature::ATTRIBUTION_UNSIGNED.to_string()),
+        ),
+        Some(value) => {
+            // Bytes first: a card with duplicate member names has no canonical form. A card our
+            // strict reader refuses outright (Python's NaN, say) is checked from the parsed value.
+            let verification =
+                match card_signature::verify_card_bytes(&card_bytes, base, Some(transport), trust)
+                    .await
+                {
+                    Ok(v) => v,
+                    Err(_) => {
+                        card_signature::verify_card(value, base, Some(transport), trust).await
+                    }
+                };
+            (
+                verification.record_block(drops_jku),
+                Some(verification.attribution_line()),
+            )
+        }
+    };
+    let mut findings = CardFindings {
+        card_signature,
+        attribution_line,
+        terms: None,
+        terms_establishes: Vec::new(),
+        terms_does_not_establish: Vec::new(),
+    };
     if let Some(card) = &card
         && let Some(report) = crate::terms::verify_for_walk(card, transport).await
     {

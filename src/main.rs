@@ -40,6 +40,8 @@ enum Command {
     PrintConfig(cli::daemon::PrintConfigArgs),
     /// Run a local witness intake (spec §6) for tests and demos
     IntakeEmulator(cli::intake::IntakeEmulatorArgs),
+    /// Measure end-to-end walk throughput against loopback sandbox agents.
+    Bench(cli::bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -76,6 +78,7 @@ fn main() -> ExitCode {
             Command::Config(cmd) => cli::daemon::config_command(cmd),
             Command::PrintConfig(args) => cli::daemon::print_config(args),
             Command::IntakeEmulator(args) => cli::intake::run(args).await,
+            Command::Bench(args) => cli::bench::run(args).await,
         }
     });
     result.unwrap_or_else(|e| cli::fail(&e))

@@ -117,6 +117,7 @@ struct Inner {
     intake_override: Option<String>,
     file_extra_walks: bool,
     limits: Mutex<HashMap<String, Limits>>,
+    trust: crate::card_signature::TrustStore,
 }
 
 impl Pipeline {
@@ -131,8 +132,19 @@ impl Pipeline {
                 intake_override: cfg.intake_override,
                 file_extra_walks: cfg.file_extra_walks,
                 limits: Mutex::new(HashMap::new()),
+                trust: crate::card_signature::TrustStore::default(),
             }),
         })
+    }
+
+    /// Use these pinned card-signature keys and revocations (one store: its JWKS cache is
+    /// shared by every walk).
+    pub fn with_trust(self, trust: crate::card_signature::TrustStore) -> Pipeline {
+        let inner = Arc::try_unwrap(self.inner)
+            .unwrap_or_else(|_| panic!("with_trust before cloning the pipeline"));
+        Pipeline {
+            inner: Arc::new(Inner { trust, ..inner }),
+        }
     }
 
     pub fn transport(&self) -> &Transport {
@@ -170,13 +182,18 @@ impl Pipeline {
             request.witness.key_url = key_url.clone();
         }
         let transport = self.inner.transport.clone();
+        let trust = self.inner.trust.clone();
+        let privacy = request.privacy;
         let base = request.base();
         let outcome = walk::run(
             &self.inner.transport,
             &request,
             self.inner.clock.as_ref(),
             rand::random(),
-            |card| async move { crate::findings::card_findings(&transport, card, &base).await },
+            |card, bytes| async move {
+                crate::findings::card_findings(&transport, &trust, card, bytes, &base, privacy)
+                    .await
+            },
         )
         .await;
         let intake_url = job

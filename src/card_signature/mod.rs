@@ -1,119 +1,370 @@
-//! Signed Agent Cards (A2A §8.4): reading the first signature's protected header the way the
-//! reference walker does (conduct-walk.md §4.3).
+//! Signed Agent Cards (A2A §8.4): reading the header the way the reference does, and verifying
+//! every signature entry (card-signature-and-terms.md §1.5–§4, §7).
+//!
+//! - [`read_header`]: the reference's unverified `card_signature` block (conduct-walk.md §4.3),
+//!   byte-identical to what the reference writes.
+//! - [`verify_card`]: canonicalise the card ([`profile`]: the SDK profile, then the labelled
+//!   fallbacks), read each entry as a detached JWS ([`jws`]), find its key ([`keys`]: pinned, or
+//!   `jku`), and report each entry, the profile and the key source.
+//! - [`CardVerification::record_block`] and [`CardVerification::attribution_line`]: what the
+//!   record says. A signature never changes an assertion or the verdict: nothing here is read by
+//!   the assertions.
+//!
+//! What a valid signature proves is narrow: the holder of the key signed these canonical bytes.
+//! It does not bind the key to the organisation in the card's `provider` (A2A leaves that to the
+//! client), and it covers nothing the profile dropped; both are said in the record.
 
-use base64::Engine;
+mod header;
+pub mod jws;
+pub mod keys;
+pub mod profile;
+mod schema;
+pub mod signing;
+mod verify;
+
+pub use header::{REASON_ABSENT, REASON_READ_NOT_VERIFIED, absent_block, read_header};
+/// The name main's placeholder module gave [`REASON_READ_NOT_VERIFIED`].
+pub const REASON_NOT_VERIFIED: &str = REASON_READ_NOT_VERIFIED;
+pub use jws::{EntryError, JwsAlg};
+pub use keys::{
+    JwksFetchError, KeyProblem, KeySource, PinnedOrigin, TrustConfig, TrustStore, TrustStoreError,
+    jwk_thumbprint, jwks_transport_config,
+};
+pub use profile::{Canonical, CardInvalid, Profile, Uncovered, UncoveredWhy, canonicalize_card};
+pub use verify::{MAX_JKU_FETCHES, MAX_SIGNATURES_CHECKED};
+
+use crate::net::Transport;
+use header::HeaderSummary;
 use serde_json::{Map, Value, json};
 
-/// §4.3 `verified_reason` when the card carries no signatures.
-pub const REASON_ABSENT: &str = "the card carries no signatures field; this extension does not require one, so this is not a finding";
-/// §4.3 `verified_reason` of the reference, which reads the header and verifies nothing.
-pub const REASON_NOT_VERIFIED: &str = "read, not verified: checking an A2A card signature means reproducing the card's canonical form (RFC 8785 over the proto shape with signatures removed), which this client does not implement. A canonicalizer that is one rule wrong would accuse an honest agent in an append only ledger, so this client reports what the header says and verifies nothing.";
+/// `does_not_establish` line of an unsigned card (the reference's, unchanged; conduct-walk.md §4.4).
+pub const ATTRIBUTION_UNSIGNED: &str = "that the walked operator published this card: it carried no signature, so these bytes are attributable to this walk alone and the operator can repudiate them";
+/// The reference's line for a signature it did not verify (§4.4); never written by a walk that
+/// verified, kept for reading reference records.
+pub const REFERENCE_ATTRIBUTION_NOT_VERIFIED: &str = "that the walked operator published this card: a signature is present but this client does not verify signatures, so these bytes are attributable to this walk alone";
+/// `does_not_establish` line of a card with a valid signature.
+pub const ATTRIBUTION_VALID: &str = "that the key which signed this card belongs to the organisation named in its provider field: a valid signature shows only that the holder of that key signed the card's canonical bytes, and A2A leaves binding a key to an organisation to the client";
+/// `does_not_establish` line when an entry was checked with a key and does not verify.
+pub const ATTRIBUTION_INVALID: &str = "that the walked operator published this card: it carries a signature that does not verify over these bytes under any canonicalisation profile tried, so these bytes are attributable to this walk alone";
+/// `does_not_establish` line when the card itself cannot be canonicalised (wrong member types).
+pub const ATTRIBUTION_CARD_INVALID: &str = "that the walked operator published this card: it carries a signature, but the card is not a valid A2A 1.0 card, so it has no canonical form a signature could cover and these bytes are attributable to this walk alone";
+/// `does_not_establish` line when no entry could be checked (no key, refused or unreadable).
+pub const ATTRIBUTION_UNCHECKED: &str = "that the walked operator published this card: it carries a signature this client could not check (no usable key was found, or every entry was refused or unreadable), so these bytes are attributable to this walk alone";
 
-/// The reference's `card_signature` block: header read, nothing verified.
-pub fn read_header(card: Option<&Value>, origin: &str) -> Value {
-    let signatures = card
-        .and_then(|c| c.get("signatures"))
-        .and_then(Value::as_array)
-        .filter(|s| !s.is_empty());
-    let Some(signatures) = signatures else {
-        return json!({
-            "present": false,
-            "count": 0,
-            "verified": null,
-            "verified_reason": REASON_ABSENT,
-        });
+/// Tail of every `verified: true` reason.
+pub const VERIFIED_REASON_VALID_TAIL: &str = "this shows only that the holder of that key signed these canonical bytes, not who holds the key";
+/// Head of every `verified: false` reason.
+pub const VERIFIED_REASON_INVALID_HEAD: &str = "not verified: no signature entry verifies";
+
+/// Uncovered members listed in a record at most (the count is always complete).
+pub const RECORD_MAX_UNCOVERED: usize = 32;
+/// Card-supplied text (kid, alg, typ, pointers, reasons) is cut to this many characters in a record.
+pub const RECORD_MAX_TEXT_CHARS: usize = 200;
+
+/// The outcome of one signature entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignatureStatus {
+    /// Verified with a usable key over one profile's payload.
+    Valid,
+    /// Checked with a usable key; does not verify over any payload.
+    Invalid,
+    /// The entry or its protected header cannot be read.
+    Malformed,
+    /// Readable, but not checked on principle (alg none/HS*/unknown, crit, b64:false, no alg/kid).
+    Refused,
+    /// No key with this kid (not pinned; no jku, jku fetch failed or the set lacks the kid).
+    NoKey,
+    /// A key with this kid exists but cannot verify this alg (type, curve, use, alg, size).
+    KeyUnusable,
+    /// The key's `exp` has passed.
+    KeyExpired,
+    /// The key's kid or thumbprint is on the revocation list.
+    KeyRevoked,
+    /// Beyond [`MAX_SIGNATURES_CHECKED`].
+    NotChecked,
+}
+
+impl SignatureStatus {
+    pub fn code(self) -> &'static str {
+        match self {
+            SignatureStatus::Valid => "valid",
+            SignatureStatus::Invalid => "invalid",
+            SignatureStatus::Malformed => "malformed",
+            SignatureStatus::Refused => "refused",
+            SignatureStatus::NoKey => "no_key",
+            SignatureStatus::KeyUnusable => "key_unusable",
+            SignatureStatus::KeyExpired => "key_expired",
+            SignatureStatus::KeyRevoked => "key_revoked",
+            SignatureStatus::NotChecked => "not_checked",
+        }
+    }
+}
+
+/// One entry's result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignatureResult {
+    /// Position in the card's `signatures` array.
+    pub index: usize,
+    pub alg: Option<String>,
+    pub kid: Option<String>,
+    pub typ: Option<String>,
+    pub jku: Option<String>,
+    pub status: SignatureStatus,
+    /// The profile whose payload verified (valid entries only).
+    pub profile: Option<Profile>,
+    /// Where the key came from, once one with the kid was found.
+    pub key_source: Option<KeySource>,
+    /// RFC 7638 thumbprint of the key that verified.
+    pub key_thumbprint: Option<String>,
+    pub reason: String,
+    /// Spec violations that did not stop verification (typ missing, typ not JOSE, embedded key).
+    pub warnings: Vec<String>,
+}
+
+impl SignatureResult {
+    fn bare(index: usize, status: SignatureStatus, reason: String) -> Self {
+        SignatureResult {
+            index,
+            alg: None,
+            kid: None,
+            typ: None,
+            jku: None,
+            status,
+            profile: None,
+            key_source: None,
+            key_thumbprint: None,
+            reason,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// Everything a card verification found.
+#[derive(Debug, Clone)]
+pub struct CardVerification {
+    /// The §4.3 header reading (first entry); `None` for an unsigned card.
+    summary: Option<HeaderSummary>,
+    /// At least one entry verifies (the rule of both SDKs).
+    pub valid: bool,
+    /// Index into `signatures` of the entry the reason names.
+    pub chosen: Option<usize>,
+    /// The profile of that entry.
+    pub profile: Option<Profile>,
+    pub signatures: Vec<SignatureResult>,
+    /// Why the card has no SDK-profile payload (wrong member type, oneof conflict, not I-JSON).
+    pub card_invalid: Option<CardInvalid>,
+    /// Members of the raw card outside the payload of `profile` (the SDK profile's when none
+    /// verified).
+    pub uncovered: Vec<Uncovered>,
+    /// SHA-256 of the SDK-profile payload, when there is one.
+    pub payload_sha256: Option<String>,
+}
+
+/// The unix time now, for key expiry.
+fn now_unix() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+/// Verify a parsed card. `origin` is the walk's base (`https://host[:port]`); `transport` `None`
+/// turns `jku` fetching off. Prefer [`verify_card_bytes`] when the raw bytes are at hand: a
+/// parsed `Value` has already lost duplicate member names, which make a card not I-JSON.
+pub async fn verify_card(
+    card: &Value,
+    origin: &str,
+    transport: Option<&Transport>,
+    trust: &TrustStore,
+) -> CardVerification {
+    verify::verify(card, origin, transport, trust, now_unix(), None).await
+}
+
+/// [`verify_card`] at a given unix time (key expiry is judged against it).
+pub async fn verify_card_at(
+    card: &Value,
+    origin: &str,
+    transport: Option<&Transport>,
+    trust: &TrustStore,
+    now_unix: i64,
+) -> CardVerification {
+    verify::verify(card, origin, transport, trust, now_unix, None).await
+}
+
+/// The card bytes are not JSON at all.
+#[derive(Debug, thiserror::Error)]
+#[error("the card is not JSON: {0}")]
+pub struct CardNotJson(pub String);
+
+/// Verify card bytes: a card with duplicate member names is read (last one wins, as the walk
+/// reads it) but has no canonical form under any profile, since RFC 8785 needs I-JSON.
+pub async fn verify_card_bytes(
+    bytes: &[u8],
+    origin: &str,
+    transport: Option<&Transport>,
+    trust: &TrustStore,
+) -> Result<CardVerification, CardNotJson> {
+    let (card, forced) = match crate::json::parse_strict(bytes) {
+        Ok(v) => (v, None),
+        Err(crate::json::StrictJsonError::DuplicateKey(name)) => {
+            let v = crate::json::parse_lenient(bytes).map_err(|e| CardNotJson(e.to_string()))?;
+            let why = format!("duplicate member name {name:?}");
+            (v, Some(CardInvalid::NotIJson(why)))
+        }
+        Err(e) => return Err(CardNotJson(e.to_string())),
     };
-    let header = signatures[0]
-        .get("protected")
-        .and_then(Value::as_str)
-        .and_then(decode_protected_lenient)
-        .unwrap_or_default();
-    let field = |k: &str| header.get(k).and_then(Value::as_str).map(str::to_string);
-    let jku = field("jku");
-    let jku_same_host = jku
-        .as_deref()
-        .filter(|j| !j.is_empty())
-        .map(|j| netloc(j) == netloc(origin));
-    json!({
-        "present": true,
-        "count": signatures.len(),
-        "alg": field("alg"),
-        "kid": field("kid"),
-        "jku": jku,
-        "jku_same_host": jku_same_host,
-        "protected_readable": !header.is_empty(),
-        "verified": null,
-        "verified_reason": REASON_NOT_VERIFIED,
-    })
+    Ok(verify::verify(&card, origin, transport, trust, now_unix(), forced).await)
 }
 
-/// Python `urlsafe_b64decode` after padding: characters outside the alphabet are dropped.
-fn decode_protected_lenient(text: &str) -> Option<Map<String, Value>> {
-    let filtered: String = text
-        .chars()
-        .filter_map(|c| match c {
-            'A'..='Z' | 'a'..='z' | '0'..='9' | '+' | '/' => Some(c),
-            '-' => Some('+'),
-            '_' => Some('/'),
-            _ => None,
-        })
-        .collect();
-    let engine = base64::engine::GeneralPurpose::new(
-        &base64::alphabet::STANDARD,
-        base64::engine::GeneralPurposeConfig::new()
-            .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent)
-            .with_decode_allow_trailing_bits(true),
-    );
-    let bytes = engine.decode(filtered).ok()?;
-    crate::json::parse_lenient(&bytes)
-        .ok()?
-        .as_object()
-        .cloned()
+fn cut(s: &str) -> String {
+    if s.chars().count() <= RECORD_MAX_TEXT_CHARS {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(RECORD_MAX_TEXT_CHARS - 1).collect();
+        t.push('…');
+        t
+    }
 }
 
-/// The authority of a URL as written (`urlsplit(...).netloc`).
-fn netloc(url: &str) -> &str {
-    let Some((_, rest)) = url.split_once("//") else {
-        return "";
-    };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    &rest[..end]
+fn opt_cut(v: &Option<String>) -> Value {
+    v.as_deref().map_or(Value::Null, |s| Value::String(cut(s)))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-
-    #[test]
-    fn absent_form_has_four_keys() {
-        let v = read_header(Some(&json!({"signatures": []})), "https://a");
-        assert_eq!(v.as_object().unwrap().len(), 4);
-        assert_eq!(v["present"], json!(false));
-        assert_eq!(read_header(None, "https://a"), v);
+impl CardVerification {
+    fn unsigned() -> Self {
+        CardVerification {
+            summary: None,
+            valid: false,
+            chosen: None,
+            profile: None,
+            signatures: Vec::new(),
+            card_invalid: None,
+            uncovered: Vec::new(),
+            payload_sha256: None,
+        }
     }
 
-    #[test]
-    fn header_fields_and_jku_host() {
-        let header = URL_SAFE_NO_PAD
-            .encode(br#"{"alg":"EdDSA","kid":"k1","jku":"https://a.example/jwks.json"}"#);
-        let card = json!({"signatures": [{"protected": header, "signature": "x"}, {}]});
-        let v = read_header(Some(&card), "https://a.example");
-        assert_eq!(v["count"], json!(2));
-        assert_eq!(v["alg"], json!("EdDSA"));
-        assert_eq!(v["jku_same_host"], json!(true));
-        assert_eq!(v["protected_readable"], json!(true));
-        let other = read_header(Some(&card), "https://A.example");
-        assert_eq!(
-            other["jku_same_host"],
-            json!(false),
-            "case-sensitive authority"
+    /// Whether the card carries a non-empty `signatures` array.
+    pub fn present(&self) -> bool {
+        self.summary.is_some()
+    }
+
+    /// The `verified_reason` text.
+    pub fn verified_reason(&self) -> String {
+        let Some(summary) = &self.summary else {
+            return REASON_ABSENT.to_string();
+        };
+        if let Some(i) = self.chosen {
+            let r = &self.signatures[i];
+            let profile = r.profile.expect("a valid entry has a profile");
+            let source = r.key_source.expect("a valid entry has a key source");
+            return format!(
+                "verified: signatures[{i}] of {} (alg {}, kid {}) verifies over the card's canonical form under {}, with {}{}; {VERIFIED_REASON_VALID_TAIL}",
+                summary.count,
+                cut(r.alg.as_deref().unwrap_or("")),
+                cut(r.kid.as_deref().unwrap_or("")),
+                profile.description(),
+                source.description(),
+                r.key_thumbprint
+                    .as_deref()
+                    .map(|t| format!(" (RFC 7638 thumbprint {t})"))
+                    .unwrap_or_default(),
+            );
+        }
+        let mut counts: Vec<(&'static str, usize)> = Vec::new();
+        for r in &self.signatures {
+            match counts.iter_mut().find(|(c, _)| *c == r.status.code()) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((r.status.code(), 1)),
+            }
+        }
+        let counts: Vec<String> = counts.iter().map(|(c, n)| format!("{n} {c}")).collect();
+        let mut reason = format!(
+            "{VERIFIED_REASON_INVALID_HEAD} ({} of {}); each entry's result is under signatures",
+            counts.join(", "),
+            summary.count
         );
-        let garbled = read_header(
-            Some(&json!({"signatures": [{"protected": "!!"}]})),
-            "https://a",
+        if let Some(e) = &self.card_invalid {
+            reason.push_str(&format!("; the card has no sdk-profile payload: {e}"));
+        }
+        reason
+    }
+
+    /// The record's `card_signature` object: the §4.3 keys (present, count, alg, kid, jku,
+    /// jku_same_host, protected_readable), `verified` true or false with a precise reason, the
+    /// profile, each entry's result and the members the signature does not cover. An unsigned
+    /// card gives the four-key absent form. `privacy_drops_jku` (hash-only and commitment
+    /// privacy) nulls every `jku` and keeps `jku_same_host`.
+    pub fn record_block(&self, privacy_drops_jku: bool) -> Value {
+        let Some(summary) = &self.summary else {
+            return absent_block();
+        };
+        let mut block = Map::new();
+        summary.write_into(&mut block, privacy_drops_jku);
+        block.insert("verified".into(), Value::Bool(self.valid));
+        block.insert(
+            "verified_reason".into(),
+            Value::String(self.verified_reason()),
         );
-        assert_eq!(garbled["protected_readable"], json!(false));
-        assert_eq!(garbled["jku_same_host"], Value::Null);
+        block.insert(
+            "profile".into(),
+            self.profile
+                .map_or(Value::Null, |p| Value::String(p.name().into())),
+        );
+        let entries: Vec<Value> = self
+            .signatures
+            .iter()
+            .map(|r| {
+                let mut reason = r.reason.clone();
+                if privacy_drops_jku && let Some(jku) = &r.jku {
+                    // A fetch error can quote the URL or its host; the record must not.
+                    reason = reason.replace(jku.as_str(), "(jku withheld)");
+                    if let Some((host, _)) = keys::host_port(jku) {
+                        reason = reason.replace(&host, "(jku host withheld)");
+                    }
+                }
+                json!({
+                    "index": r.index,
+                    "alg": opt_cut(&r.alg),
+                    "kid": opt_cut(&r.kid),
+                    "typ": opt_cut(&r.typ),
+                    "jku": if privacy_drops_jku { Value::Null } else { opt_cut(&r.jku) },
+                    "result": r.status.code(),
+                    "profile": r.profile.map_or(Value::Null, |p| Value::String(p.name().into())),
+                    "key_source": r.key_source.map_or(Value::Null, |s| Value::String(s.code().into())),
+                    "key_thumbprint": opt_cut(&r.key_thumbprint),
+                    "reason": cut(&reason),
+                    "warnings": r.warnings.iter().map(|w| Value::String(cut(w))).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        block.insert("signatures".into(), Value::Array(entries));
+        let uncovered: Vec<Value> = self
+            .uncovered
+            .iter()
+            .take(RECORD_MAX_UNCOVERED)
+            .map(|u| json!({"member": cut(&u.pointer), "why": u.why.code()}))
+            .collect();
+        block.insert("uncovered_members".into(), Value::Array(uncovered));
+        block.insert("uncovered_count".into(), Value::from(self.uncovered.len()));
+        Value::Object(block)
+    }
+
+    /// The card-attribution line of `does_not_establish`, replacing the reference's "does not
+    /// verify" line.
+    pub fn attribution_line(&self) -> String {
+        if !self.present() {
+            ATTRIBUTION_UNSIGNED
+        } else if self.valid {
+            ATTRIBUTION_VALID
+        } else if self.card_invalid.is_some() {
+            ATTRIBUTION_CARD_INVALID
+        } else if self
+            .signatures
+            .iter()
+            .any(|r| r.status == SignatureStatus::Invalid)
+        {
+            ATTRIBUTION_INVALID
+        } else {
+            ATTRIBUTION_UNCHECKED
+        }
+        .to_string()
     }
 }

@@ -1,11 +1,192 @@
 //! `conduct-walker card ...`.
+//!
+//! `card verify (--url URL | --file FILE) [--jwks FILE] [--ca-cert FILE] [--allow-private-network]
+//! [--allow-host HOST:PORT]...` prints one line per signature entry and the verdict. Exit 0 only
+//! when at least one entry verifies, 1 when none does (an unsigned card included), 2 for usage
+//! and I/O errors (unreadable file, card not fetched, not JSON).
 
-use clap::Subcommand;
+use super::{EXIT_FINDING, EXIT_OK};
+use crate::card_signature::{self, CardVerification, TrustStore};
+use crate::net::{HttpRequest, NetPolicy, Transport, TransportConfig, load_pem_certs};
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// Where an agent publishes its card (A2A §8.2).
+pub const AGENT_CARD_WELL_KNOWN_PATH: &str = "/.well-known/agent-card.json";
+
 #[derive(Debug, Subcommand)]
-pub enum CardCommand {}
+pub enum CardCommand {
+    /// Verify the JWS signatures of an Agent Card (A2A §8.4): each entry, its key source and the
+    /// canonicalisation profile that verified. Exit 0 only if at least one verifies.
+    Verify(VerifyArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["url", "file"])))]
+pub struct VerifyArgs {
+    /// Fetch the card from this https URL (a bare origin gets /.well-known/agent-card.json).
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// Read the card from this file.
+    #[arg(long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Origin the card is judged against (same-host jku, pinned keys); defaults to the --url origin.
+    #[arg(long, value_name = "URL")]
+    pub origin: Option<String>,
+    /// A JWK Set file whose keys are pinned for the card's origin (no jku fetch is needed for them).
+    #[arg(long, value_name = "FILE")]
+    pub jwks: Option<PathBuf>,
+    /// Extra CA certificate(s) (PEM) trusted for the card and jku fetches.
+    #[arg(long, value_name = "FILE")]
+    pub ca_cert: Option<PathBuf>,
+    /// Admit private, loopback and link-local addresses, at the --url host and --allow-host hosts only.
+    #[arg(long)]
+    pub allow_private_network: bool,
+    /// Another HOST:PORT where --allow-private-network applies (a jku host, say). Repeatable.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub allow_host: Vec<String>,
+    /// Print the record's card_signature block (JSON) instead of the per-entry lines.
+    #[arg(long)]
+    pub json: bool,
+}
 
 pub async fn run(command: CardCommand) -> anyhow::Result<ExitCode> {
-    match command {}
+    match command {
+        CardCommand::Verify(args) => verify(args).await,
+    }
+}
+
+/// The URL actually fetched for `--url`: a bare origin means the well-known card path.
+pub fn card_url(raw: &str) -> anyhow::Result<String> {
+    let url = url::Url::parse(raw).with_context(|| format!("--url {raw:?} is not a URL"))?;
+    if url.scheme() != "https" {
+        bail!("--url must be https://, not {}://", url.scheme());
+    }
+    if url.path() == "/" && url.query().is_none() {
+        Ok(format!(
+            "{}{AGENT_CARD_WELL_KNOWN_PATH}",
+            url.origin().ascii_serialization()
+        ))
+    } else {
+        Ok(raw.to_string())
+    }
+}
+
+async fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
+    let fetch_url = args.url.as_deref().map(card_url).transpose()?;
+    let origin = match (&args.origin, &fetch_url) {
+        (Some(o), _) => o.clone(),
+        (None, Some(u)) => url::Url::parse(u)?.origin().ascii_serialization(),
+        (None, None) => String::new(),
+    };
+
+    let mut policy = NetPolicy::new(args.allow_private_network);
+    if let Some(u) = &fetch_url {
+        policy.allow_url(u);
+    }
+    for spec in &args.allow_host {
+        policy.allow_host_port(spec).map_err(anyhow::Error::msg)?;
+    }
+    let mut config = TransportConfig::new(policy.clone());
+    let mut jwks_config = card_signature::jwks_transport_config(policy);
+    if let Some(path) = &args.ca_cert {
+        let roots = load_pem_certs(path)?;
+        config.extra_roots = roots.clone();
+        jwks_config.extra_roots = roots;
+    }
+    let transport = Transport::new(config)?;
+    let jwks_transport = Transport::new(jwks_config)?;
+
+    let mut trust = TrustStore::default();
+    if let Some(path) = &args.jwks {
+        if origin.is_empty() {
+            bail!("--jwks pins keys for the card's origin: with --file, also give --origin");
+        }
+        trust.pin_jwks_file(&origin, path)?;
+    }
+
+    let bytes = match (&fetch_url, &args.file) {
+        (Some(u), _) => {
+            let ex = transport
+                .fetch(&HttpRequest::get(u, &[("Accept", "application/json")]))
+                .await;
+            if let Some(err) = ex.transport_error {
+                bail!("cannot fetch the card at {u}: {err}");
+            }
+            if ex.status != 200 {
+                bail!("the card at {u} answered http {}", ex.status);
+            }
+            ex.body
+        }
+        (None, Some(path)) => std::fs::read(path)
+            .with_context(|| format!("cannot read card file {}", path.display()))?,
+        (None, None) => bail!("give --url or --file"),
+    };
+    let result =
+        card_signature::verify_card_bytes(&bytes, &origin, Some(&jwks_transport), &trust).await?;
+
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&result.record_block(false))?
+        );
+    } else {
+        print!("{}", render(&result));
+    }
+    // Usage and I/O errors (exit 2) are the `?`s above; an unsigned card is a finding.
+    Ok(ExitCode::from(if result.valid {
+        EXIT_OK
+    } else {
+        EXIT_FINDING
+    }))
+}
+
+/// The human report: one line per entry, then the verdict and what it does not establish.
+pub fn render(v: &CardVerification) -> String {
+    let mut out = String::new();
+    if !v.present() {
+        out.push_str("unsigned: the card carries no signatures\n");
+        out.push_str(&format!(
+            "not verified\ndoes not establish: {}\n",
+            v.attribution_line()
+        ));
+        return out;
+    }
+    if let Some(e) = &v.card_invalid {
+        out.push_str(&format!("card: {e}\n"));
+    }
+    for r in &v.signatures {
+        out.push_str(&format!(
+            "signature {}: {} alg={} kid={}{}{} - {}\n",
+            r.index,
+            r.status.code(),
+            r.alg.as_deref().unwrap_or("-"),
+            r.kid.as_deref().unwrap_or("-"),
+            r.profile
+                .map(|p| format!(" profile={}", p.name()))
+                .unwrap_or_default(),
+            r.key_source
+                .map(|s| format!(" key={}", s.code()))
+                .unwrap_or_default(),
+            r.reason
+        ));
+        for w in &r.warnings {
+            out.push_str(&format!("  warning: {w}\n"));
+        }
+    }
+    for u in v.uncovered.iter().take(50) {
+        out.push_str(&format!("not covered: {} ({})\n", u.pointer, u.why.code()));
+    }
+    if v.uncovered.len() > 50 {
+        out.push_str(&format!("not covered: … {} more\n", v.uncovered.len() - 50));
+    }
+    out.push_str(&format!(
+        "{}\n{}\ndoes not establish: {}\n",
+        if v.valid { "verified" } else { "not verified" },
+        v.verified_reason(),
+        v.attribution_line()
+    ));
+    out
 }

@@ -1,7 +1,8 @@
 //! `conduct-walker records ...`: the auditor commands over the record store.
 //!
 //! Everything except `import` opens the database read-only and never writes. Exit codes: 0 all
-//! good, 1 a finding (verification failed), 2 usage or I/O errors.
+//! good, 1 a finding (verification failed), 2 usage or I/O errors. The auditor walkthrough
+//! (including checking one record with `sha256sum` and `verify-file`) is in `src/store/README.md`.
 
 use crate::cli::{EXIT_FINDING, EXIT_OK};
 use crate::store::transfer::{self, ExportOptions};

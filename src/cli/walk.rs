@@ -201,12 +201,17 @@ fn random_salt() -> [u8; 32] {
 /// Run one walk (no store, no signing).
 pub async fn walk_once(transport: &Transport, request: &WalkRequest) -> WalkOutcome {
     let base = request.base();
+    let privacy = request.privacy;
+    let t = transport.clone();
     walk::run(
         transport,
         request,
         &SystemClock,
         random_salt(),
-        |card| async move { walk::reference_card_findings(card.as_ref(), &base) },
+        |card, bytes| async move {
+            let trust = crate::card_signature::TrustStore::default();
+            crate::findings::card_findings(&t, &trust, card, bytes, &base, privacy).await
+        },
     )
     .await
 }

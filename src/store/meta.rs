@@ -47,6 +47,58 @@ pub enum MetaError {
 
 const PURPOSE_PREFIX: &str = "a2a-conduct-walk-v1:";
 
+/// [`derive`] straight from bytes, reading only the fields it needs (the nodes and assertions,
+/// most of a record, are skipped without being built), which is several times faster than
+/// parsing the whole record. Same result as `derive(&parse_lenient(bytes)?)` for any record
+/// without duplicate keys (canonical records have none).
+pub fn derive_from_bytes(bytes: &[u8]) -> Result<RecordMeta, MetaError> {
+    // Null and absent both become None here; `derive` treats them alike for every field but
+    // the three required ones, where either is an error anyway.
+    #[derive(serde::Deserialize)]
+    struct Fields {
+        schema: Option<Value>,
+        base: Option<Value>,
+        walked_at: Option<Value>,
+        purpose: Option<Value>,
+        conduct_ext: Option<Value>,
+        mode: Option<Value>,
+        verdict: Option<Value>,
+        witness: Option<Value>,
+    }
+    // A struct also deserializes from a JSON array; only an object may take the fast path.
+    let is_object = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    let fast = if is_object {
+        serde_json::from_slice::<Fields>(bytes).ok()
+    } else {
+        None
+    };
+    let f = match fast {
+        Some(f) => f,
+        // Not an object at all, or a field of the wrong shape: let the full path name it.
+        None => {
+            let v =
+                crate::json::parse_lenient(bytes).map_err(|e| MetaError::NotJson(e.to_string()))?;
+            return derive(&v);
+        }
+    };
+    let mut obj = serde_json::Map::new();
+    for (k, v) in [
+        ("schema", f.schema),
+        ("base", f.base),
+        ("walked_at", f.walked_at),
+        ("purpose", f.purpose),
+        ("conduct_ext", f.conduct_ext),
+        ("mode", f.mode),
+        ("verdict", f.verdict),
+        ("witness", f.witness),
+    ] {
+        if let Some(v) = v {
+            obj.insert(k.to_string(), v);
+        }
+    }
+    derive(&Value::Object(obj))
+}
+
 /// Derive the metadata of a parsed record.
 pub fn derive(record: &Value) -> Result<RecordMeta, MetaError> {
     let obj = record.as_object().ok_or(MetaError::NotObject)?;
@@ -164,6 +216,37 @@ mod tests {
         assert_eq!(m.verdict, None);
         assert_eq!(m.walker_mode, None);
         assert_eq!(m.key_url.as_deref(), Some("https://w.example/k.json"));
+    }
+
+    #[test]
+    fn from_bytes_matches_full_parse() {
+        let rec = json!({
+            "schema": "jidec-path-v1",
+            "purpose": "a2a-conduct-walk-v1: https://a.example/a2a",
+            "base": "https://a.example",
+            "walked_at": "2026-09-06T10:00:00Z",
+            "nodes": [{"x": [1, 2.5, "é"]}],
+            "verdict": {"ok": false, "outcome": "FAIL", "n_pass": 5, "n_total": 8},
+            "conduct_ext": {"mode": "a2a", "target": null},
+            "witness": {"name": "w"}
+        });
+        let bytes = crate::canonical::to_bytes(&rec);
+        assert_eq!(derive_from_bytes(&bytes), derive(&rec));
+        assert_eq!(
+            derive_from_bytes(&bytes).unwrap().verdict.unwrap().n_pass,
+            5
+        );
+        assert_eq!(derive_from_bytes(b"[1]"), Err(MetaError::NotObject));
+        assert!(matches!(
+            derive_from_bytes(b"{"),
+            Err(MetaError::NotJson(_))
+        ));
+        assert_eq!(
+            derive_from_bytes(
+                br#"{"schema":"jidec-path-v1","base":"b","walked_at":"t","verdict":7}"#
+            ),
+            Err(MetaError::WrongType("verdict"))
+        );
     }
 
     #[test]

@@ -78,19 +78,51 @@ pub fn check_signature(
     signature_b64: &str,
     public_key_b64: &str,
 ) -> Result<(), SignatureError> {
-    let sig: [u8; 64] = STANDARD
-        .decode(signature_b64)
-        .ok()
-        .and_then(|v| v.try_into().ok())
-        .ok_or(SignatureError::SignatureEncoding)?;
+    let sig = decode_signature(signature_b64)?;
     let key: [u8; 32] = STANDARD
         .decode(public_key_b64)
         .ok()
         .and_then(|v| v.try_into().ok())
         .ok_or(SignatureError::KeyEncoding)?;
     let key = VerifyingKey::from_bytes(&key).map_err(|_| SignatureError::BadKey)?;
-    key.verify_strict(bytes, &Signature::from_bytes(&sig))
+    check_with_key(bytes, &sig, &key)
+}
+
+fn check_with_key(bytes: &[u8], sig: &[u8; 64], key: &VerifyingKey) -> Result<(), SignatureError> {
+    key.verify_strict(bytes, &Signature::from_bytes(sig))
         .map_err(|_| SignatureError::Mismatch)
+}
+
+fn decode_signature(signature_b64: &str) -> Result<[u8; 64], SignatureError> {
+    STANDARD
+        .decode(signature_b64)
+        .ok()
+        .and_then(|v| v.try_into().ok())
+        .ok_or(SignatureError::SignatureEncoding)
+}
+
+/// Decoded keys by their base64 text: a store usually holds one or two witness keys, and
+/// decoding plus point decompression is a fair share of a verification.
+#[derive(Default)]
+struct KeyCache(std::collections::HashMap<String, Result<VerifyingKey, SignatureError>>);
+
+impl KeyCache {
+    fn check(&mut self, bytes: &[u8], sig_b64: &str, key_b64: &str) -> Result<(), SignatureError> {
+        let sig = decode_signature(sig_b64)?;
+        let key = self
+            .0
+            .entry(key_b64.to_string())
+            .or_insert_with(|| {
+                let raw: [u8; 32] = STANDARD
+                    .decode(key_b64)
+                    .ok()
+                    .and_then(|v| v.try_into().ok())
+                    .ok_or(SignatureError::KeyEncoding)?;
+                VerifyingKey::from_bytes(&raw).map_err(|_| SignatureError::BadKey)
+            })
+            .clone()?;
+        check_with_key(bytes, &sig, &key)
+    }
 }
 
 /// The kinds of problem `records verify` names.
@@ -211,6 +243,7 @@ pub fn verify_all(
             let result_tx = result_tx.clone();
             let batch_rx = &batch_rx;
             scope.spawn(move || {
+                let mut keys = KeyCache::default();
                 loop {
                     // The lock is held only while taking one batch.
                     let batch = match batch_rx.lock() {
@@ -220,7 +253,7 @@ pub fn verify_all(
                     let Ok(batch) = batch else { return };
                     let mut problems = Vec::new();
                     for row in &batch {
-                        check_row(row, &mut problems);
+                        check_row(row, &mut keys, &mut problems);
                     }
                     if result_tx.send((batch.len() as u64, problems)).is_err() {
                         return;
@@ -355,7 +388,6 @@ pub fn verify_all(
     read_result?;
     drop(tx);
     report.problems.sort_by_key(|p| (p.row, p.kind));
-
     progress(report.rows, total.max(report.rows));
     Ok(report)
 }
@@ -403,7 +435,7 @@ fn check_link(
 }
 
 /// The per-row checks that do not depend on other rows.
-fn check_row(row: &RowData, problems: &mut Vec<Problem>) {
+fn check_row(row: &RowData, keys: &mut KeyCache, problems: &mut Vec<Problem>) {
     let mut push = |kind, detail: String| {
         problems.push(Problem {
             row: row.id,
@@ -420,7 +452,7 @@ fn check_row(row: &RowData, problems: &mut Vec<Problem>) {
     }
     match (&row.signature_b64, &row.public_key_b64) {
         (Some(sig), Some(key)) => {
-            if let Err(e) = check_signature(&row.canonical, sig, key) {
+            if let Err(e) = keys.check(&row.canonical, sig, key) {
                 push(ProblemKind::SignatureInvalid, e.to_string());
             }
         }
@@ -444,17 +476,7 @@ fn check_row(row: &RowData, problems: &mut Vec<Problem>) {
             ),
         );
     }
-    let parsed = match crate::json::parse_lenient(&row.canonical) {
-        Ok(v) => v,
-        Err(e) => {
-            push(
-                ProblemKind::Unreadable,
-                format!("stored bytes are not JSON: {e}"),
-            );
-            return;
-        }
-    };
-    match meta::derive(&parsed) {
+    match meta::derive_from_bytes(&row.canonical) {
         Ok(derived) if derived == row.meta => {}
         Ok(derived) => push(
             ProblemKind::MetadataMismatch,
@@ -463,6 +485,8 @@ fn check_row(row: &RowData, problems: &mut Vec<Problem>) {
         Err(e) => push(ProblemKind::Unreadable, format!("not a walk record: {e}")),
     }
     if let Some(kept) = &row.kept_canonical {
+        // Only commitment rows pay for a full parse.
+        let parsed = crate::json::parse_lenient(&row.canonical).unwrap_or_default();
         let commitment = parsed.get("commitment").and_then(|c| c.as_str());
         let salt = row.kept_salt.as_deref().unwrap_or_default();
         let kept_sha = crate::digest::sha256_hex(kept);

@@ -120,7 +120,8 @@ pub fn reference_card_findings(card: Option<&Value>, base: &str) -> CardFindings
 
 /// Walk one agent: n0, n1, n3 over the transport, then the pure core. Never fails: transport
 /// trouble is recorded in the nodes (§2.2). `card_findings` decides the card_signature and
-/// terms blocks from the parsed card (use [`reference_card_findings`] for reference bytes).
+/// terms blocks from the parsed card and its bytes (`crate::findings::card_findings`; or
+/// [`reference_card_findings`] for the reference walker's unverified block).
 pub async fn run<F, Fut>(
     transport: &Transport,
     request: &WalkRequest,
@@ -129,7 +130,7 @@ pub async fn run<F, Fut>(
     card_findings: F,
 ) -> WalkOutcome
 where
-    F: FnOnce(Option<Value>) -> Fut,
+    F: FnOnce(Option<Value>, Vec<u8>) -> Fut,
     Fut: std::future::Future<Output = CardFindings>,
 {
     let walked_at = walked_at(clock.now());
@@ -149,7 +150,13 @@ where
         )),
         None => None,
     };
-    let findings = card_findings(card.clone()).await;
+    // The card findings get the parsed card and n1's exact bytes (signature checks need both).
+    let card_bytes = if card.is_some() {
+        n1.exchange.body.clone()
+    } else {
+        Vec::new()
+    };
+    let findings = card_findings(card.clone(), card_bytes).await;
     let observed = Observed {
         walked_at,
         n0,

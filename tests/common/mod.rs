@@ -45,13 +45,17 @@ pub fn request(origin: &str, endpoint: Option<String>, mode: Mode, wire: Wire) -
 
 pub async fn walk_with(transport: &Transport, req: &WalkRequest) -> WalkOutcome {
     let base = req.base();
+    let privacy = req.privacy;
     let t = transport.clone();
     walk::run(
         transport,
         req,
         &fixed_clock(),
         [7u8; 32],
-        |card| async move { conduct_walker::findings::card_findings(&t, card, &base).await },
+        |card, bytes| async move {
+            let trust = conduct_walker::card_signature::TrustStore::default();
+            conduct_walker::findings::card_findings(&t, &trust, card, bytes, &base, privacy).await
+        },
     )
     .await
 }

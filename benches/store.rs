@@ -1,0 +1,114 @@
+//! Store throughput: single-record inserts with `synchronous=FULL` (each one a committed,
+//! fsynced transaction), and `verify_all` over a store of signed synthetic records.
+//!
+//!     cargo bench --bench store
+//!     STORE_BENCH_N=100000 STORE_BENCH_DB=/tmp/walker-100k.db cargo bench --bench store
+//!
+//! `STORE_BENCH_N` sets the verify store's size (default 100,000); `STORE_BENCH_DB` keeps that
+//! store at a path (reused when it already holds N records) so `conduct-walker records verify`
+//! can be timed on the same file.
+
+#[path = "../tests/store_support/mod.rs"]
+mod store_support;
+
+use conduct_walker::store::{Store, verify};
+use criterion::{BatchSize, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
+use std::path::PathBuf;
+use std::time::Duration;
+use store_support::*;
+
+fn insert_one(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("walker.db")).unwrap();
+    let k = key(1);
+    let mut i = 0u64;
+    let mut group = c.benchmark_group("store");
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("insert_one_signed_sync_full", |b| {
+        b.iter_batched(
+            || {
+                i += 1;
+                signed(record_bytes(i, !i.is_multiple_of(3)), &k)
+            },
+            |rec| store.insert_record(&rec).unwrap(),
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+fn build_store(n: u64) -> (Option<tempfile::TempDir>, PathBuf) {
+    let (dir, path) = match std::env::var_os("STORE_BENCH_DB") {
+        Some(p) => (None, PathBuf::from(p)),
+        None => {
+            let d = tempfile::tempdir().unwrap();
+            let p = d.path().join("walker.db");
+            (Some(d), p)
+        }
+    };
+    let store = Store::open(&path).unwrap();
+    let have = store.count().unwrap();
+    if have != n {
+        assert_eq!(have, 0, "{} holds {have} records, not {n}", path.display());
+        let k = key(2);
+        let mut next = 0u64;
+        while next < n {
+            let chunk: Vec<_> = (next..(next + 10_000).min(n))
+                .map(|i| signed(record_bytes(i, !i.is_multiple_of(7)), &k))
+                .collect();
+            next += chunk.len() as u64;
+            store.insert_many(&chunk).unwrap();
+        }
+    }
+    (dir, path)
+}
+
+fn verify_store(c: &mut Criterion) {
+    let n: u64 = std::env::var("STORE_BENCH_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let (_dir, path) = build_store(n);
+    let store = Store::open_read_only(&path).unwrap();
+    let mut group = c.benchmark_group("store");
+    group.sampling_mode(SamplingMode::Flat);
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(5));
+    group.throughput(Throughput::Elements(n));
+    group.bench_function(format!("verify_all_{n}_signed"), |b| {
+        b.iter(|| {
+            let report = verify::verify_all(&store, |_, _| {}).unwrap();
+            assert!(report.is_ok() && report.rows == n);
+        })
+    });
+    group.finish();
+}
+
+/// Where `verify_all`'s per-row time goes, one check at a time on one typical record.
+fn components(c: &mut Criterion) {
+    let k = key(3);
+    let rec = signed(record_bytes(1, true), &k);
+    let (sig, pk) = (rec.signature_b64.unwrap(), rec.public_key_b64.unwrap());
+    let bytes = rec.canonical;
+    let mut group = c.benchmark_group("components");
+    group.bench_function("sha256_record", |b| {
+        b.iter(|| conduct_walker::digest::sha256(&bytes))
+    });
+    group.bench_function("check_signature", |b| {
+        b.iter(|| conduct_walker::store::check_signature(&bytes, &sig, &pk).unwrap())
+    });
+    group.bench_function("parse_lenient", |b| {
+        b.iter(|| conduct_walker::json::parse_lenient(&bytes).unwrap())
+    });
+    group.bench_function("derive_meta_from_bytes", |b| {
+        b.iter(|| conduct_walker::store::meta::derive_from_bytes(&bytes).unwrap())
+    });
+    let value = conduct_walker::json::parse_lenient(&bytes).unwrap();
+    group.bench_function("derive_meta", |b| {
+        b.iter(|| conduct_walker::store::meta::derive(&value).unwrap())
+    });
+    group.finish();
+}
+
+criterion_group!(benches, components, insert_one, verify_store);
+criterion_main!(benches);

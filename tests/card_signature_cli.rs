@@ -1,0 +1,254 @@
+//! `conduct-walker card verify` through the real binary: --file with pinned keys, --url against a
+//! sandbox agent with its JWKS at jku, and the exit codes (0 verified, 1 not, 2 usage/I-O).
+
+use conduct_walker::card_signature::{
+    JwsAlg, Profile, signing::sign_entry, signing::with_signature,
+};
+use conduct_walker::sandbox::{HttpsServer, Resp, SandboxCa, handler};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+const BIN: &str = env!("CARGO_BIN_EXE_conduct-walker");
+
+fn signed_vectors() -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/vectors/card-signature/signed.json");
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+fn write(dir: &Path, name: &str, value: &Value) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_vec_pretty(value).unwrap()).unwrap();
+    path
+}
+
+async fn run(args: &[&str]) -> (i32, String, String) {
+    let out = tokio::process::Command::new(BIN)
+        .args(args)
+        .output()
+        .await
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn file_with_pinned_keys_verifies_every_entry() {
+    let s = signed_vectors();
+    let dir = tempfile::tempdir().unwrap();
+    let card = write(dir.path(), "card.json", &s["card"]);
+    let jwks = write(dir.path(), "jwks.json", &s["jwks"]);
+    let (code, out, err) = run(&[
+        "card",
+        "verify",
+        "--file",
+        card.to_str().unwrap(),
+        "--jwks",
+        jwks.to_str().unwrap(),
+        "--origin",
+        "https://stonework.example",
+    ])
+    .await;
+    assert_eq!(code, 0, "{out}{err}");
+    for i in 0..4 {
+        assert!(
+            out.contains(&format!("signature {i}: valid")),
+            "entry {i}: {out}"
+        );
+    }
+    assert!(out.contains("profile=sdk key=pinned"), "{out}");
+    assert!(out.contains("\nverified\n"), "{out}");
+    assert!(
+        out.contains("not covered: /supportedInterfaces/0/tenant (implicit_default)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("does not establish: that the key which signed"),
+        "{out}"
+    );
+
+    // --json prints the record block.
+    let (code, out, _) = run(&[
+        "card",
+        "verify",
+        "--file",
+        card.to_str().unwrap(),
+        "--jwks",
+        jwks.to_str().unwrap(),
+        "--origin",
+        "https://stonework.example",
+        "--json",
+    ])
+    .await;
+    assert_eq!(code, 0);
+    let block: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(block["verified"], true);
+    assert_eq!(block["count"], 4);
+}
+
+#[tokio::test]
+async fn file_whose_signatures_fail_exits_1() {
+    let s = signed_vectors();
+    let dir = tempfile::tempdir().unwrap();
+    let flipped = s["negative_cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "flip_signature_byte")
+        .unwrap()["card"]
+        .clone();
+    let card = write(dir.path(), "card.json", &flipped);
+    let jwks = write(dir.path(), "jwks.json", &s["jwks"]);
+    let (code, out, err) = run(&[
+        "card",
+        "verify",
+        "--file",
+        card.to_str().unwrap(),
+        "--jwks",
+        jwks.to_str().unwrap(),
+        "--origin",
+        "https://stonework.example",
+    ])
+    .await;
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("signature 0: invalid"), "{out}");
+    assert!(out.contains("\nnot verified\n"), "{out}");
+
+    // An unsigned card is a finding too.
+    let unsigned = write(dir.path(), "unsigned.json", &json!({"name": "x"}));
+    let (code, out, _) = run(&["card", "verify", "--file", unsigned.to_str().unwrap()]).await;
+    assert_eq!(code, 1, "{out}");
+    assert!(out.starts_with("unsigned"), "{out}");
+}
+
+#[tokio::test]
+async fn usage_and_io_errors_exit_2() {
+    let (code, _, err) = run(&["card", "verify"]).await;
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = run(&["card", "verify", "--file", "/nonexistent/card.json"]).await;
+    assert_eq!(code, 2);
+    assert!(err.contains("cannot read card file"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{not json").unwrap();
+    let (code, _, err) = run(&["card", "verify", "--file", bad.to_str().unwrap()]).await;
+    assert_eq!(code, 2);
+    assert!(err.contains("not JSON"), "{err}");
+    let (code, _, err) = run(&["card", "verify", "--url", "http://agent.example"]).await;
+    assert_eq!(code, 2);
+    assert!(err.contains("https"), "{err}");
+    let (code, _, _) = run(&[
+        "card",
+        "verify",
+        "--url",
+        "https://a.example",
+        "--file",
+        "x",
+    ])
+    .await;
+    assert_eq!(code, 2);
+}
+
+fn sandbox_card() -> Value {
+    json!({"name": "Sandbox Agent", "description": "d", "version": "1",
+        "provider": {"organization": "Sandbox Org", "url": "https://sandbox.example"},
+        "capabilities": {"streaming": true},
+        "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+        "skills": [{"id": "s", "name": "S", "description": "D", "tags": ["t"]}]})
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn url_against_a_sandbox_agent_with_jwks_at_jku() {
+    use base64::Engine;
+    use ed25519_dalek::pkcs8::EncodePrivateKey;
+    let sk = ed25519_dalek::SigningKey::from_bytes(&[9u8; 32]);
+    let x = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sk.verifying_key().as_bytes());
+    let jwks = json!({"keys": [{"kty": "OKP", "crv": "Ed25519", "x": x, "kid": "agent-1"}]});
+    let der = sk.to_pkcs8_der().unwrap();
+    let ca = SandboxCa::generate();
+    let server = HttpsServer::start(
+        &ca,
+        handler(move |req| match req.path.as_str() {
+            "/.well-known/agent-card.json" => {
+                let header = format!(
+                    r#"{{"alg":"EdDSA","typ":"JOSE","kid":"agent-1","jku":"{}/.well-known/jwks.json"}}"#,
+                    req.base
+                );
+                let key = jsonwebtoken::EncodingKey::from_ed_der(der.as_bytes());
+                let card = sandbox_card();
+                let entry = sign_entry(&card, Profile::Sdk, &header, &key, JwsAlg::EdDSA).unwrap();
+                Resp::json(200, &with_signature(&card, entry))
+            }
+            "/.well-known/jwks.json" => Resp::json(200, &jwks),
+            "/tampered.json" => {
+                // Signed, then edited: the key is found at jku, the signature fails.
+                let header = format!(
+                    r#"{{"alg":"EdDSA","typ":"JOSE","kid":"agent-1","jku":"{}/.well-known/jwks.json"}}"#,
+                    req.base
+                );
+                let key = jsonwebtoken::EncodingKey::from_ed_der(der.as_bytes());
+                let entry =
+                    sign_entry(&sandbox_card(), Profile::Sdk, &header, &key, JwsAlg::EdDSA).unwrap();
+                let mut card = with_signature(&sandbox_card(), entry);
+                card["name"] = json!("Someone Else");
+                Resp::json(200, &card)
+            }
+            _ => Resp::empty(404),
+        }),
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ca_path = dir.path().join("ca.pem");
+    ca.write_pem(&ca_path).unwrap();
+    let base = server.base();
+
+    let (code, out, err) = run(&[
+        "card",
+        "verify",
+        "--url",
+        &base,
+        "--ca-cert",
+        ca_path.to_str().unwrap(),
+        "--allow-private-network",
+    ])
+    .await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("signature 0: valid alg=EdDSA kid=agent-1 profile=sdk key=jku_same_host"),
+        "{out}"
+    );
+
+    // Without --allow-private-network the loopback agent is refused: I/O error.
+    let (code, _, err) = run(&[
+        "card",
+        "verify",
+        "--url",
+        &base,
+        "--ca-cert",
+        ca_path.to_str().unwrap(),
+    ])
+    .await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("allow-private-network"), "{err}");
+
+    // A card whose one entry cannot verify: exit 1.
+    let (code, out, err) = run(&[
+        "card",
+        "verify",
+        "--url",
+        &format!("{base}/tampered.json"),
+        "--ca-cert",
+        ca_path.to_str().unwrap(),
+        "--allow-private-network",
+    ])
+    .await;
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("signature 0: invalid alg=EdDSA kid=agent-1 key=jku_same_host"),
+        "{out}"
+    );
+}

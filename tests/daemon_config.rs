@@ -223,3 +223,19 @@ fn the_shipped_example_is_valid() {
     let c = config::load(&path).unwrap();
     assert!(!c.targets.is_empty());
 }
+
+#[test]
+fn card_signature_trust_section_is_read_and_its_unknown_keys_refused() {
+    let text = format!(
+        "{GOOD}\n[card_signature]\nrevoked_kids = [\"old-1\"]\n[[card_signature.pinned]]\norigin = \"https://agent.example\"\njwks = {{ keys = [] }}\n"
+    );
+    let c = config::parse(Path::new("/etc/cw/walker.toml"), &text).unwrap();
+    assert_eq!(c.file.card_signature.revoked_kids, ["old-1"]);
+    assert_eq!(
+        c.file.card_signature.pinned[0].origin,
+        "https://agent.example"
+    );
+    let bad = format!("{GOOD}\n[card_signature]\nrevoked = [\"x\"]\n");
+    let p = problems(&bad);
+    assert!(p.iter().any(|p| p.message.contains("revoked")), "{p:?}");
+}

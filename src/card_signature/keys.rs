@@ -103,7 +103,7 @@ pub enum TrustStoreError {
 /// revoked_kids = ["old-key-2025"]
 /// revoked_thumbprints = ["NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs"]
 /// ```
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TrustConfig {
     #[serde(default)]
@@ -117,7 +117,7 @@ pub struct TrustConfig {
 }
 
 /// Keys pinned for one origin: a JWK Set inline, in a file, or both.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PinnedOrigin {
     pub origin: String,

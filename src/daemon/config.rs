@@ -33,6 +33,9 @@ pub struct ConfigFile {
     pub network: NetworkSection,
     #[serde(default)]
     pub daemon: DaemonSection,
+    /// `[card_signature]`: pinned card-signature keys per origin and revocations (A2A §8.4).
+    #[serde(default)]
+    pub card_signature: crate::card_signature::TrustConfig,
     #[serde(default, rename = "target", skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<TargetSection>,
 }

@@ -104,7 +104,10 @@ fn build_runner(
         file_extra_walks: cfg.file_extra_walks,
     })
     .map_err(|e| DaemonError::Pipeline(e.to_string()))?;
-    Ok(Arc::new(pipeline))
+    // One trust store for every walk: its jku cache is shared.
+    let trust = crate::card_signature::TrustStore::from_config(&cfg.file.card_signature)
+        .map_err(|e| DaemonError::Pipeline(format!("[card_signature]: {e}")))?;
+    Ok(Arc::new(pipeline.with_trust(trust)))
 }
 
 async fn build(

@@ -253,3 +253,89 @@ fn kill_9_mid_run_then_restart_files_each_record_exactly_once() {
         "the walk cut by kill -9 is recorded as aborted"
     );
 }
+
+#[test]
+fn intake_down_then_up_files_everything_queued_once() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let ca = SandboxCa::generate();
+    let state = tempfile::tempdir().unwrap();
+    // The intake's address is known, but nothing listens there yet.
+    let intake_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let intake_url = format!("https://{intake_addr}/witness");
+    let agents: Vec<SandboxAgent> = (0..3)
+        .map(|_| {
+            rt.block_on(SandboxAgent::start(&ca, Behaviour::default()))
+                .unwrap()
+        })
+        .collect();
+    let targets: String = agents
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            target(&format!("agent{i}"), &a.origin(), "", "* * * * * *")
+                .replace("submit = false", "submit = true")
+        })
+        .collect();
+    let listen: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let text = config(listen, 20, &targets).replace(
+        "vantage = \"loopback\"\n",
+        &format!("vantage = \"loopback\"\nintake = \"{intake_url}\"\n"),
+    );
+    let mut d = Daemon::start(&ca, listen, &text);
+    d.wait_for("a walk of every agent", Duration::from_secs(60), |d| {
+        let walks = d.walks();
+        (0..3).all(|i| {
+            walks
+                .iter()
+                .any(|w| w.target == format!("agent{i}") && w.state == "done")
+        })
+    });
+    // While the intake is down, the first record of each agent waits in the outbox.
+    {
+        let store = d.store().unwrap();
+        let queued: i64 = store
+            .connection()
+            .query_row(
+                "SELECT count(*) FROM submissions WHERE state = 'queued'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(queued, 3, "{}", d.log());
+    }
+    let emulator = rt
+        .block_on(Emulator::start(
+            EmulatorConfig::new(
+                state.path().join("intake.db"),
+                Transport::new(TransportConfig::new(NetPolicy::new(false))).unwrap(),
+            ),
+            &ca,
+            intake_addr,
+        ))
+        .unwrap();
+    // The retry waits out its backoff (30 s ± 20 %), then the drain files each record.
+    d.wait_for("the queued records filed", Duration::from_secs(120), |_| {
+        emulator.stored_count() >= 3
+    });
+    d.signal("TERM");
+    assert!(
+        d.wait_exit(Duration::from_secs(60)).success(),
+        "{}",
+        d.log()
+    );
+    let store = d.store().unwrap();
+    let (filed, queued): (i64, i64) = store
+        .connection()
+        .query_row(
+            "SELECT sum(state = 'filed'), sum(state IN ('queued', 'sending')) FROM submissions",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((filed, queued), (3, 0));
+    assert_eq!(emulator.stored_count(), 3, "each record filed once");
+}

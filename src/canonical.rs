@@ -44,20 +44,34 @@ fn write_value(out: &mut String, value: &Value) {
         }
         Value::Object(map) => {
             // Sorting UTF-8 strings bytewise is sorting by code point, which is what Python does.
-            // We sort explicitly so the result does not depend on serde_json's map feature set.
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            // serde_json's default map already iterates in that order; we check rather than
+            // trust it, so the bytes do not depend on serde_json's feature set, and only pay for
+            // a sort when the order is not already right.
+            let in_order = map
+                .keys()
+                .zip(map.keys().skip(1))
+                .all(|(a, b)| a.as_bytes() < b.as_bytes());
             out.push('{');
-            for (i, (k, v)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_string(out, k);
-                out.push(':');
-                write_value(out, v);
+            if in_order {
+                write_entries(out, map.iter());
+            } else {
+                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+                write_entries(out, entries.into_iter());
             }
             out.push('}');
         }
+    }
+}
+
+fn write_entries<'a>(out: &mut String, entries: impl Iterator<Item = (&'a String, &'a Value)>) {
+    for (i, (k, v)) in entries.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_string(out, k);
+        out.push(':');
+        write_value(out, v);
     }
 }
 

@@ -94,12 +94,13 @@ fn build_runner(
     transport: crate::net::Transport,
     key: Option<SigningKey>,
     db_path: &Path,
+    clock: Arc<dyn crate::clock::Clock>,
 ) -> Result<Arc<dyn JobRunner>, DaemonError> {
     let pipeline = crate::pipeline::Pipeline::new(crate::pipeline::PipelineConfig {
         transport,
         store_path: db_path.to_path_buf(),
         signing: key.map(|k| (k, cfg.witness.key_url.clone())),
-        clock: Arc::new(crate::clock::SystemClock),
+        clock,
         intake_override: cfg.intake.clone(),
         file_extra_walks: cfg.file_extra_walks,
     })
@@ -114,13 +115,14 @@ async fn build(
     cfg: Config,
     store: &DaemonStore,
     previous: Option<&ConsentGate>,
+    clock: Arc<dyn crate::clock::Clock>,
 ) -> Result<Built, DaemonError> {
     let transport = cfg.transport().map_err(|source| DaemonError::Transport {
         path: cfg.path.clone(),
         source,
     })?;
     let key = load_key(&cfg)?;
-    let runner = build_runner(&cfg, transport.clone(), key, store.path())?;
+    let runner = build_runner(&cfg, transport.clone(), key, store.path(), clock)?;
     let consent = match previous {
         Some(gate) => Arc::new(gate.with_transport(transport)),
         None => Arc::new(ConsentGate::new(transport, store.clone()).await?),
@@ -142,6 +144,22 @@ fn notify(states: &[NotifyState]) {
 
 /// Run the daemon until SIGTERM/SIGINT.
 pub async fn run(config_path: &Path) -> Result<(), DaemonError> {
+    run_with(
+        config_path,
+        Arc::new(crate::clock::SystemClock),
+        std::future::pending(),
+    )
+    .await
+}
+
+/// [`run`] with the clock that schedules walks and decides the pipeline's UTC day injected, and
+/// one more way to stop (as SIGTERM does): what lets a test cross a UTC midnight in seconds.
+pub async fn run_with(
+    config_path: &Path,
+    clock: Arc<dyn crate::clock::Clock>,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<(), DaemonError> {
+    tokio::pin!(stop);
     let cfg = config::load(config_path)?;
     let db_path = cfg.database_path()?;
     let store = DaemonStore::open(&db_path)?;
@@ -153,7 +171,7 @@ pub async fn run(config_path: &Path) -> Result<(), DaemonError> {
             "walks the previous run left unfinished are recorded as aborted"
         );
     }
-    let built = build(cfg, &store, None).await?;
+    let built = build(cfg, &store, None, clock.clone()).await?;
     let mut cfg = built.config;
     let mut consent = built.consent;
     let live = Arc::new(http::Live::new(built.runner.clone()));
@@ -196,7 +214,7 @@ pub async fn run(config_path: &Path) -> Result<(), DaemonError> {
         semaphore: Arc::new(Semaphore::new(n)),
     };
     let mut fire_ctx = ctx(built.runner, consent.clone(), cfg.concurrency);
-    let mut sched = Scheduler::new(cfg.targets.clone(), fire_ctx.clone(), Utc::now());
+    let mut sched = Scheduler::new(cfg.targets.clone(), fire_ctx.clone(), clock.now());
 
     let mut watchdog_usec = 0u64;
     let watchdog = sd_notify::watchdog_enabled(false, &mut watchdog_usec)
@@ -220,7 +238,7 @@ pub async fn run(config_path: &Path) -> Result<(), DaemonError> {
     let mut next_status = tokio::time::Instant::now();
     let mut status_task: Option<tokio::task::JoinHandle<Option<runner::RunnerStatus>>> = None;
     let reason = loop {
-        let now = Utc::now();
+        let now = clock.now();
         sched.fire_due(now);
         live.last_tick.store(now.timestamp(), Ordering::Relaxed);
         live.targets.store(sched.target_count(), Ordering::Relaxed);
@@ -268,7 +286,7 @@ pub async fn run(config_path: &Path) -> Result<(), DaemonError> {
         }
         let mut wake = MAX_SLEEP;
         if let Some((t, _)) = sched.next_fire() {
-            wake = wake.min((t - Utc::now()).to_std().unwrap_or(Duration::ZERO));
+            wake = wake.min((t - clock.now()).to_std().unwrap_or(Duration::ZERO));
         }
         if let Some(w) = watchdog {
             wake = wake.min(w);
@@ -283,19 +301,20 @@ pub async fn run(config_path: &Path) -> Result<(), DaemonError> {
             _ = sched.join_next() => { next_status = tokio::time::Instant::now(); }
             _ = sigterm.recv() => break "SIGTERM",
             _ = sigint.recv() => break "SIGINT",
+            _ = &mut stop => break "stop requested",
             _ = sighup.recv() => {
                 let monotonic = NotifyState::monotonic_usec_now().ok();
                 let mut states = vec![NotifyState::Reloading];
                 states.extend(monotonic);
                 notify(&states);
-                match reload(config_path, &cfg, &store, &consent).await {
+                match reload(config_path, &cfg, &store, &consent, clock.clone()).await {
                     Ok(b) => {
                         tracing::info!(targets = b.config.targets.len(), "configuration reloaded");
                         cfg = b.config;
                         consent = b.consent;
                         *live.runner.write().unwrap_or_else(|p| p.into_inner()) = b.runner.clone();
                         fire_ctx = ctx(b.runner, consent.clone(), cfg.concurrency);
-                        sched.replace(cfg.targets.clone(), fire_ctx.clone(), Utc::now());
+                        sched.replace(cfg.targets.clone(), fire_ctx.clone(), clock.now());
                     }
                     Err(e) => tracing::error!(
                         error = %e,
@@ -346,6 +365,7 @@ async fn reload(
     running: &Config,
     store: &DaemonStore,
     consent: &ConsentGate,
+    clock: Arc<dyn crate::clock::Clock>,
 ) -> Result<Built, DaemonError> {
     let new = config::load(path)?;
     // The store and the listener are held open for the life of the process.
@@ -364,7 +384,7 @@ async fn reload(
     let mut new = new;
     new.database = running.database.clone();
     new.listen = running.listen;
-    build(new, store, Some(consent)).await
+    build(new, store, Some(consent), clock).await
 }
 
 /// The `STATUS=` line: next walk, walks in flight, lanes used and the outbox.

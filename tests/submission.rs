@@ -474,3 +474,45 @@ async fn an_unreachable_intake_is_queued_for_a_later_retry() {
         rows[0].next_attempt_at.as_ref().unwrap().parse().unwrap();
     assert!(next > before, "a retry waits");
 }
+
+#[tokio::test]
+async fn a_walk_taken_while_the_host_is_offline_is_marked_and_not_filed() {
+    let w = world().await;
+    // Neither the agent nor the intake answers: from here that is an offline host, not an
+    // agent failure (issue 7: "marked as such in the store and not filed").
+    let dead = |_: ()| {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        format!("https://127.0.0.1:{port}")
+    };
+    let (origin, intake) = (dead(()), format!("{}/witness", dead(())));
+    let mut policy = NetPolicy::new(true);
+    policy.allow_url(&origin);
+    policy.allow_url(&intake);
+    let mut cfg = TransportConfig::new(policy);
+    cfg.extra_roots = vec![w.ca.cert_der()];
+    let p = Pipeline::new(PipelineConfig {
+        transport: Transport::new(cfg).unwrap(),
+        store_path: w.dir.path().join("walker.db"),
+        signing: None,
+        clock: w.clock.clone(),
+        intake_override: Some(intake),
+        file_extra_walks: false,
+    })
+    .unwrap();
+    let r = p
+        .run_job(&WalkJob {
+            request: request(&origin, None, Mode::A2a, Wire::V1_0),
+            submit: true,
+        })
+        .await
+        .unwrap();
+    let sub = r.submission.unwrap();
+    assert_eq!(sub.state, "host_offline");
+    assert_eq!(sub.answer_kind, None, "nothing was sent");
+    assert_eq!(p.status().unwrap().outbox_depth, 0, "not queued for filing");
+    assert_eq!(p.drain_outbox().await.unwrap().attempted, 0);
+}

@@ -53,8 +53,6 @@ pub const DNE_AMOUNT_402: &str =
     "that the amount charged matches the price the card declares: the walk did not pay";
 pub const DNE_HASH_ONLY: &str = "which tool or method was called";
 pub const DNE_IDENTITY: &str = "identity of the witness beyond the name given";
-pub const DNE_CARD_UNSIGNED: &str = "that the walked operator published this card: it carried no signature, so these bytes are attributable to this walk alone and the operator can repudiate them";
-pub const DNE_CARD_NOT_VERIFIED: &str = "that the walked operator published this card: a signature is present but this client does not verify signatures, so these bytes are attributable to this walk alone";
 /// §4.6 the commitment recipe text.
 pub const COMMITMENT_RECIPE: &str =
     "sha256(canonical(full record) || salt); salt is 32 bytes, kept by the witness";
@@ -391,9 +389,9 @@ fn redact_requests(record: &mut Value) {
 /// The reference walker's unverified `card_signature` attribution line (§4.4).
 pub fn reference_attribution_line(card_signature: &Value) -> Option<String> {
     if card_signature.get("present") == Some(&Value::Bool(false)) {
-        Some(DNE_CARD_UNSIGNED.to_string())
+        Some(crate::card_signature::ATTRIBUTION_UNSIGNED.to_string())
     } else if card_signature.get("verified").is_some_and(Value::is_null) {
-        Some(DNE_CARD_NOT_VERIFIED.to_string())
+        Some(crate::card_signature::REFERENCE_ATTRIBUTION_NOT_VERIFIED.to_string())
     } else {
         None
     }

@@ -398,24 +398,26 @@ impl Pipeline {
             },
         ) {
             // The client never sends what a lane cannot take: wait for the next UTC day.
-            let next = rfc3339_seconds(lanes::next_utc_midnight(now_t));
-            let result = AttemptResult {
-                state: outbox::QUEUED,
-                answer: "lane_full",
+            let deferred = OwnedAttempt {
+                state: outbox::QUEUED.into(),
+                answer: "lane_full".into(),
                 status: 0,
-                body: "not sent: our own count says this lane is full today",
-                error: Some("lane full today (counted locally)"),
+                body: "not sent: our own count says this lane is full today".into(),
+                error: Some("lane full today (counted locally)".into()),
                 reason_code: None,
                 counted: None,
                 count_reason: None,
                 filed_day: None,
-                next_attempt_at: Some(&next),
+                next_attempt_at: Some(rfc3339_seconds(lanes::next_utc_midnight(now_t))),
             };
-            let n2 = now.clone();
-            let r2 = result_owned(&result);
             return self
                 .with_store(move |s| {
-                    outbox::record_attempt(s.connection(), submission_id, &n2, &r2.borrow())?;
+                    outbox::record_attempt(
+                        s.connection(),
+                        submission_id,
+                        &now,
+                        &deferred.borrow(),
+                    )?;
                     outbox::get(s.connection(), submission_id)
                 })
                 .await;
@@ -614,20 +616,5 @@ impl OwnedAttempt {
             filed_day: self.filed_day.as_deref(),
             next_attempt_at: self.next_attempt_at.as_deref(),
         }
-    }
-}
-
-fn result_owned(a: &AttemptResult) -> OwnedAttempt {
-    OwnedAttempt {
-        state: a.state.into(),
-        answer: a.answer.into(),
-        status: a.status,
-        body: a.body.into(),
-        error: a.error.map(str::to_string),
-        reason_code: a.reason_code.map(str::to_string),
-        counted: a.counted,
-        count_reason: a.count_reason.map(str::to_string),
-        filed_day: a.filed_day.map(str::to_string),
-        next_attempt_at: a.next_attempt_at.map(str::to_string),
     }
 }

@@ -2,6 +2,7 @@
 //! fsynced transaction), and `verify_all` over a store of signed synthetic records.
 //!
 //!     cargo bench --bench store
+//!     STORE_BENCH_N=1000 cargo bench --bench store -- 'floor|insert'
 //!     STORE_BENCH_N=100000 STORE_BENCH_DB=/tmp/walker-100k.db cargo bench --bench store
 //!
 //! `STORE_BENCH_N` sets the verify store's size (default 100,000); `STORE_BENCH_DB` keeps that
@@ -14,7 +15,8 @@ mod store_support;
 use conduct_walker::store::{Store, verify};
 use criterion::{BatchSize, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 use store_support::*;
 
 fn insert_one(c: &mut Criterion) {
@@ -33,6 +35,93 @@ fn insert_one(c: &mut Criterion) {
             |rec| store.insert_record(&rec).unwrap(),
             BatchSize::SmallInput,
         )
+    });
+    // The same insert split in two: the checks alone, then the commit alone.
+    group.bench_function("prepare_one_signed", |b| {
+        b.iter_batched(
+            || signed(record_bytes(0, true), &k),
+            |rec| rec.prepare().unwrap(),
+            BatchSize::SmallInput,
+        )
+    });
+    group.bench_function("commit_one_prepared_sync_full", |b| {
+        b.iter_batched(
+            || {
+                i += 1;
+                signed(record_bytes(i, !i.is_multiple_of(3)), &k)
+                    .prepare()
+                    .unwrap()
+            },
+            |ready| {
+                store
+                    .insert_prepared_then(&ready, |_, _, _| Ok(()))
+                    .unwrap()
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+/// What the daemon does with 64 walks finishing at once: two threads (one per core) share one
+/// store behind a mutex, each checking its record (`NewRecord::prepare`) before taking the lock,
+/// so one thread's CPU work overlaps the other's commit. Still one transaction per record.
+fn insert_two_writers(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Mutex::new(Store::open(&dir.path().join("walker.db")).unwrap());
+    let k = key(4);
+    let mut next = 0u64;
+    let mut group = c.benchmark_group("store");
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("insert_signed_sync_full_two_writers", |b| {
+        b.iter_custom(|iters| {
+            let recs: Vec<_> = (0..iters)
+                .map(|_| {
+                    next += 1;
+                    signed(record_bytes(next, !next.is_multiple_of(3)), &k)
+                })
+                .collect();
+            let (left, right) = recs.split_at(recs.len() / 2);
+            let start = Instant::now();
+            std::thread::scope(|s| {
+                for half in [left, right] {
+                    let store = &store;
+                    s.spawn(move || {
+                        for rec in half {
+                            let ready = rec.clone().prepare().unwrap();
+                            let store = store.lock().unwrap();
+                            store
+                                .insert_prepared_then(&ready, |_, _, _| Ok(()))
+                                .unwrap();
+                        }
+                    });
+                }
+            });
+            start.elapsed()
+        })
+    });
+    group.finish();
+}
+
+/// The disk's floor for one durable SQLite transaction: a single small row per transaction,
+/// with the store's own pragmas (WAL, `synchronous=FULL`). No record can commit faster.
+fn commit_floor(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let conn = rusqlite::Connection::open(dir.path().join("floor.db")).unwrap();
+    conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))
+        .unwrap();
+    conn.execute_batch("PRAGMA synchronous = FULL; CREATE TABLE t (x INTEGER);")
+        .unwrap();
+    let mut i = 0i64;
+    let mut group = c.benchmark_group("store");
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("floor_one_small_row_per_transaction", |b| {
+        b.iter(|| {
+            i += 1;
+            conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+            conn.execute("INSERT INTO t VALUES (?1)", [i]).unwrap();
+            conn.execute_batch("COMMIT").unwrap();
+        })
     });
     group.finish();
 }
@@ -110,5 +199,12 @@ fn components(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, components, insert_one, verify_store);
+criterion_group!(
+    benches,
+    components,
+    commit_floor,
+    insert_one,
+    insert_two_writers,
+    verify_store
+);
 criterion_main!(benches);

@@ -166,6 +166,24 @@ impl Pipeline {
         .map_err(PipelineError::from)
     }
 
+    /// [`Pipeline::with_store`], running `before` on the blocking thread without the lock and
+    /// handing its value to `f`, which runs under the lock.
+    async fn with_store_after<P, T: Send + 'static>(
+        &self,
+        before: impl FnOnce() -> Result<P, StoreError> + Send + 'static,
+        f: impl FnOnce(&Store, P) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, PipelineError> {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || {
+            let ready = before()?;
+            let store = inner.store.lock().unwrap_or_else(|p| p.into_inner());
+            f(&store, ready)
+        })
+        .await
+        .map_err(|e| PipelineError::Join(e.to_string()))?
+        .map_err(PipelineError::from)
+    }
+
     fn now(&self) -> String {
         rfc3339_seconds(self.inner.clock.now())
     }
@@ -240,29 +258,34 @@ impl Pipeline {
         };
         let now = self.now();
         let (record_id, submission) = self
-            .with_store(move |store| {
-                let (inserted, submission) =
-                    store.insert_record_then(&new_record, |conn, id, _new| {
-                        let Some(plan) = plan else { return Ok(None) };
-                        let row = outbox::insert(
-                            conn,
-                            &NewSubmission {
-                                record_id: id,
-                                intake_url: &plan.intake_url,
-                                lane: &plan.lane.key(),
-                                identity: &plan.identity,
-                                endpoint: &plan.endpoint,
-                                state: plan.state,
-                                next_attempt_at: (plan.state == outbox::QUEUED)
-                                    .then_some(now.as_str()),
-                                last_error: plan.note.as_deref(),
-                                now: &now,
-                            },
-                        )?;
-                        Ok(Some(row))
-                    })?;
-                Ok((inserted.record.row.id, submission))
-            })
+            .with_store_after(
+                // The record's checks (signature included) run before the store's lock is
+                // taken: concurrent walks then wait for each other only during the commit.
+                move || new_record.prepare(),
+                move |store, prepared| {
+                    let (inserted, submission) =
+                        store.insert_prepared_then(&prepared, |conn, id, _new| {
+                            let Some(plan) = plan else { return Ok(None) };
+                            let row = outbox::insert(
+                                conn,
+                                &NewSubmission {
+                                    record_id: id,
+                                    intake_url: &plan.intake_url,
+                                    lane: &plan.lane.key(),
+                                    identity: &plan.identity,
+                                    endpoint: &plan.endpoint,
+                                    state: plan.state,
+                                    next_attempt_at: (plan.state == outbox::QUEUED)
+                                        .then_some(now.as_str()),
+                                    last_error: plan.note.as_deref(),
+                                    now: &now,
+                                },
+                            )?;
+                            Ok(Some(row))
+                        })?;
+                    Ok((inserted.record.row.id, submission))
+                },
+            )
             .await?;
         let submission = match submission {
             Some(row) if row.state == outbox::QUEUED => Some(self.attempt(row.id).await?),
@@ -284,11 +307,12 @@ impl Pipeline {
         signed: bool,
         witness_name: &str,
     ) -> Plan {
-        let key_url = outcome.record["witness"]["key_url"].as_str();
+        let record = outcome.record();
+        let key_url = record["witness"]["key_url"].as_str();
         let lane = Lane::of(key_url, signed);
         let identity = lane.identity(witness_name);
-        let purpose = outcome.record["purpose"].as_str().unwrap_or_default();
-        let base = outcome.record["base"].as_str().unwrap_or_default();
+        let purpose = record["purpose"].as_str().unwrap_or_default();
+        let base = record["base"].as_str().unwrap_or_default();
         let endpoint = lanes::endpoint_of(purpose, base);
         let mut plan = Plan {
             intake_url: intake_url.to_string(),
@@ -555,7 +579,6 @@ impl Pipeline {
             target: full["conduct_ext"]["target"].as_str().map(str::to_string),
             card: None,
             witness_intake: intake.clone(),
-            record: full,
         };
         self.store_and_file(outcome, intake, submit, witness_name)
             .await

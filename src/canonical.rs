@@ -11,6 +11,9 @@
 use serde_json::{Number, Value};
 use std::fmt::Write as _;
 
+mod ser;
+pub use ser::{NotStreamable, to_bytes_of, try_stream};
+
 /// Canonical bytes of a JSON value (UTF-8, no trailing newline).
 pub fn to_bytes(value: &Value) -> Vec<u8> {
     let mut out = String::with_capacity(256);
@@ -113,14 +116,18 @@ pub fn number_is_float(text: &str) -> bool {
 fn write_number(out: &mut String, n: &Number) {
     // With serde_json's `arbitrary_precision`, `to_string` is the number exactly as parsed (or as
     // produced from a Rust integer), so the int/float distinction of the source text survives.
-    let text = n.to_string();
+    write_number_text(out, &n.to_string());
+}
+
+/// A JSON number, given its exact source text, in Python's form.
+fn write_number_text(out: &mut String, text: &str) {
     if text == crate::json::NAN_MARKER {
         out.push_str("NaN");
-    } else if number_is_float(&text) {
+    } else if number_is_float(text) {
         let value: f64 = text.parse().unwrap_or(f64::NAN);
         out.push_str(&python_float_repr(value));
     } else {
-        out.push_str(&python_int_repr(&text));
+        out.push_str(&python_int_repr(text));
     }
 }
 

@@ -255,7 +255,7 @@ async fn domain_signed_record_whose_key_url_serves_the_key_is_accepted() {
     assert_eq!(stored["signed_domain"], "localhost");
     // The key_url is inside the signed bytes.
     assert!(
-        r.outcome.record["witness"]["key_url"]
+        r.outcome.record()["witness"]["key_url"]
             .as_str()
             .unwrap()
             .ends_with("nenrin-witness-key.json")

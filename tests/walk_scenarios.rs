@@ -61,8 +61,8 @@ async fn honest_mcp_scores_four_of_four() {
         Some(NOTE_PAYMENT_NONE_NOT_402)
     );
     assert_eq!(assertion(&o, "extension_echoed").claim, "extension_echoed");
-    assert_eq!(o.record["conduct_ext"]["wire"], json!(null));
-    assert_eq!(o.record["mode"], "full");
+    assert_eq!(o.record()["conduct_ext"]["wire"], json!(null));
+    assert_eq!(o.record()["mode"], "full");
 }
 
 #[tokio::test]
@@ -82,7 +82,7 @@ async fn honest_a2a_1_0_scores_seven_of_seven() {
             .claim
             .ends_with("of the A2A 1.0 shape")
     );
-    assert_eq!(o.record["conduct_ext"]["wire"], "1.0");
+    assert_eq!(o.record()["conduct_ext"]["wire"], "1.0");
 }
 
 #[tokio::test]
@@ -272,7 +272,8 @@ async fn paid_402_with_x402_passes() {
     );
     assert_eq!(result(&o, "endpoint_bound"), None);
     assert!(o.verdict.ok);
-    let dne = o.record["does_not_establish"].as_array().unwrap();
+    let record = o.record();
+    let dne = record["does_not_establish"].as_array().unwrap();
     assert!(
         dne.iter()
             .any(|l| l.as_str().unwrap().starts_with("that the amount charged"))
@@ -353,7 +354,7 @@ async fn redirect_is_recorded_not_followed() {
     let o = walk_scenario("redirect").await;
     assert_eq!(o.nodes[2].status(), 302);
     assert_eq!(
-        o.record["nodes"][3]["request"]["url"],
+        o.record()["nodes"][3]["request"]["url"],
         json!(o.target.clone().unwrap())
     );
     assert_eq!(result(&o, "measured_endpoint_answered"), Some(false));
@@ -387,14 +388,14 @@ async fn card_404_means_no_card_and_no_target() {
     );
     assert_eq!(o.nodes.len(), 2);
     assert_eq!(
-        o.record["nodes"][2]["output_preview"],
+        o.record()["nodes"][2]["output_preview"],
         "not declared; card is not a JSON object"
     );
     assert_eq!(
-        o.record["purpose"],
+        o.record()["purpose"],
         json!(format!(
             "a2a-conduct-walk-v1: {}",
-            o.record["base"].as_str().unwrap()
+            o.record()["base"].as_str().unwrap()
         ))
     );
 }
@@ -464,15 +465,15 @@ async fn non_ascii_and_emoji_in_the_card_survive_raw() {
 async fn two_listings_first_wins() {
     let o = walk_scenario("two-listings").await;
     assert_eq!(result(&o, "compensation_well_formed"), Some(true));
-    assert_eq!(o.record["conduct_ext"]["declared_uri"], EXT);
+    assert_eq!(o.record()["conduct_ext"]["declared_uri"], EXT);
 }
 
 #[tokio::test]
 async fn permanent_identifier_is_declared_and_recorded() {
     let o = walk_scenario("permanent-id").await;
     assert_eq!(result(&o, "conduct_ext_declared"), Some(true));
-    assert_eq!(o.record["conduct_ext"]["declared_uri"], PERMA);
-    assert_eq!(o.record["conduct_ext"]["uri"], EXT);
+    assert_eq!(o.record()["conduct_ext"]["declared_uri"], PERMA);
+    assert_eq!(o.record()["conduct_ext"]["uri"], EXT);
     assert_eq!(o.verdict.n_pass, 7);
 }
 
@@ -485,7 +486,7 @@ async fn next_version_and_foreign_uris_are_not_declared() {
             assertion(&o, "conduct_ext_declared").observed_input,
             "absent"
         );
-        assert_eq!(o.record["conduct_ext"]["declared_uri"], json!(null));
+        assert_eq!(o.record()["conduct_ext"]["declared_uri"], json!(null));
     }
 }
 
@@ -543,7 +544,7 @@ async fn five_mib_reply_hits_the_cap() {
             .contains("too large")
     );
     assert_eq!(
-        o.record["nodes"][3]["response"]["body_sha256"],
+        o.record()["nodes"][3]["response"]["body_sha256"],
         conduct_walker::digest::EMPTY_SHA256
     );
     assert_eq!(result(&o, "measured_endpoint_answered"), Some(false));
@@ -574,9 +575,9 @@ async fn connection_refused_is_recorded_as_status_zero() {
     let o = walk_with(&t, &request(&origin, None, Mode::Mcp, Wire::V1_0)).await;
     assert_eq!(o.nodes[0].status(), 0);
     assert_eq!(o.nodes[1].status(), 0);
-    assert_eq!(o.record["nodes"][0]["response"]["status"], 0);
+    assert_eq!(o.record()["nodes"][0]["response"]["status"], 0);
     assert_eq!(
-        o.record["nodes"][0]["response"]["body_sha256"],
+        o.record()["nodes"][0]["response"]["body_sha256"],
         conduct_walker::digest::EMPTY_SHA256
     );
     assert_eq!(result(&o, "card_bytes_stable"), Some(false));
@@ -622,7 +623,7 @@ async fn hash_only_privacy_redacts_requests_and_claims() {
     let mut req = request(&agent.origin(), None, Mode::A2a, Wire::V1_0);
     req.privacy = conduct_walker::walk::Privacy::HashOnly;
     let o = walk_with(&t, &req).await;
-    let r = &o.record;
+    let r = &o.record();
     assert_eq!(r["mode"], "hash-only");
     let origin_form = format!("{}/", agent.origin());
     for node in [0, 1, 3] {
@@ -662,7 +663,8 @@ async fn commitment_privacy_files_only_the_commitment() {
     let mut req = request(&agent.origin(), None, Mode::A2a, Wire::V1_0);
     req.privacy = conduct_walker::walk::Privacy::Commitment;
     let o = walk_with(&t, &req).await;
-    let keys: Vec<&String> = o.record.as_object().unwrap().keys().collect();
+    let record = o.record();
+    let keys: Vec<&String> = record.as_object().unwrap().keys().collect();
     assert_eq!(
         keys,
         [
@@ -683,7 +685,7 @@ async fn commitment_privacy_files_only_the_commitment() {
     let mut preimage = kept.clone();
     preimage.extend(hex::decode(&salt_hex).unwrap());
     assert_eq!(
-        o.record["commitment"],
+        o.record()["commitment"],
         conduct_walker::digest::sha256_hex(&preimage)
     );
     let kept: serde_json::Value = serde_json::from_slice(&kept).unwrap();
@@ -770,7 +772,8 @@ async fn every_scenario_walks_to_a_record_the_intake_would_accept() {
     // Shape checks of spec §6.3 on every scenario's record.
     for sc in conduct_walker::sandbox::scenarios() {
         let o = walk_scenario_value(&sc).await;
-        let r = o.record.as_object().unwrap();
+        let record = o.record();
+        let r = record.as_object().unwrap();
         assert_eq!(r["schema"], "jidec-path-v1", "{}", sc.name);
         for key in ["purpose", "walked_at", "base"] {
             assert!(!r[key].as_str().unwrap().is_empty(), "{} {key}", sc.name);
@@ -847,9 +850,10 @@ async fn terms_listed_on_the_card_enter_the_record_without_touching_the_verdict(
         ),
     )
     .await;
-    let terms = &plain.record["terms"];
+    let terms = &plain.record()["terms"];
     assert_eq!(terms["proposals"][0]["outcome"], "verified", "{terms}");
-    let establishes = plain.record["establishes"].as_array().unwrap();
+    let plain_record = plain.record();
+    let establishes = plain_record["establishes"].as_array().unwrap();
     assert!(
         establishes
             .iter()

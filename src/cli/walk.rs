@@ -373,7 +373,7 @@ pub fn json_summary(outcome: &WalkOutcome) -> serde_json::Value {
         .collect();
     json!({
         "sha256": outcome.sha256,
-        "record": outcome.record,
+        "record": outcome.record(),
         "transport_errors": transport_errors,
     })
 }

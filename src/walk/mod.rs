@@ -11,7 +11,6 @@ pub mod record;
 pub mod spec;
 pub mod url_norm;
 
-use crate::canonical;
 use crate::clock::{Clock, walked_at};
 use crate::digest::sha256_hex;
 use crate::net::{HttpRequest, Transport};
@@ -50,9 +49,8 @@ impl WalkRequest {
 /// One finished walk: the bytes to store and file, and what a summary needs.
 #[derive(Debug, Clone)]
 pub struct WalkOutcome {
-    /// The record filed (full, hash-only or commitment), parsed.
-    pub record: Value,
-    /// Its canonical bytes: the identity and what gets signed.
+    /// The canonical bytes of the record filed (full, hash-only or commitment): the identity
+    /// and what gets signed. [`WalkOutcome::record`] parses them.
     pub canonical: Vec<u8>,
     pub sha256: String,
     /// Commitment privacy: the kept full record's canonical bytes and its salt (hex).
@@ -64,6 +62,13 @@ pub struct WalkOutcome {
     pub card: Option<Value>,
     /// The card's `params.witness_intake` when it is a string: where the record is filed.
     pub witness_intake: Option<String>,
+}
+
+impl WalkOutcome {
+    /// The filed record, parsed from its canonical bytes (numbers keep their exact text).
+    pub fn record(&self) -> Value {
+        crate::json::parse_lenient(&self.canonical).expect("a record's canonical bytes are JSON")
+    }
 }
 
 /// §2.6 the n3 request for a mode and wire.
@@ -234,16 +239,15 @@ pub fn finish(
         request.privacy,
         salt,
     );
-    let canonical = canonical::to_bytes(&built.filed);
+    let canonical = built.filed;
     let sha256 = sha256_hex(&canonical);
     let witness_intake = declaration.param_str("witness_intake").map(str::to_string);
     let mut nodes = vec![n0, n1];
     nodes.extend(n3);
     WalkOutcome {
-        record: built.filed,
         canonical,
         sha256,
-        kept: built.kept.map(|(v, salt)| (canonical::to_bytes(&v), salt)),
+        kept: built.kept,
         verdict,
         assertions,
         nodes,

@@ -99,10 +99,11 @@ pub struct Evaluated<'a> {
 /// The records one walk produces.
 #[derive(Debug, Clone)]
 pub struct Built {
-    /// The record to file (full, hash-only or commitment).
-    pub filed: Value,
-    /// Commitment privacy: the full record kept by the witness and its salt (hex).
-    pub kept: Option<(Value, String)>,
+    /// Canonical bytes of the record to file (full, hash-only or commitment).
+    pub filed: Vec<u8>,
+    /// Commitment privacy: the canonical bytes of the full record kept by the witness, and
+    /// its salt (hex).
+    pub kept: Option<(Vec<u8>, String)>,
 }
 
 /// §2.4 the n2 compute node's output object and preview.
@@ -127,15 +128,26 @@ pub fn n2_output(declaration: &Declaration, target: Option<&str>) -> (String, St
     (sha256_hex(canonical::to_bytes(&output)), preview)
 }
 
-fn fetch_node(f: &ObservedFetch) -> Node {
+/// A fetch node; `redact` applies §4.5 (hash-only): method `REDACTED`, URL reduced to
+/// `scheme://authority/`, request hashes left out.
+fn fetch_node(f: &ObservedFetch, redact: bool) -> Node {
+    let (method, url) = if redact {
+        ("REDACTED".to_string(), origin_form(&f.exchange.request.url))
+    } else {
+        (
+            f.exchange.request.method.to_string(),
+            f.exchange.request.url.clone(),
+        )
+    };
     Node::Fetch(FetchNode {
         n: f.n,
         kind: "fetch",
         request: FetchRequest {
-            method: f.exchange.request.method.to_string(),
-            url: f.exchange.request.url.clone(),
+            method,
+            url,
             headers_sha256: f.request_headers_sha256.clone(),
             body_sha256: f.request_body_sha256.clone(),
+            hashes_withheld: redact,
         },
         response: FetchResponse {
             status: f.status(),
@@ -175,7 +187,7 @@ pub fn build(
         },
         Privacy::Commitment => {
             let kept = full_record(ctx, ev, card, Privacy::Commitment);
-            let mut preimage = canonical::to_bytes(&kept);
+            let mut preimage = kept.clone();
             preimage.extend_from_slice(&salt);
             let commitment = hex::encode(sha256(&preimage));
             let mut does_not_establish = vec![
@@ -201,7 +213,7 @@ pub fn build(
                 does_not_establish,
             };
             Built {
-                filed: serde_json::to_value(filed).expect("record serialises"),
+                filed: canonical::to_bytes_of(&filed),
                 kept: Some((kept, hex::encode(salt))),
             }
         }
@@ -216,15 +228,17 @@ fn purpose(ctx: &RecordContext, target: Option<&str>) -> String {
     format!("{PURPOSE_PREFIX}{}", target.unwrap_or(&ctx.base))
 }
 
-/// The full record; `HashOnly` redacts it (§4.5); `Commitment` gives the kept record (§4.6).
+/// The full record's canonical bytes; `HashOnly` redacts it (§4.5); `Commitment` gives the
+/// kept record (§4.6).
 fn full_record(
     ctx: &RecordContext,
     ev: &Evaluated,
     card: &CardFindings,
     privacy: Privacy,
-) -> Value {
+) -> Vec<u8> {
+    let hash_only = privacy == Privacy::HashOnly;
     let (n2_sha, n2_preview) = n2_output(ev.declaration, ev.target);
-    let mut nodes = vec![fetch_node(ev.n0), fetch_node(ev.n1)];
+    let mut nodes = vec![fetch_node(ev.n0, hash_only), fetch_node(ev.n1, hash_only)];
     nodes.push(Node::Compute(ComputeNode {
         n: 2,
         kind: "compute",
@@ -234,9 +248,8 @@ fn full_record(
         output_preview: n2_preview.clone(),
     }));
     if let Some(n3) = ev.n3 {
-        nodes.push(fetch_node(n3));
+        nodes.push(fetch_node(n3, hash_only));
     }
-    let hash_only = privacy == Privacy::HashOnly;
     let assertions = ev
         .assertions
         .iter()
@@ -360,30 +373,7 @@ fn full_record(
         does_not_establish,
         terms: card.terms.clone(),
     };
-    let mut value = serde_json::to_value(record).expect("record serialises");
-    if hash_only {
-        redact_requests(&mut value);
-    }
-    value
-}
-
-/// §4.5: request URL → `scheme://authority/`, method → `REDACTED`, request hashes removed.
-fn redact_requests(record: &mut Value) {
-    let Some(nodes) = record.get_mut("nodes").and_then(Value::as_array_mut) else {
-        return;
-    };
-    for node in nodes {
-        let Some(request) = node.get_mut("request").and_then(Value::as_object_mut) else {
-            continue;
-        };
-        if let Some(url) = request.get("url").and_then(Value::as_str) {
-            let redacted = origin_form(url);
-            request.insert("url".into(), Value::String(redacted));
-        }
-        request.insert("method".into(), Value::String("REDACTED".into()));
-        request.remove("headers_sha256");
-        request.remove("body_sha256");
-    }
+    canonical::to_bytes_of(&record)
 }
 
 /// The reference walker's unverified `card_signature` attribution line (§4.4).

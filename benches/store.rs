@@ -103,26 +103,41 @@ fn insert_two_writers(c: &mut Criterion) {
     group.finish();
 }
 
-/// The disk's floor for one durable SQLite transaction: a single small row per transaction,
-/// with the store's own pragmas (WAL, `synchronous=FULL`). No record can commit faster.
+/// The disk's floor for one durable SQLite transaction, with the store's own pragmas (WAL,
+/// `synchronous=FULL`): one small row per transaction, and one row holding just a record's
+/// bytes (no other column, no index). No record can commit faster than the second.
 fn commit_floor(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let conn = rusqlite::Connection::open(dir.path().join("floor.db")).unwrap();
     conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))
         .unwrap();
-    conn.execute_batch("PRAGMA synchronous = FULL; CREATE TABLE t (x INTEGER);")
-        .unwrap();
-    let mut i = 0i64;
+    conn.execute_batch(
+        "PRAGMA synchronous = FULL; CREATE TABLE small (x INTEGER); \
+         CREATE TABLE blob (id INTEGER PRIMARY KEY, canonical BLOB NOT NULL);",
+    )
+    .unwrap();
+    let record = signed(record_bytes(1, true), &key(5)).canonical;
     let mut group = c.benchmark_group("store");
     group.throughput(Throughput::Elements(1));
-    group.bench_function("floor_one_small_row_per_transaction", |b| {
-        b.iter(|| {
-            i += 1;
-            conn.execute_batch("BEGIN IMMEDIATE").unwrap();
-            conn.execute("INSERT INTO t VALUES (?1)", [i]).unwrap();
-            conn.execute_batch("COMMIT").unwrap();
-        })
-    });
+    let mut one_per_transaction = |name: &str, sql: &str, value: &dyn rusqlite::ToSql| {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+                conn.execute(sql, [value]).unwrap();
+                conn.execute_batch("COMMIT").unwrap();
+            })
+        });
+    };
+    one_per_transaction(
+        "floor_one_small_row_per_transaction",
+        "INSERT INTO small VALUES (?1)",
+        &1i64,
+    );
+    one_per_transaction(
+        "floor_one_record_blob_per_transaction",
+        "INSERT INTO blob (canonical) VALUES (?1)",
+        &record,
+    );
     group.finish();
 }
 

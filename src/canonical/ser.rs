@@ -129,6 +129,15 @@ fn open_variant(out: &mut String, variant: &str) {
     out.push(':');
 }
 
+macro_rules! write_integers {
+    ($($method:ident: $ty:ty),*) => {$(
+        fn $method(self, v: $ty) -> Result<(), NotStreamable> {
+            let _ = write!(self.out, "{v}");
+            Ok(())
+        }
+    )*};
+}
+
 impl<'a> ser::Serializer for Writer<'a> {
     type Ok = ();
     type Error = NotStreamable;
@@ -144,40 +153,19 @@ impl<'a> ser::Serializer for Writer<'a> {
         self.out.push_str(if v { "true" } else { "false" });
         Ok(())
     }
-    fn serialize_i8(self, v: i8) -> Result<(), NotStreamable> {
-        self.serialize_i64(v.into())
-    }
-    fn serialize_i16(self, v: i16) -> Result<(), NotStreamable> {
-        self.serialize_i64(v.into())
-    }
-    fn serialize_i32(self, v: i32) -> Result<(), NotStreamable> {
-        self.serialize_i64(v.into())
-    }
-    fn serialize_i64(self, v: i64) -> Result<(), NotStreamable> {
-        let _ = write!(self.out, "{v}");
-        Ok(())
-    }
-    fn serialize_i128(self, v: i128) -> Result<(), NotStreamable> {
-        let _ = write!(self.out, "{v}");
-        Ok(())
-    }
-    fn serialize_u8(self, v: u8) -> Result<(), NotStreamable> {
-        self.serialize_u64(v.into())
-    }
-    fn serialize_u16(self, v: u16) -> Result<(), NotStreamable> {
-        self.serialize_u64(v.into())
-    }
-    fn serialize_u32(self, v: u32) -> Result<(), NotStreamable> {
-        self.serialize_u64(v.into())
-    }
-    fn serialize_u64(self, v: u64) -> Result<(), NotStreamable> {
-        let _ = write!(self.out, "{v}");
-        Ok(())
-    }
-    fn serialize_u128(self, v: u128) -> Result<(), NotStreamable> {
-        let _ = write!(self.out, "{v}");
-        Ok(())
-    }
+    // Integers of every width in decimal, as Python's `int.__repr__` writes them.
+    write_integers!(
+        serialize_i8: i8,
+        serialize_i16: i16,
+        serialize_i32: i32,
+        serialize_i64: i64,
+        serialize_i128: i128,
+        serialize_u8: u8,
+        serialize_u16: u16,
+        serialize_u32: u32,
+        serialize_u64: u64,
+        serialize_u128: u128
+    );
     fn serialize_f32(self, v: f32) -> Result<(), NotStreamable> {
         self.serialize_f64(v.into())
     }
@@ -305,38 +293,27 @@ impl ser::SerializeSeq for Compound<'_> {
     }
 }
 
-impl ser::SerializeTuple for Compound<'_> {
-    type Ok = ();
-    type Error = NotStreamable;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), NotStreamable> {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
-    fn end(self) -> Result<(), NotStreamable> {
-        Compound::end(self)
-    }
+/// Tuples of every kind are JSON arrays, written like sequences.
+macro_rules! array_like {
+    ($($kind:ident::$method:ident),*) => {$(
+        impl ser::$kind for Compound<'_> {
+            type Ok = ();
+            type Error = NotStreamable;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), NotStreamable> {
+                ser::SerializeSeq::serialize_element(self, value)
+            }
+            fn end(self) -> Result<(), NotStreamable> {
+                Compound::end(self)
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTupleStruct for Compound<'_> {
-    type Ok = ();
-    type Error = NotStreamable;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), NotStreamable> {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
-    fn end(self) -> Result<(), NotStreamable> {
-        Compound::end(self)
-    }
-}
-
-impl ser::SerializeTupleVariant for Compound<'_> {
-    type Ok = ();
-    type Error = NotStreamable;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), NotStreamable> {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
-    fn end(self) -> Result<(), NotStreamable> {
-        Compound::end(self)
-    }
-}
+array_like!(
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 impl ser::SerializeMap for Compound<'_> {
     type Ok = ();
@@ -417,6 +394,14 @@ impl ser::SerializeStruct for StructWriter<'_> {
 /// JSON object keys are strings.
 struct KeyText;
 
+macro_rules! refuse_scalar_keys {
+    ($($method:ident: $ty:ty),*) => {$(
+        fn $method(self, _: $ty) -> Result<String, NotStreamable> {
+            refuse("non-string key")
+        }
+    )*};
+}
+
 impl ser::Serializer for KeyText {
     type Ok = String;
     type Error = NotStreamable;
@@ -431,39 +416,19 @@ impl ser::Serializer for KeyText {
     fn serialize_str(self, v: &str) -> Result<String, NotStreamable> {
         Ok(v.to_string())
     }
-    fn serialize_bool(self, _: bool) -> Result<String, NotStreamable> {
-        refuse("non-string key")
-    }
-    fn serialize_i8(self, _: i8) -> Result<String, NotStreamable> {
-        refuse("non-string key")
-    }
-    fn serialize_i16(self, _: i16) -> Result<String, NotStreamable> {
-        refuse("non-string key")
-    }
-    fn serialize_i32(self, _: i32) -> Result<String, NotStreamable> {
-        refuse("non-string key")
-    }
-    fn serialize_i64(self, _: i64) -> Result<String, NotStreamable> {
-        refuse("non-string key")
-    }
-    fn serialize_u8(self, _: u8) -> Result<String, NotStreamable> {
-        refuse("non-string key")
-    }
-    fn serialize_u16(self, _: u16) -> Result<String, NotStreamable> {
-        refuse("non-string key")
-    }
-    fn serialize_u32(self, _: u32) -> Result<String, NotStreamable> {
-        refuse("non-string key")
-    }
-    fn serialize_u64(self, _: u64) -> Result<String, NotStreamable> {
-        refuse("non-string key")
-    }
-    fn serialize_f32(self, _: f32) -> Result<String, NotStreamable> {
-        refuse("non-string key")
-    }
-    fn serialize_f64(self, _: f64) -> Result<String, NotStreamable> {
-        refuse("non-string key")
-    }
+    refuse_scalar_keys!(
+        serialize_bool: bool,
+        serialize_i8: i8,
+        serialize_i16: i16,
+        serialize_i32: i32,
+        serialize_i64: i64,
+        serialize_u8: u8,
+        serialize_u16: u16,
+        serialize_u32: u32,
+        serialize_u64: u64,
+        serialize_f32: f32,
+        serialize_f64: f64
+    );
     fn serialize_char(self, v: char) -> Result<String, NotStreamable> {
         Ok(v.to_string())
     }

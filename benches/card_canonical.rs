@@ -56,6 +56,11 @@ fn bench(c: &mut Criterion) {
     c.bench_function("sdk_profile_rfc8785_10kib_card", |b| {
         b.iter(|| canonicalize_card(black_box(&card), Profile::Sdk).unwrap())
     });
+    // For comparison: serde_jcs alone over the same card (no profile, nothing dropped), which is
+    // what the card writer would cost if it handed the projected card to serde_jcs.
+    c.bench_function("serde_jcs_only_10kib_card", |b| {
+        b.iter(|| conduct_walker::jcs::canonicalize(black_box(&card)).unwrap())
+    });
 }
 
 /// CPU time this thread has run, from `/proc/thread-self/schedstat` (Linux). The build machine

@@ -516,3 +516,37 @@ async fn a_walk_taken_while_the_host_is_offline_is_marked_and_not_filed() {
     assert_eq!(p.status().unwrap().outbox_depth, 0, "not queued for filing");
     assert_eq!(p.drain_outbox().await.unwrap().attempted, 0);
 }
+
+#[tokio::test]
+async fn a_record_longer_than_the_intakes_stated_limit_is_stored_and_never_sent() {
+    // The intake states its limit at GET /witness; this record (about 4 KB) exceeds 1,000.
+    let w = world_with(
+        EmulatorLimits {
+            max_record_len: 1000,
+            ..EmulatorLimits::default()
+        },
+        &[],
+    )
+    .await;
+    let p = pipeline(&w, Some((key(), None)), false);
+    let r = p.run_job(&job(&w, Privacy::Full)).await.unwrap();
+    assert!(r.outcome.canonical.len() > 1000);
+    let sub = r.submission.unwrap();
+    assert_eq!(sub.state, "refused");
+    assert_eq!(sub.answer_kind, None, "nothing was sent");
+    let why = sub.error.unwrap();
+    assert!(why.contains("longer than the intake's 1000 limit"), "{why}");
+    assert_eq!(w.emulator.stored_count(), 0);
+    assert_eq!(
+        p.status().unwrap().outbox_depth,
+        0,
+        "not queued for a retry"
+    );
+    assert_eq!(p.drain_outbox().await.unwrap().attempted, 0);
+    // The record itself is kept, signed, whatever the intake would take.
+    let store =
+        conduct_walker::store::Store::open_read_only(&w.dir.path().join("walker.db")).unwrap();
+    let kept = store.get_by_id(r.record_id).unwrap();
+    assert_eq!(kept.row.sha256, r.outcome.sha256);
+    assert!(kept.row.signed);
+}

@@ -19,6 +19,8 @@ pub mod pipeline;
 pub mod sandbox;
 pub mod store;
 pub mod terms;
+#[cfg(test)]
+mod test_docs;
 pub mod walk;
 pub mod wire;
 pub mod witness;

@@ -536,6 +536,15 @@ mod tests {
         }
     }
 
+    /// Random documents (controls, escapes, astral characters, numbers of every form) stream
+    /// to the same bytes as the `Value` path; a map's keys always arrive in order.
+    #[test]
+    fn random_documents_stream_byte_identically() {
+        for doc in crate::test_docs::random_json_docs(2000) {
+            assert_eq!(try_stream(&doc).unwrap(), via_value(&doc), "{doc}");
+        }
+    }
+
     #[test]
     fn keeps_number_text_quirks() {
         // Parsed leniently, NaN and big integers keep their exact text (arbitrary_precision).

@@ -747,7 +747,7 @@ fn python_ascii_string(s: &str, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::{Map, json};
+    use serde_json::json;
 
     fn sdk(v: Value) -> String {
         String::from_utf8(canonicalize_card(&v, Profile::Sdk).unwrap().bytes).unwrap()
@@ -831,70 +831,7 @@ mod tests {
             let text = v["input_json"].as_str().unwrap();
             docs.push(crate::jcs::parse_i_json(text.as_bytes()).unwrap());
         }
-        let alphabet: Vec<char> = "aZ09 \"\\/\u{0}\u{1}\u{8}\t\n\u{b}\u{c}\r\u{1f}\u{7f}\u{80}é€\u{2028}\u{e000}\u{fb33}😀😂\u{10ffff}"
-            .chars()
-            .collect();
-        let numbers = [
-            "0",
-            "-0.0",
-            "1",
-            "-1",
-            "1.5",
-            "100.0",
-            "1e21",
-            "1e-7",
-            "123456789012345678901234567890",
-            "0.000001",
-            "9007199254740993",
-            "5e-324",
-            "1.7976931348623157e308",
-            "333333333.33333329",
-        ];
-        let mut seed: u64 = 0x9e3779b97f4a7c15;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
-        fn text(next: &mut dyn FnMut() -> u64, alphabet: &[char]) -> String {
-            let n = next() % 5;
-            (0..n)
-                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
-                .collect()
-        }
-        fn build(
-            depth: u32,
-            next: &mut dyn FnMut() -> u64,
-            alphabet: &[char],
-            numbers: &[&str],
-        ) -> Value {
-            let pick = next() % if depth == 0 { 4 } else { 6 };
-            match pick {
-                0 => Value::String(text(next, alphabet)),
-                1 => {
-                    serde_json::from_str(numbers[(next() % numbers.len() as u64) as usize]).unwrap()
-                }
-                2 => Value::Bool(next().is_multiple_of(2)),
-                3 => Value::Null,
-                4 => Value::Array(
-                    (0..next() % 4)
-                        .map(|_| build(depth - 1, next, alphabet, numbers))
-                        .collect(),
-                ),
-                _ => {
-                    let mut map = Map::new();
-                    for _ in 0..next() % 6 {
-                        let k = text(next, alphabet);
-                        map.insert(k, build(depth - 1, next, alphabet, numbers));
-                    }
-                    Value::Object(map)
-                }
-            }
-        }
-        for _ in 0..2000 {
-            docs.push(build(4, &mut next, &alphabet, &numbers));
-        }
+        docs.extend(crate::test_docs::random_json_docs(2000));
         for doc in &docs {
             assert_eq!(
                 rfc8785(doc).unwrap(),

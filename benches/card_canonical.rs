@@ -6,6 +6,10 @@ use serde_json::{Value, json};
 use std::hint::black_box;
 use std::time::Duration;
 
+#[path = "support/cpu.rs"]
+mod cpu;
+use cpu::thread_cpu_time;
+
 /// A realistic card grown to about 10 KiB: interfaces, a terms extension with params, security
 /// schemes, and skills with tags, examples and empties the profile drops.
 fn ten_kib_card() -> Value {
@@ -63,25 +67,17 @@ fn bench(c: &mut Criterion) {
     });
 }
 
-/// CPU time this thread has run, from `/proc/thread-self/schedstat` (Linux). The build machine
-/// is shared, so wall time overstates the cost; this measures the work itself.
-fn thread_cpu_time() -> Option<Duration> {
-    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let ns: u64 = text.split_whitespace().next()?.parse().ok()?;
-    Some(Duration::from_nanos(ns))
-}
-
 /// `CARD_CANONICAL_CPU=1 cargo bench --bench card_canonical`: run 20,000 canonicalisations and
 /// print the median CPU time per call over 20 batches (wall time on a shared machine is not it).
 fn cpu_report() {
     let card = ten_kib_card();
     let mut per_call: Vec<Duration> = (0..20)
         .map(|_| {
-            let start = thread_cpu_time().expect("/proc/thread-self/schedstat");
+            let start = thread_cpu_time();
             for _ in 0..1000 {
                 black_box(canonicalize_card(black_box(&card), Profile::Sdk).unwrap());
             }
-            (thread_cpu_time().expect("schedstat") - start) / 1000
+            (thread_cpu_time() - start) / 1000
         })
         .collect();
     per_call.sort();

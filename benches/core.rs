@@ -15,7 +15,11 @@ use conduct_walker::net::{NetPolicy, Transport, TransportConfig};
 use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa};
 use conduct_walker::walk::{self, Mode, Observed, ObservedFetch, Privacy, WalkRequest, Wire};
 use conduct_walker::wire::Witness;
-use criterion::measurement::{Measurement, ValueFormatter, WallTime};
+use criterion::measurement::Measurement;
+
+#[path = "support/cpu.rs"]
+mod cpu;
+use cpu::ThreadCpuTime;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use ed25519_dalek::{Signer, SigningKey};
 use serde_json::json;
@@ -105,46 +109,6 @@ fn capture() -> (WalkRequest, Observed) {
         };
         (request, observed)
     })
-}
-
-/// CPU time of the calling thread, in nanoseconds.
-struct ThreadCpuTime;
-
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime only writes the timespec we pass.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "CLOCK_THREAD_CPUTIME_ID unavailable");
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// Wall time's formatter prints nanoseconds as µs/ms, which is what these values are too.
-static WALL: WallTime = WallTime;
-
-impl Measurement for ThreadCpuTime {
-    type Intermediate = u64;
-    type Value = u64;
-    fn start(&self) -> u64 {
-        thread_cpu_ns()
-    }
-    fn end(&self, started: u64) -> u64 {
-        thread_cpu_ns() - started
-    }
-    fn add(&self, a: &u64, b: &u64) -> u64 {
-        a + b
-    }
-    fn zero(&self) -> u64 {
-        0
-    }
-    fn to_f64(&self, value: &u64) -> f64 {
-        *value as f64
-    }
-    fn formatter(&self) -> &dyn ValueFormatter {
-        WALL.formatter()
-    }
 }
 
 /// The observations, findings and record every benchmark below works from.

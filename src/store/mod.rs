@@ -263,6 +263,7 @@ impl Store {
         // FULL: a record acknowledged as stored survives power loss (WAL + NORMAL would not).
         conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
             .map_err(open_err)?;
+        stable_plans(&conn).map_err(open_err)?;
         match schema::migrate(&conn) {
             Ok(schema::Migrated::TooNew { found }) => Err(StoreError::SchemaTooNew {
                 path: path.to_path_buf(),
@@ -299,6 +300,7 @@ impl Store {
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
         conn.execute_batch("PRAGMA query_only = ON")
             .map_err(open_err)?;
+        stable_plans(&conn).map_err(open_err)?;
         let found = schema::current_version(&conn).map_err(open_err)?;
         if found > SCHEMA_VERSION {
             return Err(StoreError::SchemaTooNew {
@@ -452,7 +454,11 @@ impl Store {
             "SELECT {ROW_COLUMNS}, {FULL_COLUMNS} FROM records r \
              LEFT JOIN kept_full k ON k.record_id = r.id WHERE r.id = ?1"
         );
-        Ok(self.conn.query_row(&sql, [id], stored_from_row)?)
+        // Cached: every stored walk reads its row back through here.
+        Ok(self
+            .conn
+            .prepare_cached(&sql)?
+            .query_row([id], stored_from_row)?)
     }
 
     /// Rows matching `filter`, oldest row first, without their bytes.
@@ -562,6 +568,18 @@ fn stored_from_row(r: &Row<'_>) -> rusqlite::Result<StoredRecord> {
             _ => None,
         },
     })
+}
+
+/// Keep each cached statement's query plan whatever values are bound to it. Without this,
+/// SQLite (with STAT4, as bundled) marks statements such as `WHERE id = ?1` for re-preparing
+/// whenever a new value is bound, so the statement cache saved nothing: re-parsing the
+/// read-back `SELECT` was about a fifth of a record's commit CPU (`perf`, benches/store.rs).
+fn stable_plans(conn: &Connection) -> rusqlite::Result<()> {
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )?;
+    Ok(())
 }
 
 /// A record that passed every check that needs no database (JSON shape, canonical form,

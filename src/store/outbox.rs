@@ -75,18 +75,20 @@ fn row(r: &rusqlite::Row) -> rusqlite::Result<Submission> {
 /// Insert an outbox row; an existing row for the same record and intake is kept (a record is
 /// planned for an intake once) and returned.
 pub fn insert(conn: &Connection, s: &NewSubmission) -> Result<Submission, StoreError> {
-    conn.execute(
+    conn.prepare_cached(
         "INSERT OR IGNORE INTO submissions (record_id, intake_url, lane, identity, endpoint, state, \
          next_attempt_at, last_error, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
-        params![s.record_id, s.intake_url, s.lane, s.identity, s.endpoint, s.state, s.next_attempt_at, s.last_error, s.now],
-    )?;
+    )?
+    .execute(params![s.record_id, s.intake_url, s.lane, s.identity, s.endpoint, s.state, s.next_attempt_at, s.last_error, s.now])?;
     let sql = format!("SELECT {COLUMNS} FROM submissions WHERE record_id = ?1 AND intake_url = ?2");
-    Ok(conn.query_row(&sql, params![s.record_id, s.intake_url], row)?)
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row(params![s.record_id, s.intake_url], row)?)
 }
 
 pub fn get(conn: &Connection, id: i64) -> Result<Submission, StoreError> {
     let sql = format!("SELECT {COLUMNS} FROM submissions WHERE id = ?1");
-    Ok(conn.query_row(&sql, [id], row)?)
+    Ok(conn.prepare_cached(&sql)?.query_row([id], row)?)
 }
 
 /// The submissions of a record.
@@ -148,10 +150,10 @@ pub fn accepted_on(
 
 /// Mark a row as being sent (before the request leaves).
 pub fn mark_sending(conn: &Connection, id: i64, now: &str) -> Result<(), StoreError> {
-    conn.execute(
+    conn.prepare_cached(
         "UPDATE submissions SET state = 'sending', attempts = attempts + 1, updated_at = ?2 WHERE id = ?1",
-        params![id, now],
-    )?;
+    )?
+    .execute(params![id, now])?;
     Ok(())
 }
 
@@ -179,29 +181,29 @@ pub fn record_attempt(
     a: &AttemptResult,
 ) -> Result<(), StoreError> {
     let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
-    conn.execute(
+    conn.prepare_cached(
         "INSERT INTO submission_attempts (submission_id, attempted_at, answer, status, body) VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![id, now, a.answer, a.status, a.body],
-    )?;
-    conn.execute(
+    )?
+    .execute(params![id, now, a.answer, a.status, a.body])?;
+    conn.prepare_cached(
         "UPDATE submissions SET state = ?2, last_answer = ?3, last_status = ?4, last_error = ?5, \
          reason_code = coalesce(?6, reason_code), counted = coalesce(?7, counted), \
          count_reason = coalesce(?8, count_reason), filed_day = coalesce(?9, filed_day), \
          next_attempt_at = ?10, updated_at = ?11 WHERE id = ?1",
-        params![
-            id,
-            a.state,
-            a.answer,
-            a.status,
-            a.error,
-            a.reason_code,
-            a.counted.map(i64::from),
-            a.count_reason,
-            a.filed_day,
-            a.next_attempt_at,
-            now
-        ],
-    )?;
+    )?
+    .execute(params![
+        id,
+        a.state,
+        a.answer,
+        a.status,
+        a.error,
+        a.reason_code,
+        a.counted.map(i64::from),
+        a.count_reason,
+        a.filed_day,
+        a.next_attempt_at,
+        now
+    ])?;
     tx.commit()?;
     Ok(())
 }

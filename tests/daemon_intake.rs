@@ -4,49 +4,63 @@
 
 mod daemon_support;
 
-use conduct_walker::intake_emulator::{Emulator, EmulatorConfig, Limits};
+use conduct_walker::intake_emulator::{Emulator, EmulatorConfig, Limits, RunningEmulator};
 use conduct_walker::net::{NetPolicy, Transport, TransportConfig};
 use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa};
 use conduct_walker::store::ListFilter;
 use daemon_support::{Daemon, config, free_port, metric, target};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::time::Duration;
 
-#[test]
-fn ten_agents_on_an_accelerated_schedule_file_exactly_the_expected_records() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .unwrap();
-    let ca = SandboxCa::generate();
-    let state = tempfile::tempdir().unwrap();
-    let emulator = rt
-        .block_on(Emulator::start(
-            EmulatorConfig {
-                // The address lane's 5 a day would defer half of the ten: raise it, so this test
-                // is about "once per endpoint per day", not about the cap.
-                limits: Limits {
-                    daily_per_ip: 100,
-                    ..Limits::default()
-                },
-                ..EmulatorConfig::new(
-                    state.path().join("intake.db"),
-                    Transport::new(TransportConfig::new(NetPolicy::new(false))).unwrap(),
-                )
-            },
-            &ca,
-            "127.0.0.1:0".parse().unwrap(),
-        ))
-        .unwrap();
-    let agents: Vec<SandboxAgent> = (0..10)
+        .unwrap()
+}
+
+fn any_port() -> SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+/// The intake emulator at `addr`, its state in `state`; `daily_per_ip` raises the address lane.
+fn start_intake(
+    rt: &tokio::runtime::Runtime,
+    ca: &SandboxCa,
+    state: &Path,
+    addr: SocketAddr,
+    daily_per_ip: Option<u64>,
+) -> RunningEmulator {
+    let mut cfg = EmulatorConfig::new(
+        state.join("intake.db"),
+        Transport::new(TransportConfig::new(NetPolicy::new(false))).unwrap(),
+    );
+    if let Some(n) = daily_per_ip {
+        cfg.limits = Limits {
+            daily_per_ip: n,
+            ..Limits::default()
+        };
+    }
+    rt.block_on(Emulator::start(cfg, ca, addr)).unwrap()
+}
+
+/// `n` honest agents and their `[[target]]`s (`agent0`, `agent1`, ...), walked every second
+/// and filed.
+fn submitting_agents(
+    rt: &tokio::runtime::Runtime,
+    ca: &SandboxCa,
+    n: usize,
+) -> (Vec<SandboxAgent>, String) {
+    let agents: Vec<SandboxAgent> = (0..n)
         .map(|_| {
-            rt.block_on(SandboxAgent::start(&ca, Behaviour::default()))
+            rt.block_on(SandboxAgent::start(ca, Behaviour::default()))
                 .unwrap()
         })
         .collect();
-    let targets: String = agents
+    let targets = agents
         .iter()
         .enumerate()
         .map(|(i, a)| {
@@ -54,11 +68,33 @@ fn ten_agents_on_an_accelerated_schedule_file_exactly_the_expected_records() {
                 .replace("submit = false", "submit = true")
         })
         .collect();
-    let listen: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let text = config(listen, 20, &targets).replace(
+    (agents, targets)
+}
+
+/// A daemon config filing with `intake_url`; `witness_extra` adds `[witness]` lines.
+fn filing_config(
+    listen: SocketAddr,
+    targets: &str,
+    intake_url: &str,
+    witness_extra: &str,
+) -> String {
+    config(listen, 20, targets).replace(
         "vantage = \"loopback\"\n",
-        &format!("vantage = \"loopback\"\nintake = \"{}\"\n", emulator.url()),
-    );
+        &format!("vantage = \"loopback\"\nintake = \"{intake_url}\"\n{witness_extra}"),
+    )
+}
+
+#[test]
+fn ten_agents_on_an_accelerated_schedule_file_exactly_the_expected_records() {
+    let rt = runtime();
+    let ca = SandboxCa::generate();
+    let state = tempfile::tempdir().unwrap();
+    // The address lane's 5 a day would defer half of the ten: raise it, so this test is about
+    // "once per endpoint per day", not about the cap.
+    let emulator = start_intake(&rt, &ca, state.path(), any_port(), Some(100));
+    let (agents, targets) = submitting_agents(&rt, &ca, 10);
+    let listen: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let text = filing_config(listen, &targets, &emulator.url(), "");
     let mut d = Daemon::start(&ca, listen, &text);
     d.wait_for("two walks of every agent", Duration::from_secs(90), |d| {
         let walks = d.walks();
@@ -138,50 +174,18 @@ fn ten_agents_on_an_accelerated_schedule_file_exactly_the_expected_records() {
 
 #[test]
 fn kill_9_mid_run_then_restart_files_each_record_exactly_once() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let ca = SandboxCa::generate();
     let state = tempfile::tempdir().unwrap();
-    let emulator = rt
-        .block_on(Emulator::start(
-            EmulatorConfig {
-                limits: Limits {
-                    daily_per_ip: 100,
-                    ..Limits::default()
-                },
-                ..EmulatorConfig::new(
-                    state.path().join("intake.db"),
-                    Transport::new(TransportConfig::new(NetPolicy::new(false))).unwrap(),
-                )
-            },
-            &ca,
-            "127.0.0.1:0".parse().unwrap(),
-        ))
-        .unwrap();
-    let agents: Vec<SandboxAgent> = (0..3)
-        .map(|_| {
-            rt.block_on(SandboxAgent::start(&ca, Behaviour::default()))
-                .unwrap()
-        })
-        .collect();
-    let targets: String = agents
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            target(&format!("agent{i}"), &a.origin(), "", "* * * * * *")
-                .replace("submit = false", "submit = true")
-        })
-        .collect();
+    let emulator = start_intake(&rt, &ca, state.path(), any_port(), Some(100));
+    // Kept alive (each agent is a server) though not looked at again.
+    let (_agents, targets) = submitting_agents(&rt, &ca, 3);
     let listen: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let text = config(listen, 20, &targets).replace(
-        "vantage = \"loopback\"\n",
-        &format!(
-            "vantage = \"loopback\"\nintake = \"{}\"\nfile_extra_walks = true\n",
-            emulator.url()
-        ),
+    let text = filing_config(
+        listen,
+        &targets,
+        &emulator.url(),
+        "file_extra_walks = true\n",
     );
     // Every walk is filed (file_extra_walks), so the kill lands while filing is going on.
     let mut d = Daemon::start(&ca, listen, &text);
@@ -256,35 +260,16 @@ fn kill_9_mid_run_then_restart_files_each_record_exactly_once() {
 
 #[test]
 fn intake_down_then_up_files_everything_queued_once() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let ca = SandboxCa::generate();
     let state = tempfile::tempdir().unwrap();
     // The intake's address is known, but nothing listens there yet.
     let intake_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let intake_url = format!("https://{intake_addr}/witness");
-    let agents: Vec<SandboxAgent> = (0..3)
-        .map(|_| {
-            rt.block_on(SandboxAgent::start(&ca, Behaviour::default()))
-                .unwrap()
-        })
-        .collect();
-    let targets: String = agents
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            target(&format!("agent{i}"), &a.origin(), "", "* * * * * *")
-                .replace("submit = false", "submit = true")
-        })
-        .collect();
+    // Kept alive (each agent is a server) though not looked at again.
+    let (_agents, targets) = submitting_agents(&rt, &ca, 3);
     let listen: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let text = config(listen, 20, &targets).replace(
-        "vantage = \"loopback\"\n",
-        &format!("vantage = \"loopback\"\nintake = \"{intake_url}\"\n"),
-    );
+    let text = filing_config(listen, &targets, &intake_url, "");
     let mut d = Daemon::start(&ca, listen, &text);
     d.wait_for("a walk of every agent", Duration::from_secs(60), |d| {
         let walks = d.walks();
@@ -307,16 +292,7 @@ fn intake_down_then_up_files_everything_queued_once() {
             .unwrap();
         assert_eq!(queued, 3, "{}", d.log());
     }
-    let emulator = rt
-        .block_on(Emulator::start(
-            EmulatorConfig::new(
-                state.path().join("intake.db"),
-                Transport::new(TransportConfig::new(NetPolicy::new(false))).unwrap(),
-            ),
-            &ca,
-            intake_addr,
-        ))
-        .unwrap();
+    let emulator = start_intake(&rt, &ca, state.path(), intake_addr, None);
     // The retry waits out its backoff (30 s ± 20 %), then the drain files each record.
     d.wait_for("the queued records filed", Duration::from_secs(120), |_| {
         emulator.stored_count() >= 3

@@ -156,6 +156,13 @@ fn edited_metadata_column_is_named() {
         findings(&path),
         BTreeSet::from([(3, ProblemKind::MetadataMismatch)])
     );
+    // The detail names the column and both values, and nothing that was not edited.
+    let store = Store::open_read_only(&path).unwrap();
+    let report = verify::verify_all(&store, |_, _| {}).unwrap();
+    let detail = &report.problems[0].detail;
+    assert!(detail.starts_with("verdict stored Some("), "{detail}");
+    assert!(detail.contains("but the bytes say Some("), "{detail}");
+    assert!(!detail.contains("endpoint") && !detail.contains(';'), "{detail}");
 }
 
 #[test]

@@ -520,45 +520,26 @@ fn check_row(row: &RowData, keys: &mut KeyCache, problems: &mut Vec<Problem>) {
 /// Name the columns that disagree, stored vs derived.
 fn meta_diff(stored: &RecordMeta, derived: &RecordMeta) -> String {
     let mut parts = Vec::new();
-    let mut cmp = |name: &str, a: String, b: String| {
-        if a != b {
-            parts.push(format!("{name} stored {a} but the bytes say {b}"));
-        }
-    };
-    cmp(
-        "endpoint",
-        format!("{:?}", stored.endpoint),
-        format!("{:?}", derived.endpoint),
-    );
-    cmp(
-        "origin",
-        format!("{:?}", stored.origin),
-        format!("{:?}", derived.origin),
-    );
-    cmp(
-        "walked_at",
-        format!("{:?}", stored.walked_at),
-        format!("{:?}", derived.walked_at),
-    );
-    cmp(
-        "walker_mode",
-        format!("{:?}", stored.walker_mode),
-        format!("{:?}", derived.walker_mode),
-    );
-    cmp(
-        "privacy_mode",
-        format!("{:?}", stored.privacy_mode),
-        format!("{:?}", derived.privacy_mode),
-    );
-    cmp(
-        "verdict",
-        format!("{:?}", stored.verdict),
-        format!("{:?}", derived.verdict),
-    );
-    cmp(
-        "key_url",
-        format!("{:?}", stored.key_url),
-        format!("{:?}", derived.key_url),
+    macro_rules! compare {
+        ($($field:ident),*) => {$(
+            if stored.$field != derived.$field {
+                parts.push(format!(
+                    "{} stored {:?} but the bytes say {:?}",
+                    stringify!($field),
+                    stored.$field,
+                    derived.$field
+                ));
+            }
+        )*};
+    }
+    compare!(
+        endpoint,
+        origin,
+        walked_at,
+        walker_mode,
+        privacy_mode,
+        verdict,
+        key_url
     );
     parts.join("; ")
 }

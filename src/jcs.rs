@@ -45,17 +45,20 @@ pub fn canonicalize_bytes(bytes: &[u8]) -> Result<Vec<u8>, JcsError> {
     canonicalize(&parse_i_json(bytes)?)
 }
 
+/// The refusal text for a number RFC 8785 cannot write (NaN, the infinities, out of range).
+pub fn not_finite(n: &serde_json::Number) -> String {
+    let text = if n.to_string() == crate::json::NAN_MARKER {
+        "NaN".to_string()
+    } else {
+        n.to_string()
+    };
+    format!("number {text} is not a finite IEEE 754 double")
+}
+
 fn check_numbers(value: &Value) -> Result<(), JcsError> {
     match value {
-        Value::Number(n) => {
-            let text = n.to_string();
-            match text.parse::<f64>() {
-                Ok(f) if f.is_finite() => Ok(()),
-                _ => Err(JcsError::NotIJson(format!(
-                    "number {text} is not a finite IEEE 754 double"
-                ))),
-            }
-        }
+        Value::Number(n) if crate::json::number_f64(n).is_finite() => Ok(()),
+        Value::Number(n) => Err(JcsError::NotIJson(not_finite(n))),
         Value::Array(items) => items.iter().try_for_each(check_numbers),
         Value::Object(map) => map.values().try_for_each(check_numbers),
         _ => Ok(()),
@@ -65,6 +68,23 @@ fn check_numbers(value: &Value) -> Result<(), JcsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A leniently parsed `NaN` (Python's reader accepts it) is not a number RFC 8785 can
+    /// write: refused, and named as NaN, never written as the marker's -0.0.
+    #[test]
+    fn nan_and_infinity_are_refused() {
+        for (text, named) in [
+            ("[NaN]", "NaN"),
+            ("[1, Infinity]", "1e+7777777777777777777"),
+            ("[-Infinity]", "-1e+7777777777777777777"),
+        ] {
+            let v = crate::json::parse_lenient(text.as_bytes()).unwrap();
+            match canonicalize(&v) {
+                Err(JcsError::NotIJson(why)) => assert!(why.contains(named), "{why}"),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+    }
 
     #[test]
     fn number_forms_are_ecmascript() {

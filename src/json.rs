@@ -27,6 +27,18 @@ pub fn parse_lenient(bytes: &[u8]) -> Result<Value, serde_json::Error> {
 /// back as `NaN`). Infinities need no marker: an overflowing literal parses to infinity.
 pub const NAN_MARKER: &str = "-0.0e-7777777777777777777";
 const INFINITY_TEXT: &str = "1e7777777777777777777";
+
+/// A parsed number's value as a double, with [`NAN_MARKER`] read as NaN (Rust alone would read
+/// the marker's text as -0.0, a finite number). Every check of a number's value goes through
+/// here, so a card's `NaN` is never mistaken for zero.
+pub fn number_f64(n: &serde_json::Number) -> f64 {
+    let text = n.to_string();
+    if text == NAN_MARKER {
+        f64::NAN
+    } else {
+        text.parse().unwrap_or(f64::NAN)
+    }
+}
 const NEG_INFINITY_TEXT: &str = "-1e7777777777777777777";
 
 /// Rewrite bare `NaN`, `Infinity` and `-Infinity` tokens (outside strings) as number texts.

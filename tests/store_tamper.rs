@@ -162,7 +162,10 @@ fn edited_metadata_column_is_named() {
     let detail = &report.problems[0].detail;
     assert!(detail.starts_with("verdict stored Some("), "{detail}");
     assert!(detail.contains("but the bytes say Some("), "{detail}");
-    assert!(!detail.contains("endpoint") && !detail.contains(';'), "{detail}");
+    assert!(
+        !detail.contains("endpoint") && !detail.contains(';'),
+        "{detail}"
+    );
 }
 
 #[test]

@@ -558,11 +558,8 @@ fn write_rfc8785(v: &Pv, out: &mut Vec<u8>) -> Result<(), CardInvalid> {
         Pv::Bool(true) => out.extend_from_slice(b"true"),
         Pv::Bool(false) => out.extend_from_slice(b"false"),
         Pv::Num(n) => {
-            let text = n.to_string();
-            if !text.parse::<f64>().is_ok_and(f64::is_finite) {
-                return Err(CardInvalid::NotIJson(format!(
-                    "number {text} is not a finite IEEE 754 double"
-                )));
+            if !crate::json::number_f64(n).is_finite() {
+                return Err(CardInvalid::NotIJson(crate::jcs::not_finite(n)));
             }
             let formatted =
                 serde_jcs::to_vec(n).map_err(|e| CardInvalid::NotIJson(e.to_string()))?;
@@ -686,8 +683,9 @@ fn python_dumps(v: &Pv, out: &mut String) {
         Pv::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Pv::Num(n) => {
             // Parsing the source text gives the nearest double, as Python's float() does.
-            let f: f64 = n.to_string().parse().unwrap_or(f64::NAN);
-            out.push_str(&crate::canonical::python_float_repr(f));
+            out.push_str(&crate::canonical::python_float_repr(
+                crate::json::number_f64(n),
+            ));
         }
         Pv::Str(s) => python_ascii_string(s, out),
         Pv::Arr(items) => {
@@ -751,6 +749,25 @@ mod tests {
 
     fn sdk(v: Value) -> String {
         String::from_utf8(canonicalize_card(&v, Profile::Sdk).unwrap().bytes).unwrap()
+    }
+
+    /// Python's reader takes `NaN` in a card (the walk parses leniently); RFC 8785 cannot write
+    /// it, so the JCS profiles refuse the card as not I-JSON, and the Python-legacy profile
+    /// writes `NaN` as Python's json.dumps does, never the marker's -0.0.
+    #[test]
+    fn nan_in_a_struct_value_is_refused_by_jcs_and_written_by_python() {
+        let card = crate::json::parse_lenient(
+            br#"{"capabilities":{"extensions":[{"uri":"u","params":{"pct":NaN}}]}}"#,
+        )
+        .unwrap();
+        let err = canonicalize_card(&card, Profile::Sdk).unwrap_err();
+        assert!(
+            matches!(&err, CardInvalid::NotIJson(why) if why.contains("NaN")),
+            "{err}"
+        );
+        let legacy = canonicalize_card(&card, Profile::PythonLegacy).unwrap();
+        let text = String::from_utf8(legacy.bytes).unwrap();
+        assert!(text.contains(r#""pct":NaN"#), "{text}");
     }
 
     #[test]

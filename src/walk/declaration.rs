@@ -130,10 +130,8 @@ pub fn compensation_problems(compensation: &Value) -> Vec<&'static str> {
     }
     if let Some(pct) = c.get("success_fee_pct") {
         let in_range = match pct {
-            Value::Number(n) => n
-                .to_string()
-                .parse::<f64>()
-                .is_ok_and(|f| !f.is_nan() && (0.0..=100.0).contains(&f)),
+            // NaN fails the range check (§1.4 step 5 lists it as a problem).
+            Value::Number(n) => (0.0..=100.0).contains(&crate::json::number_f64(n)),
             _ => false,
         };
         if !in_range {
@@ -322,6 +320,9 @@ mod tests {
             (json!(true), false),
             (json!(-0.5), false),
             (json!("5"), false),
+            (crate::json::parse_lenient(b"NaN").unwrap(), false),
+            (crate::json::parse_lenient(b"Infinity").unwrap(), false),
+            (crate::json::parse_lenient(b"100.0").unwrap(), true),
         ] {
             let c = json!({"paid_by": "other", "referral_fee": true, "listing_fee": true, "success_fee_pct": pct, "disclosure_url": null});
             assert_eq!(compensation_problems(&c).is_empty(), ok, "{c}");

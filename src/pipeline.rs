@@ -15,7 +15,7 @@ use crate::witness::intake::{self, Answer};
 use crate::witness::lanes::{self, Lane, Limits, Usage};
 use crate::witness::{Signed, sign};
 use ed25519_dalek::SigningKey;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -118,6 +118,42 @@ struct Inner {
     file_extra_walks: bool,
     limits: Mutex<HashMap<String, Limits>>,
     trust: crate::card_signature::TrustStore,
+    /// Outbox rows some task of this process is filing right now. A walk files its own row
+    /// while the daemon's drain runs beside it; without this both could send the same row.
+    in_flight: Mutex<HashSet<i64>>,
+}
+
+/// What one [`Pipeline::attempt`] did with its row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Filing {
+    /// Sent to the intake; its answer is recorded.
+    Sent,
+    /// Not sent: our own count says the lane is full today.
+    DeferredLocally,
+    /// Not touched: another task of this process is filing it.
+    AlreadyInFlight,
+}
+
+/// Holds a row in [`Inner::in_flight`] until dropped.
+struct InFlightClaim<'a> {
+    set: &'a Mutex<HashSet<i64>>,
+    id: i64,
+}
+
+impl<'a> InFlightClaim<'a> {
+    fn take(set: &'a Mutex<HashSet<i64>>, id: i64) -> Option<Self> {
+        let fresh = set.lock().unwrap_or_else(|p| p.into_inner()).insert(id);
+        fresh.then_some(InFlightClaim { set, id })
+    }
+}
+
+impl Drop for InFlightClaim<'_> {
+    fn drop(&mut self) {
+        self.set
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.id);
+    }
 }
 
 impl Pipeline {
@@ -132,6 +168,7 @@ impl Pipeline {
                 intake_override: cfg.intake_override,
                 file_extra_walks: cfg.file_extra_walks,
                 limits: Mutex::new(HashMap::new()),
+                in_flight: Mutex::new(HashSet::new()),
                 trust: crate::card_signature::TrustStore::default(),
             }),
         })
@@ -288,7 +325,7 @@ impl Pipeline {
             )
             .await?;
         let submission = match submission {
-            Some(row) if row.state == outbox::QUEUED => Some(self.attempt(row.id).await?),
+            Some(row) if row.state == outbox::QUEUED => Some(self.attempt(row.id).await?.0),
             other => other,
         };
         Ok(JobReport {
@@ -396,8 +433,14 @@ impl Pipeline {
         }
     }
 
-    /// One attempt at filing one outbox row.
-    async fn attempt(&self, submission_id: i64) -> Result<Submission, PipelineError> {
+    /// One attempt at filing one outbox row; the row as it stands afterwards.
+    async fn attempt(&self, submission_id: i64) -> Result<(Submission, Filing), PipelineError> {
+        let Some(_claim) = InFlightClaim::take(&self.inner.in_flight, submission_id) else {
+            let row = self
+                .with_store(move |s| outbox::get(s.connection(), submission_id))
+                .await?;
+            return Ok((row, Filing::AlreadyInFlight));
+        };
         let row = self
             .with_store(move |s| outbox::get(s.connection(), submission_id))
             .await?;
@@ -434,7 +477,7 @@ impl Pipeline {
                 filed_day: None,
                 next_attempt_at: Some(rfc3339_seconds(lanes::next_utc_midnight(now_t))),
             };
-            return self
+            let row = self
                 .with_store(move |s| {
                     outbox::record_attempt(
                         s.connection(),
@@ -444,7 +487,8 @@ impl Pipeline {
                     )?;
                     outbox::get(s.connection(), submission_id)
                 })
-                .await;
+                .await?;
+            return Ok((row, Filing::DeferredLocally));
         }
         let n1 = now.clone();
         let (canonical, signature, public_key) = self
@@ -517,11 +561,13 @@ impl Pipeline {
         if r.state != outbox::QUEUED {
             r.next_attempt_at = None;
         }
-        self.with_store(move |s| {
-            outbox::record_attempt(s.connection(), submission_id, &now, &r.borrow())?;
-            outbox::get(s.connection(), submission_id)
-        })
-        .await
+        let row = self
+            .with_store(move |s| {
+                outbox::record_attempt(s.connection(), submission_id, &now, &r.borrow())?;
+                outbox::get(s.connection(), submission_id)
+            })
+            .await?;
+        Ok((row, Filing::Sent))
     }
 
     /// File everything that is due, in order.
@@ -532,9 +578,12 @@ impl Pipeline {
             .await?;
         let mut report = DrainReport::default();
         for row in due {
-            let after = self.attempt(row.id).await?;
-            if after.last_status != Some(0) || after.last_answer.as_deref() != Some("lane_full") {
-                report.attempted += 1;
+            let (after, filing) = self.attempt(row.id).await?;
+            match filing {
+                Filing::Sent => report.attempted += 1,
+                Filing::DeferredLocally => {}
+                // The task filing it reports it.
+                Filing::AlreadyInFlight => continue,
             }
             match after.state.as_str() {
                 outbox::FILED => report.filed += 1,

@@ -550,3 +550,33 @@ async fn a_record_longer_than_the_intakes_stated_limit_is_stored_and_never_sent(
     assert_eq!(kept.row.sha256, r.outcome.sha256);
     assert!(kept.row.signed);
 }
+
+#[tokio::test]
+async fn two_drains_at_once_send_a_due_row_once() {
+    let w = world().await;
+    let p = pipeline(&w, None, false);
+    let r = p.run_job(&job(&w, Privacy::Full)).await.unwrap();
+    assert_eq!(r.submission.unwrap().state, "filed");
+    // Due again, as a queued retry would be; count the attempts logged so far.
+    let db = w.dir.path().join("walker.db");
+    let attempts = || -> i64 {
+        rusqlite::Connection::open(&db)
+            .unwrap()
+            .query_row("SELECT count(*) FROM submission_attempts", [], |r| r.get(0))
+            .unwrap()
+    };
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute(
+            "UPDATE submissions SET state = 'queued', next_attempt_at = NULL",
+            [],
+        )
+        .unwrap();
+    let before = attempts();
+    // The daemon's drain and a walk filing its own row can reach the same row together.
+    let (a, b) = tokio::join!(p.drain_outbox(), p.drain_outbox());
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!(a.attempted + b.attempted, 1, "{a:?} {b:?}");
+    assert_eq!(a.filed + b.filed, 1, "{a:?} {b:?}");
+    assert_eq!(attempts(), before + 1, "one POST, one logged answer");
+}

@@ -239,3 +239,43 @@ fn card_signature_trust_section_is_read_and_its_unknown_keys_refused() {
     let p = problems(&bad);
     assert!(p.iter().any(|p| p.message.contains("revoked")), "{p:?}");
 }
+
+#[test]
+fn a_relative_jwks_file_is_read_beside_the_config_whatever_the_working_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("agent.jwks.json"), r#"{"keys": []}"#).unwrap();
+    let pinned = "\n[card_signature]\n[[card_signature.pinned]]\norigin = \"https://agent.example\"\njwks_file = \"agent.jwks.json\"\n";
+    let path = dir.path().join("walker.toml");
+    std::fs::write(&path, format!("{GOOD}{pinned}")).unwrap();
+    let c = config::parse(&path, &format!("{GOOD}{pinned}")).unwrap();
+    assert_eq!(
+        c.file.card_signature.pinned[0].jwks_file.as_deref(),
+        Some(dir.path().join("agent.jwks.json").as_path())
+    );
+    // `config check` run from elsewhere finds it; a missing file is a problem it names.
+    let check = |cfg: &Path| {
+        Command::new(BIN)
+            .args(["config", "check"])
+            .arg(cfg)
+            .current_dir("/")
+            .env_remove("CREDENTIALS_DIRECTORY")
+            .output()
+            .unwrap()
+    };
+    let out = check(&path);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    std::fs::remove_file(dir.path().join("agent.jwks.json")).unwrap();
+    let out = check(&path);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("[card_signature]") && text.contains("agent.jwks.json"),
+        "{text}"
+    );
+}

@@ -120,6 +120,11 @@ pub fn explain(cfg: &Config) -> (Vec<String>, Vec<String>) {
             .map(|l| format!(", limitation {l:?}"))
             .unwrap_or_default()
     ));
+    // The daemon builds its card-signature trust store at start: a pinned jwks_file it cannot
+    // read stops it, so the check says so too.
+    if let Err(e) = crate::card_signature::TrustStore::from_config(&cfg.file.card_signature) {
+        problems.push(format!("[card_signature]: {e}"));
+    }
     match &cfg.key {
         KeySource::None => match crate::witness::keys::resolve_key_path(None) {
             Some(p) => lines.push(format!(

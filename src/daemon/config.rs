@@ -456,7 +456,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         path: path.to_path_buf(),
         problems,
     };
-    let file: ConfigFile = toml::from_str(text).map_err(|e| {
+    let mut file: ConfigFile = toml::from_str(text).map_err(|e| {
         let span = e.span();
         invalid(vec![locate(text, span, e.message().to_string())])
     })?;
@@ -465,6 +465,13 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."))
         .to_path_buf();
+    // Relative paths are relative to this file (the header's promise); the trust store reads
+    // these itself, later, from whatever the working directory is then (`/` under systemd).
+    for pin in &mut file.card_signature.pinned {
+        if let Some(p) = &pin.jwks_file {
+            pin.jwks_file = Some(rel(&base_dir, p));
+        }
+    }
     let mut problems = Vec::new();
     let cfg = validate(&file, text, &base_dir, &mut problems);
     if !problems.is_empty() {

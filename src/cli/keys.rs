@@ -28,12 +28,12 @@ pub fn keygen(args: KeygenArgs) -> anyhow::Result<ExitCode> {
         args.out.display()
     );
     println!("{}", key_document(&key));
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitCode::from(super::EXIT_OK))
 }
 
 pub fn pubkey(args: PubkeyArgs) -> anyhow::Result<ExitCode> {
     let path = resolve_key_path(args.key.as_deref()).ok_or(KeyError::NoKey)?;
     let key = load_signing_key(&path)?;
     println!("{}", key_document(&key));
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitCode::from(super::EXIT_OK))
 }

@@ -98,6 +98,31 @@ async fn body_over_the_cap_is_a_transport_error() {
 }
 
 #[tokio::test]
+async fn a_streamed_body_over_the_cap_is_cut_while_counting() {
+    // No Content-Length (chunked, one byte at a time): the cap is enforced on the bytes read.
+    let ca = SandboxCa::generate();
+    let server = HttpsServer::start(
+        &ca,
+        handler(|_| Resp {
+            status: 200,
+            headers: vec![],
+            body: Body::Trickle {
+                bytes: vec![b' '; 4096],
+                every: Duration::ZERO,
+            },
+        }),
+    )
+    .await
+    .unwrap();
+    let t = transport_for(&ca, &[&server.base()], |c| c.body_cap = 1024);
+    let ex = t.fetch(&HttpRequest::get(server.base(), &[])).await;
+    assert_eq!(ex.status, 0);
+    let text = ex.header("x-transport-error").unwrap();
+    assert!(text.contains("more than the 1024-byte cap"), "{text}");
+    assert!(ex.body.is_empty());
+}
+
+#[tokio::test]
 async fn deadline_covers_a_trickling_body() {
     let ca = SandboxCa::generate();
     let server = HttpsServer::start(

@@ -198,6 +198,11 @@ async fn jku_on_another_host_needs_that_host_named() {
         r.signatures[0].reason
     );
     assert_eq!(hits.load(Ordering::SeqCst), 0);
+    // The refusal quotes the key host's address and port; a record withholding the jku does not.
+    let private = serde_json::to_string(&r.record_block(true)).unwrap();
+    let port = keys_host.addr().port().to_string();
+    assert!(!private.contains(&port), "{private}");
+    assert!(private.contains("jku fetch failed"), "{private}");
 
     // With --allow-host for the key host: verifies, and says the key came from elsewhere.
     let t = transport(&ca, &[&origin], &[keys_host.addr().to_string()]);
@@ -247,6 +252,13 @@ async fn a_redirecting_jku_is_refused() {
         "{}",
         r.signatures[0].reason
     );
+    // Withholding the jku withholds where it redirected to as well.
+    let private = serde_json::to_string(&r.record_block(true)).unwrap();
+    assert!(
+        !private.contains("real-jwks") && !private.contains(&origin),
+        "{private}"
+    );
+    assert!(private.contains("with a redirect"), "{private}");
 }
 
 #[tokio::test]

@@ -446,6 +446,25 @@ pub enum JwksFetchError {
     NotJwks(String),
 }
 
+impl JwksFetchError {
+    /// The error without the URL, host, resolved address or redirect target it may quote: what
+    /// a record that withholds the jku (hash-only, commitment) says instead.
+    pub fn without_addresses(&self) -> String {
+        match self {
+            JwksFetchError::NotHttps(_) => "jku is not an https URL".into(),
+            JwksFetchError::Transport(_) => {
+                "jku fetch failed (the transport's message is withheld: it names the address)"
+                    .into()
+            }
+            JwksFetchError::Redirect { status, .. } => {
+                format!("jku answered {status} with a redirect; redirects are not followed")
+            }
+            // These quote no address.
+            other => other.to_string(),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 struct CachedJwks {
     keys: Arc<Vec<Value>>,

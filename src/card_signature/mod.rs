@@ -117,6 +117,10 @@ pub struct SignatureResult {
     /// RFC 7638 thumbprint of the key that verified.
     pub key_thumbprint: Option<String>,
     pub reason: String,
+    /// `reason` without the addresses it may quote (a jku fetch error can name the URL, the
+    /// resolved IP, a redirect target), for records whose privacy withholds the jku. `None`
+    /// when `reason` quotes none.
+    pub reason_withheld: Option<String>,
     /// Spec violations that did not stop verification (typ missing, typ not JOSE, embedded key).
     pub warnings: Vec<String>,
 }
@@ -134,6 +138,7 @@ impl SignatureResult {
             key_source: None,
             key_thumbprint: None,
             reason,
+            reason_withheld: None,
             warnings: Vec::new(),
         }
     }
@@ -312,14 +317,10 @@ impl CardVerification {
             .signatures
             .iter()
             .map(|r| {
-                let mut reason = r.reason.clone();
-                if privacy_drops_jku && let Some(jku) = &r.jku {
-                    // A fetch error can quote the URL or its host; the record must not.
-                    reason = reason.replace(jku.as_str(), "(jku withheld)");
-                    if let Some((host, _)) = keys::host_port(jku) {
-                        reason = reason.replace(&host, "(jku host withheld)");
-                    }
-                }
+                let reason = match (&r.reason_withheld, privacy_drops_jku) {
+                    (Some(withheld), true) => withheld,
+                    _ => &r.reason,
+                };
                 json!({
                     "index": r.index,
                     "alg": opt_cut(&r.alg),
@@ -330,7 +331,7 @@ impl CardVerification {
                     "profile": r.profile.map_or(Value::Null, |p| Value::String(p.name().into())),
                     "key_source": r.key_source.map_or(Value::Null, |s| Value::String(s.code().into())),
                     "key_thumbprint": opt_cut(&r.key_thumbprint),
-                    "reason": cut(&reason),
+                    "reason": cut(reason),
                     "warnings": r.warnings.iter().map(|w| Value::String(cut(w))).collect::<Vec<_>>(),
                 })
             })

@@ -183,6 +183,7 @@ async fn check_entry(
             Ok(keys) => keys,
             Err(e) => {
                 result.reason = e.to_string();
+                result.reason_withheld = Some(e.without_addresses());
                 return result;
             }
         };

@@ -184,10 +184,6 @@ impl Pipeline {
         }
     }
 
-    pub fn transport(&self) -> &Transport {
-        &self.inner.transport
-    }
-
     /// Run a store operation off the async threads (SQLite with synchronous=FULL fsyncs).
     async fn with_store<T: Send + 'static>(
         &self,

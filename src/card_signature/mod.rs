@@ -23,8 +23,6 @@ pub mod signing;
 mod verify;
 
 pub use header::{REASON_ABSENT, REASON_READ_NOT_VERIFIED, absent_block, read_header};
-/// The name main's placeholder module gave [`REASON_READ_NOT_VERIFIED`].
-pub const REASON_NOT_VERIFIED: &str = REASON_READ_NOT_VERIFIED;
 pub use jws::{EntryError, JwsAlg};
 pub use keys::{
     JwksFetchError, KeyProblem, KeySource, PinnedOrigin, TrustConfig, TrustStore, TrustStoreError,

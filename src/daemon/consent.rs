@@ -48,10 +48,6 @@ impl Consent {
         }
     }
 
-    pub fn declines(&self) -> bool {
-        matches!(self, Consent::Declined { .. })
-    }
-
     fn row(&self, origin: &str, checked_at: &str) -> ConsentRow {
         let (status, sha256, detail) = match self {
             Consent::Declined { sha256 } => (Some(200), Some(sha256.clone()), None),

@@ -2,7 +2,7 @@
 //! over a connection to the record store, so they share its file, WAL and migrations.
 
 use crate::store::StoreError;
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, params};
 
 /// `daemon_walks.state` values.
 pub mod state {
@@ -145,20 +145,6 @@ pub fn latest_consent(conn: &Connection) -> Result<Vec<ConsentRow>, StoreError> 
         .query_map([], consent_from)?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
-}
-
-/// The latest read of one origin.
-pub fn latest_consent_of(
-    conn: &Connection,
-    origin: &str,
-) -> Result<Option<ConsentRow>, StoreError> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT origin, checked_at, outcome, status, sha256, detail FROM consent_checks \
-             WHERE origin = ?1 ORDER BY id DESC LIMIT 1",
-        )?
-        .query_row([origin], consent_from)
-        .optional()?)
 }
 
 /// Origins whose latest consent read declined.

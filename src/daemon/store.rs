@@ -56,10 +56,4 @@ impl DaemonStore {
             ))),
         }
     }
-
-    /// Run `f` on the store itself in the current thread (startup, tests).
-    pub fn with_blocking<T>(&self, f: impl FnOnce(&Store) -> T) -> T {
-        let store = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        f(&store)
-    }
 }

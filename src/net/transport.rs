@@ -188,10 +188,6 @@ impl Transport {
         })
     }
 
-    pub fn policy(&self) -> &NetPolicy {
-        &self.inner.policy
-    }
-
     /// A session reuses connections per host for its lifetime (one walk, say).
     pub fn session(&self) -> Session {
         Session {

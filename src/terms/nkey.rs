@@ -11,13 +11,7 @@ const BASE32_ALPHABET: &[u8; 32] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
 /// Prefix bytes of the Ed25519 public-key kinds NKeys define (`type << 3`): user `U`, account
 /// `A`, server `N`, operator `O`, cluster `C`. Owners sign with user keys in the SDKs, but every
 /// kind here is an Ed25519 key, so a signature by any of them is checked the same way.
-const PUBLIC_PREFIXES: [(u8, char); 5] = [
-    (20 << 3, 'U'),
-    (0, 'A'),
-    (13 << 3, 'N'),
-    (14 << 3, 'O'),
-    (2 << 3, 'C'),
-];
+const PUBLIC_PREFIXES: [u8; 5] = [20 << 3, 0, 13 << 3, 14 << 3, 2 << 3];
 
 /// 1 prefix byte + 32 key bytes + 2 checksum bytes.
 const PUBLIC_RAW_LEN: usize = 35;
@@ -120,7 +114,7 @@ pub fn decode_public(key: &str) -> Result<[u8; 32], NkeyError> {
             carried,
         });
     }
-    if !PUBLIC_PREFIXES.iter().any(|(p, _)| *p == body[0]) {
+    if !PUBLIC_PREFIXES.contains(&body[0]) {
         return Err(NkeyError::NotPublicKey {
             key: key.to_string(),
             prefix: body[0],
@@ -184,8 +178,23 @@ mod tests {
             decode_public(&KEY[..54]),
             Err(NkeyError::WrongLength { .. })
         ));
-        // A seed ("S…") has a valid checksum but is not a public key kind.
+        // A seed ("S…", 58 characters) is refused on its length before anything else.
         let seed = "SUAEGDPNTWXACIF45CA23BUY36RIMWZXW5LEHSEOK2ONS5JWJ7PBC2EWBA";
-        assert!(decode_public(seed).is_err());
+        assert!(matches!(
+            decode_public(seed),
+            Err(NkeyError::WrongLength { .. })
+        ));
+        // A 56-character key with a valid checksum but a prefix no public kind has ('S' << 3,
+        // the seed prefix byte) is not a public key.
+        let mut bytes = vec![18 << 3];
+        bytes.extend_from_slice(&[7u8; 32]);
+        let crc = crc16_xmodem(&bytes);
+        bytes.extend_from_slice(&crc.to_le_bytes());
+        let private_kind = base32_encode(&bytes);
+        assert_eq!(private_kind.len(), 56);
+        assert!(matches!(
+            decode_public(&private_kind),
+            Err(NkeyError::NotPublicKey { prefix, .. }) if prefix == 18 << 3
+        ));
     }
 }

@@ -34,7 +34,7 @@ pub const DNE_NO_TERMS: &str =
     "any terms for this agent: no proposal the card lists verified, so the card states no terms";
 
 /// Shown where an entry has no usable url.
-const NO_URL: &str = "(no url)";
+pub(super) const NO_URL: &str = "(no url)";
 
 /// The terms a card publishes and what became of each listed proposal.
 #[derive(Debug, Clone, PartialEq)]

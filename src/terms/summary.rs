@@ -200,7 +200,7 @@ fn document_terms(out: &mut String, doc: &Value) {
 }
 
 fn proposal(out: &mut String, n: usize, total: usize, r: &ProposalResult) {
-    let url = r.entry.url.as_deref().unwrap_or("(no url)");
+    let url = r.entry.url.as_deref().unwrap_or(super::report::NO_URL);
     emit!(out, "proposal {n} of {total}: {url}");
     if let Some(offering) = &r.entry.offering {
         emit!(out, "  offering (card): {offering}");

@@ -11,9 +11,6 @@ pub const ACCEPTED_URIS: [&str; 2] = [EXT, PERMA];
 /// §2.1 the card's location under the origin.
 pub const CARD_PATH: &str = "/.well-known/agent-card.json";
 
-/// §2.6 fixed message text of the A2A requests.
-pub const MESSAGE_TEXT: &str = "a2a-conduct-walk-v1: reading the conduct pointers of this agent";
-
 /// §2.6 request bodies, byte for byte (Python's default separators).
 pub const BODY_MCP_INITIALIZE: &str = r#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "a2a_conduct_walk", "version": "1"}}}"#;
 pub const BODY_A2A_1_0: &str = r#"{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {"messageId": "conduct-walk-1", "role": "ROLE_USER", "parts": [{"text": "a2a-conduct-walk-v1: reading the conduct pointers of this agent"}]}}}"#;

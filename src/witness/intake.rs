@@ -46,11 +46,6 @@ impl Answer {
             Answer::Retry { .. } => "retry",
         }
     }
-
-    /// Whether the intake now holds these bytes.
-    pub fn is_filed(&self) -> bool {
-        matches!(self, Answer::Accepted { .. } | Answer::Duplicate { .. })
-    }
 }
 
 /// Classify an intake exchange.

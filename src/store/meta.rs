@@ -45,8 +45,6 @@ pub enum MetaError {
     WrongType(&'static str),
 }
 
-const PURPOSE_PREFIX: &str = "a2a-conduct-walk-v1:";
-
 /// [`derive`] straight from bytes, reading only the fields it needs (the nodes and assertions,
 /// most of a record, are skipped without being built), which is several times faster than
 /// parsing the whole record. Same result as `derive(&parse_lenient(bytes)?)` for any record
@@ -103,7 +101,7 @@ pub fn derive_from_bytes(bytes: &[u8]) -> Result<RecordMeta, MetaError> {
 pub fn derive(record: &Value) -> Result<RecordMeta, MetaError> {
     let obj = record.as_object().ok_or(MetaError::NotObject)?;
     match obj.get("schema") {
-        Some(Value::String(s)) if s == "jidec-path-v1" => {}
+        Some(Value::String(s)) if s == crate::walk::spec::SCHEMA => {}
         Some(other) => return Err(MetaError::WrongSchema(other.to_string())),
         None => return Err(MetaError::MissingString("schema")),
     }
@@ -161,7 +159,10 @@ pub fn derive(record: &Value) -> Result<RecordMeta, MetaError> {
 
 /// The intake's `^a2a-conduct-walk-v1:\s*(\S+)` (§6.5).
 pub fn endpoint_from_purpose(purpose: &str) -> Option<&str> {
-    let rest = purpose.strip_prefix(PURPOSE_PREFIX)?.trim_start();
+    // The prefix the walker writes, without its space: the intake's regex allows none or many.
+    let rest = purpose
+        .strip_prefix(crate::walk::spec::PURPOSE_PREFIX.trim_end())?
+        .trim_start();
     let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
     (end > 0).then(|| &rest[..end])
 }

@@ -207,13 +207,16 @@ pub async fn run_with(
         }
     };
 
-    let ctx = |runner: Arc<dyn JobRunner>, consent: Arc<ConsentGate>, n: usize| FireContext {
+    // One semaphore for the daemon's life: walks started before a reload still hold their
+    // permits after it, so `concurrency` bounds old and new walks together.
+    let semaphore = Arc::new(Semaphore::new(cfg.concurrency));
+    let ctx = |runner: Arc<dyn JobRunner>, consent: Arc<ConsentGate>| FireContext {
         runner,
         consent,
         store: store.clone(),
-        semaphore: Arc::new(Semaphore::new(n)),
+        semaphore: semaphore.clone(),
     };
-    let mut fire_ctx = ctx(built.runner, consent.clone(), cfg.concurrency);
+    let mut fire_ctx = ctx(built.runner, consent.clone());
     let mut sched = Scheduler::new(cfg.targets.clone(), fire_ctx.clone(), clock.now());
 
     let mut watchdog_usec = 0u64;
@@ -310,10 +313,11 @@ pub async fn run_with(
                 match reload(config_path, &cfg, &store, &consent, clock.clone()).await {
                     Ok(b) => {
                         tracing::info!(targets = b.config.targets.len(), "configuration reloaded");
+                        resize_permits(&semaphore, cfg.concurrency, b.config.concurrency);
                         cfg = b.config;
                         consent = b.consent;
                         *live.runner.write().unwrap_or_else(|p| p.into_inner()) = b.runner.clone();
-                        fire_ctx = ctx(b.runner, consent.clone(), cfg.concurrency);
+                        fire_ctx = ctx(b.runner, consent.clone());
                         sched.replace(cfg.targets.clone(), fire_ctx.clone(), clock.now());
                     }
                     Err(e) => tracing::error!(
@@ -422,5 +426,49 @@ impl StatusLine {
             }
         }
         s
+    }
+}
+
+/// Change how many walks `semaphore` admits at once from `from` to `to`. Growing adds permits
+/// now; shrinking takes the surplus out as walks running now give theirs back.
+fn resize_permits(semaphore: &Arc<Semaphore>, from: usize, to: usize) {
+    if to > from {
+        semaphore.add_permits(to - from);
+    } else if to < from {
+        let semaphore = semaphore.clone();
+        let surplus = u32::try_from(from - to).unwrap_or(u32::MAX);
+        tokio::spawn(async move {
+            // Closed at shutdown: nothing left to bound.
+            if let Ok(taken) = semaphore.acquire_many_owned(surplus).await {
+                taken.forget();
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn resizing_keeps_running_walks_counted() {
+        let sem = Arc::new(Semaphore::new(3));
+        let held: Vec<_> = (0..3)
+            .map(|_| sem.clone().try_acquire_owned().unwrap())
+            .collect();
+        // Shrink 3 -> 1 while all three walks run: nothing new may start until two finish.
+        resize_permits(&sem, 3, 1);
+        drop(held);
+        tokio::task::yield_now().await;
+        for _ in 0..10 {
+            if sem.available_permits() == 1 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(sem.available_permits(), 1);
+        // Grow 1 -> 4.
+        resize_permits(&sem, 1, 4);
+        assert_eq!(sem.available_permits(), 4);
     }
 }

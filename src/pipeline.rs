@@ -290,6 +290,7 @@ impl Pipeline {
             _ => None,
         };
         let now = self.now();
+        let (today, file_extra_walks) = (self.today(), self.inner.file_extra_walks);
         let (record_id, submission) = self
             .with_store_after(
                 // The record's checks (signature included) run before the store's lock is
@@ -298,7 +299,12 @@ impl Pipeline {
                 move |store, prepared| {
                     let (inserted, submission) =
                         store.insert_prepared_then(&prepared, |conn, id, _new| {
-                            let Some(plan) = plan else { return Ok(None) };
+                            let Some(mut plan) = plan else {
+                                return Ok(None);
+                            };
+                            if !file_extra_walks {
+                                plan.keep_local_if_planned_today(conn, &today)?;
+                            }
                             let row = outbox::insert(
                                 conn,
                                 &NewSubmission {
@@ -372,24 +378,8 @@ impl Pipeline {
             ));
             return plan;
         }
-        if !self.inner.file_extra_walks {
-            let (url, identity, endpoint, day) = (
-                plan.intake_url.clone(),
-                plan.identity.clone(),
-                plan.endpoint.clone(),
-                self.today(),
-            );
-            let planned = self
-                .with_store(move |s| {
-                    outbox::already_planned_today(s.connection(), &url, &identity, &endpoint, &day)
-                })
-                .await
-                .unwrap_or(false);
-            if planned {
-                plan.state = outbox::KEPT_LOCAL;
-                plan.note = Some("kept local: this witness already filed a record for this endpoint today (only the first is counted)".into());
-            }
-        }
+        // Whether an earlier walk today already holds the endpoint's one counted place is
+        // decided in the insert's transaction (`Plan::keep_local_if_planned_today`).
         plan
     }
 
@@ -654,6 +644,31 @@ struct Plan {
     endpoint: String,
     state: &'static str,
     note: Option<String>,
+}
+
+impl Plan {
+    /// The intake counts one record per identity × endpoint × UTC day: when this witness
+    /// already planned or filed one today, keep this one local. Run inside the insert's
+    /// transaction, so two walks of the same endpoint cannot both take the place.
+    fn keep_local_if_planned_today(
+        &mut self,
+        conn: &rusqlite::Connection,
+        day: &str,
+    ) -> Result<(), StoreError> {
+        if self.state == outbox::QUEUED
+            && outbox::already_planned_today(
+                conn,
+                &self.intake_url,
+                &self.identity,
+                &self.endpoint,
+                day,
+            )?
+        {
+            self.state = outbox::KEPT_LOCAL;
+            self.note = Some("kept local: this witness already filed a record for this endpoint today (only the first is counted)".into());
+        }
+        Ok(())
+    }
 }
 
 /// An attempt result that can cross into the store task.

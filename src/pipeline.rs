@@ -6,12 +6,12 @@
 //! resending the same bytes, which the intake answers as a duplicate (one stored copy).
 
 use crate::clock::{Clock, walked_at as rfc3339_seconds};
-use crate::net::{HttpRequest, Transport};
+use crate::net::Transport;
 use crate::store::outbox::{self, AttemptResult, NewSubmission, Submission};
 use crate::store::{KeptFull, NewRecord, Store, StoreError};
 use crate::walk::{self, WalkOutcome, WalkRequest};
 use crate::wire::IntakeSubmission;
-use crate::witness::intake::{self, Answer};
+use crate::witness::intake::{self, Answer, IntakeProbe};
 use crate::witness::lanes::{self, Lane, Limits, Usage};
 use crate::witness::{Signed, sign};
 use ed25519_dalek::SigningKey;
@@ -362,7 +362,9 @@ impl Pipeline {
             note: None,
         };
         // Before blaming the agent for a transport error, check this host can reach the intake.
-        if outcome.nodes.iter().any(|n| n.status() == 0) && !self.intake_reachable(intake_url).await
+        // (This GET also learns the intake's limits, so `limits_for` below does not ask again.)
+        if outcome.nodes.iter().any(|n| n.status() == 0)
+            && self.ask_intake(intake_url).await.is_none()
         {
             plan.state = outbox::HOST_OFFLINE;
             plan.note = Some("host offline: the intake was unreachable when this walk saw transport errors; not filed".into());
@@ -383,39 +385,35 @@ impl Pipeline {
         plan
     }
 
-    async fn intake_reachable(&self, intake_url: &str) -> bool {
-        let ex = self
-            .inner
-            .transport
-            .fetch(&HttpRequest::get(
-                intake_url,
-                &[("Accept", "application/json")],
-            ))
-            .await;
-        ex.status != 0
+    /// Ask the intake now (`GET`): `None` when nothing answered. Stated limits are kept for
+    /// the rest of the run.
+    async fn ask_intake(&self, intake_url: &str) -> Option<Limits> {
+        match intake::probe(&self.inner.transport, intake_url).await {
+            IntakeProbe::Unreachable => None,
+            IntakeProbe::Answered(None) => Some(Limits::default()),
+            IntakeProbe::Answered(Some(stated)) => {
+                self.inner
+                    .limits
+                    .lock()
+                    .expect("limits lock")
+                    .insert(intake_url.to_string(), stated);
+                Some(stated)
+            }
+        }
     }
 
     /// The intake's stated limits (asked once per intake and run), spec constants otherwise.
     async fn limits_for(&self, intake_url: &str) -> Limits {
-        if let Some(l) = self
+        let known = self
             .inner
             .limits
             .lock()
             .expect("limits lock")
             .get(intake_url)
-        {
-            return *l;
-        }
-        match intake::fetch_limits(&self.inner.transport, intake_url).await {
-            Some(l) => {
-                self.inner
-                    .limits
-                    .lock()
-                    .expect("limits lock")
-                    .insert(intake_url.to_string(), l);
-                l
-            }
-            None => Limits::default(),
+            .copied();
+        match known {
+            Some(l) => l,
+            None => self.ask_intake(intake_url).await.unwrap_or_default(),
         }
     }
 

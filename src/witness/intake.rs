@@ -118,18 +118,32 @@ pub async fn submit(
     (classify(&ex), ex)
 }
 
-/// `GET <intake>`: the stated limits, when the intake answers with them.
-pub async fn fetch_limits(transport: &Transport, intake_url: &str) -> Option<Limits> {
+/// What `GET <intake>` found.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum IntakeProbe {
+    /// Nothing answered (a transport error): this host cannot reach the intake now.
+    Unreachable,
+    /// Something answered; the limits it states, when it states them (200 with a
+    /// self-description).
+    Answered(Option<Limits>),
+}
+
+/// `GET <intake>`: whether it answers, and the limits it states.
+pub async fn probe(transport: &Transport, intake_url: &str) -> IntakeProbe {
     let ex = transport
         .fetch(&HttpRequest::get(
             intake_url,
             &[("Accept", "application/json")],
         ))
         .await;
-    if ex.status != 200 {
-        return None;
+    if ex.status == 0 {
+        return IntakeProbe::Unreachable;
     }
-    Limits::from_self_description(&crate::json::parse_lenient(&ex.body).ok()?)
+    let stated = (ex.status == 200)
+        .then(|| crate::json::parse_lenient(&ex.body).ok())
+        .flatten()
+        .and_then(|v| Limits::from_self_description(&v));
+    IntakeProbe::Answered(stated)
 }
 
 #[cfg(test)]

@@ -22,7 +22,12 @@ pub async fn card_findings(
     privacy: Privacy,
 ) -> CardFindings {
     let drops_jku = privacy != Privacy::Full;
-    let (card_signature, attribution_line) = match &card {
+    // Unsigned (or unparsed) cards, the common case, skip the strict re-read of the bytes:
+    // verification would answer "unsigned" from the same `signatures` member anyway.
+    let (card_signature, attribution_line) = match card
+        .as_ref()
+        .filter(|c| card_signature::is_signed(c))
+    {
         None => (
             card_signature::absent_block(),
             Some(card_signature::ATTRIBUTION_UNSIGNED.to_string()),

@@ -196,6 +196,12 @@ pub async fn verify_card_at(
 #[error("the card is not JSON: {0}")]
 pub struct CardNotJson(pub String);
 
+/// Whether the card carries signatures to verify (a non-empty `signatures` array): exactly
+/// when verification says more than "unsigned".
+pub fn is_signed(card: &Value) -> bool {
+    header::signatures_of(Some(card)).is_some()
+}
+
 /// Verify card bytes: a card with duplicate member names is read (last one wins, as the walk
 /// reads it) but has no canonical form under any profile, since RFC 8785 needs I-JSON.
 pub async fn verify_card_bytes(

@@ -7,10 +7,27 @@
 //! (conduct-walk.md "How to read this", item 4).
 
 use crate::card_signature::{self, TrustStore};
+use crate::clock::Clock;
 use crate::net::Transport;
-use crate::walk::Privacy;
 use crate::walk::record::CardFindings;
+use crate::walk::{self, Privacy, WalkOutcome, WalkRequest};
 use serde_json::Value;
+
+/// [`walk::run`] with these card findings: the one way the CLI, the daemon and the tests walk.
+/// `trust` holds pinned keys and the `jku` cache; share one across walks.
+pub async fn walk(
+    transport: &Transport,
+    trust: &TrustStore,
+    request: &WalkRequest,
+    clock: &dyn Clock,
+    salt: [u8; 32],
+) -> WalkOutcome {
+    let (base, privacy) = (request.base(), request.privacy);
+    walk::run(transport, request, clock, salt, |card, bytes| async move {
+        card_findings(transport, trust, card, bytes, &base, privacy).await
+    })
+    .await
+}
 
 /// Decide the card findings for a walked card (`card_bytes`: n1's body when the card parsed).
 pub async fn card_findings(

@@ -9,7 +9,7 @@ use crate::clock::{Clock, walked_at as rfc3339_seconds};
 use crate::net::Transport;
 use crate::store::outbox::{self, AttemptResult, NewSubmission, Submission};
 use crate::store::{KeptFull, NewRecord, Store, StoreError};
-use crate::walk::{self, WalkOutcome, WalkRequest};
+use crate::walk::{WalkOutcome, WalkRequest};
 use crate::wire::IntakeSubmission;
 use crate::witness::intake::{self, Answer, IntakeProbe};
 use crate::witness::lanes::{self, Lane, Limits, Usage};
@@ -232,19 +232,12 @@ impl Pipeline {
             // key_url is part of the signed bytes (§5): set before canonicalising.
             request.witness.key_url = key_url.clone();
         }
-        let transport = self.inner.transport.clone();
-        let trust = self.inner.trust.clone();
-        let privacy = request.privacy;
-        let base = request.base();
-        let outcome = walk::run(
+        let outcome = crate::findings::walk(
             &self.inner.transport,
+            &self.inner.trust,
             &request,
             self.inner.clock.as_ref(),
             rand::random(),
-            |card, bytes| async move {
-                crate::findings::card_findings(&transport, &trust, card, bytes, &base, privacy)
-                    .await
-            },
         )
         .await;
         let intake_url = job

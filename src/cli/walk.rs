@@ -5,7 +5,7 @@ use crate::net::{NetPolicy, Transport, TransportConfig, load_pem_certs};
 use crate::pipeline::{Pipeline, PipelineConfig, SubmissionReport, WalkJob};
 use crate::sandbox::{SandboxAgent, SandboxCa, scenarios};
 use crate::walk::assertions::Assertion;
-use crate::walk::{self, Mode, Privacy, WalkOutcome, WalkRequest, Wire};
+use crate::walk::{Mode, Privacy, WalkOutcome, WalkRequest, Wire};
 use crate::wire::Witness;
 use anyhow::{Context, bail};
 use clap::Args;
@@ -200,20 +200,8 @@ fn random_salt() -> [u8; 32] {
 
 /// Run one walk (no store, no signing).
 pub async fn walk_once(transport: &Transport, request: &WalkRequest) -> WalkOutcome {
-    let base = request.base();
-    let privacy = request.privacy;
-    let t = transport.clone();
-    walk::run(
-        transport,
-        request,
-        &SystemClock,
-        random_salt(),
-        |card, bytes| async move {
-            let trust = crate::card_signature::TrustStore::default();
-            crate::findings::card_findings(&t, &trust, card, bytes, &base, privacy).await
-        },
-    )
-    .await
+    let trust = crate::card_signature::TrustStore::default();
+    crate::findings::walk(transport, &trust, request, &SystemClock, random_salt()).await
 }
 
 pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {

@@ -5,7 +5,7 @@ use conduct_walker::clock::ManualClock;
 use conduct_walker::net::{NetPolicy, Transport, TransportConfig};
 use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa, Scenario, scenario};
 use conduct_walker::walk::assertions::Assertion;
-use conduct_walker::walk::{self, Mode, Privacy, WalkOutcome, WalkRequest, Wire};
+use conduct_walker::walk::{Mode, Privacy, WalkOutcome, WalkRequest, Wire};
 use conduct_walker::wire::Witness;
 use std::time::Duration;
 
@@ -44,20 +44,8 @@ pub fn request(origin: &str, endpoint: Option<String>, mode: Mode, wire: Wire) -
 }
 
 pub async fn walk_with(transport: &Transport, req: &WalkRequest) -> WalkOutcome {
-    let base = req.base();
-    let privacy = req.privacy;
-    let t = transport.clone();
-    walk::run(
-        transport,
-        req,
-        &fixed_clock(),
-        [7u8; 32],
-        |card, bytes| async move {
-            let trust = conduct_walker::card_signature::TrustStore::default();
-            conduct_walker::findings::card_findings(&t, &trust, card, bytes, &base, privacy).await
-        },
-    )
-    .await
+    let trust = conduct_walker::card_signature::TrustStore::default();
+    conduct_walker::findings::walk(transport, &trust, req, &fixed_clock(), [7u8; 32]).await
 }
 
 /// Start the agent of a scenario and walk it as the scenario says.

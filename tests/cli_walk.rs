@@ -302,3 +302,26 @@ fn key_url_without_a_key_is_refused() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--key-url needs a signing key"));
 }
+
+#[tokio::test]
+async fn a_key_url_must_be_an_https_url_with_a_host() {
+    // The same rule as the config file's key_url: a URL with no host is refused too.
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("k.pem");
+    conduct_walker::witness::keys::generate_key_file(&key).unwrap();
+    for (url, why) in [
+        ("https://", "empty host"),
+        ("http://w.example/k.json", "only https://"),
+    ] {
+        let mut cmd = bin();
+        walk_args(&mut cmd, "https://agent.example");
+        cmd.arg("--key").arg(&key).args(["--key-url", url]);
+        let out = run(cmd).await;
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{url}: {err}");
+        assert!(
+            err.contains("--key-url") && err.contains(why),
+            "{url}: {err}"
+        );
+    }
+}

@@ -118,9 +118,9 @@ impl WitnessArgs {
     pub fn signing(&self) -> anyhow::Result<Option<(ed25519_dalek::SigningKey, Option<String>)>> {
         use crate::witness::keys::{load_signing_key, resolve_key_path};
         if let Some(url) = &self.key_url
-            && !url.starts_with("https://")
+            && let Err(why) = crate::net::https_url(url)
         {
-            bail!("--key-url {url}: must be an https URL under the witness's own domain");
+            bail!("--key-url {url}: {why}; it must be an https URL under the witness's own domain");
         }
         let path = match resolve_key_path(self.key.as_deref()) {
             Some(p) => p,

@@ -510,20 +510,6 @@ fn locate(text: &str, span: Option<std::ops::Range<usize>>, message: String) -> 
     }
 }
 
-fn is_https_url(raw: &str) -> Result<url::Url, String> {
-    let u = url::Url::parse(raw).map_err(|e| format!("not a URL ({e})"))?;
-    if u.scheme() != "https" {
-        return Err(format!(
-            "only https:// URLs are used, not {}://",
-            u.scheme()
-        ));
-    }
-    if u.host_str().is_none() {
-        return Err("the URL has no host".into());
-    }
-    Ok(u)
-}
-
 fn rel(base: &Path, p: &Path) -> PathBuf {
     if p.is_absolute() {
         p.to_path_buf()
@@ -570,7 +556,7 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
         (None, None) => KeySource::None,
     };
     if let Some(u) = &w.key_url {
-        match is_https_url(u.get_ref()) {
+        match crate::net::https_url(u.get_ref()) {
             Err(why) => at(u.span(), why),
             Ok(_) if key == KeySource::None => at(
                 u.span(),
@@ -580,7 +566,7 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
         }
     }
     if let Some(i) = &w.intake
-        && let Err(why) = is_https_url(i.get_ref())
+        && let Err(why) = crate::net::https_url(i.get_ref())
     {
         at(i.span(), why);
     }
@@ -632,11 +618,11 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
     let mut targets: Vec<Target> = Vec::new();
     for t in &file.targets {
         let origin = t.origin.get_ref();
-        if let Err(why) = is_https_url(origin) {
+        if let Err(why) = crate::net::https_url(origin) {
             at(t.origin.span(), why);
         }
         if let Some(e) = &t.endpoint
-            && let Err(why) = is_https_url(e.get_ref())
+            && let Err(why) = crate::net::https_url(e.get_ref())
         {
             at(e.span(), why);
         }

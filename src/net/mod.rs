@@ -10,3 +10,19 @@ pub use transport::{
     BODY_CAP_BYTES, Exchange, HttpRequest, REQUEST_DEADLINE, Session, Transport, TransportConfig,
     TransportSetupError, load_pem_certs,
 };
+
+/// An operator-given URL (a config value, a CLI flag) that must be https with a host: the
+/// parsed URL, or why not.
+pub fn https_url(raw: &str) -> Result<url::Url, String> {
+    let u = url::Url::parse(raw).map_err(|e| format!("not a URL ({e})"))?;
+    if u.scheme() != "https" {
+        return Err(format!(
+            "only https:// URLs are used, not {}://",
+            u.scheme()
+        ));
+    }
+    if u.host_str().is_none() {
+        return Err("the URL has no host".into());
+    }
+    Ok(u)
+}

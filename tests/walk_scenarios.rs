@@ -703,68 +703,170 @@ async fn commitment_privacy_files_only_the_commitment() {
     );
 }
 
-#[test]
-fn served_by_with_port_443_and_upper_case_host_binds_from_recorded_observations() {
-    // Self-test vector style (spec §3.9): the agent cannot listen on 443 here, so the pure core
-    // evaluates a recorded exchange for https://agent.selftest.invalid/mcp.
+/// Evaluate the eight assertions on recorded observations (spec §3.9 self-test style): the
+/// card (served twice), and node 3's status, reply and response headers at `target`.
+fn recorded(
+    card: &serde_json::Value,
+    target: &str,
+    n3: (u16, serde_json::Value, &[(&str, &str)]),
+) -> Vec<Assertion> {
     use conduct_walker::net::{Exchange, HttpRequest};
     use conduct_walker::walk::{ObservedFetch, declaration, n3_request};
-    let target = "https://agent.selftest.invalid/mcp";
-    let card = json!({"capabilities": {"extensions": [{"uri": EXT, "params": {
-        "compensation": {"paid_by": "public", "referral_fee": false, "listing_fee": false},
-        "measured_endpoints": [target], "conduct_record": "https://g/r", "witness_intake": "https://l/w"}}]}});
-    let card_bytes = serde_json::to_vec(&card).unwrap();
-    let fetch = |n, body: Vec<u8>, req: HttpRequest, headers: Vec<(String, String)>| {
+    let fetch = |n, status, body: Vec<u8>, req: HttpRequest, headers: &[(&str, &str)]| {
         ObservedFetch::new(
             n,
             Exchange {
                 request: req,
-                status: 200,
-                response_headers: headers,
+                status,
+                response_headers: headers
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
                 body,
                 duration_ms: 1,
                 transport_error: None,
             },
         )
     };
+    let card_bytes = serde_json::to_vec(card).unwrap();
     let card_req = conduct_walker::walk::card_request(
         "https://agent.selftest.invalid/.well-known/agent-card.json",
     );
-    let n0 = fetch(0, card_bytes.clone(), card_req.clone(), vec![]);
-    let n1 = fetch(1, card_bytes, card_req, vec![]);
+    let n0 = fetch(0, 200, card_bytes.clone(), card_req.clone(), &[]);
+    let n1 = fetch(1, 200, card_bytes, card_req, &[]);
+    let (status, reply, headers) = n3;
+    let n3 = fetch(
+        3,
+        status,
+        serde_json::to_vec(&reply).unwrap(),
+        n3_request(Mode::A2a, Wire::V1_0, target),
+        headers,
+    );
+    let decl = declaration::locate_and_validate(Some(card));
+    evaluate(&Inputs {
+        mode: Mode::A2a,
+        wire: Wire::V1_0,
+        n0: &n0,
+        n1: &n1,
+        n3: Some(&n3),
+        card: Some(card),
+        declaration: &decl,
+        target: Some(target),
+    })
+}
+
+fn named<'a>(all: &'a [Assertion], name: &str) -> &'a Assertion {
+    all.iter().find(|a| a.name == name).unwrap()
+}
+
+const SELFTEST_TARGET: &str = "https://agent.selftest.invalid/mcp";
+
+fn selftest_card() -> serde_json::Value {
+    json!({"capabilities": {"extensions": [{"uri": EXT, "params": {
+        "compensation": {"paid_by": "public", "referral_fee": false, "listing_fee": false},
+        "measured_endpoints": [SELFTEST_TARGET], "conduct_record": "https://g/r",
+        "witness_intake": "https://l/w"}}]}})
+}
+
+/// The section 3 metadata of an honest reply, plus `extra` keys under the extension.
+fn selftest_reply(extra: &[(&str, &str)]) -> serde_json::Value {
+    let mut metadata = json!({
+        format!("{EXT}/endpoint"): SELFTEST_TARGET,
+        format!("{EXT}/conduct_record"): "https://g/r",
+        format!("{EXT}/witness_intake"): "https://l/w"});
+    for (k, v) in extra {
+        metadata[format!("{EXT}/{k}")] = json!(v);
+    }
+    json!({"jsonrpc": "2.0", "id": 1, "result": {"message": {"metadata": metadata}}})
+}
+
+#[test]
+fn served_by_with_port_443_and_upper_case_host_binds_from_recorded_observations() {
+    // The agent cannot listen on 443 here, so the pure core evaluates a recorded exchange.
     for (served_by, bound) in [
         ("https://AGENT.Selftest.invalid:443/mcp", true),
         ("https://agent.selftest.invalid/mcp/", false),
     ] {
-        let reply = json!({"jsonrpc": "2.0", "id": 1, "result": {"message": {"metadata": {
-            format!("{EXT}/endpoint"): target, format!("{EXT}/conduct_record"): "https://g/r",
-            format!("{EXT}/witness_intake"): "https://l/w", format!("{EXT}/served_by"): served_by}}}});
-        let n3 = fetch(
-            3,
-            serde_json::to_vec(&reply).unwrap(),
-            n3_request(Mode::A2a, Wire::V1_0, target),
-            vec![("a2a-extensions".into(), EXT.into())],
+        let all = recorded(
+            &selftest_card(),
+            SELFTEST_TARGET,
+            (
+                200,
+                selftest_reply(&[("served_by", served_by)]),
+                &[("a2a-extensions", EXT)],
+            ),
         );
-        let decl = declaration::locate_and_validate(Some(&card));
-        let inputs = Inputs {
-            mode: Mode::A2a,
-            wire: Wire::V1_0,
-            n0: &n0,
-            n1: &n1,
-            n3: Some(&n3),
-            card: Some(&card),
-            declaration: &decl,
-            target: Some(target),
-        };
-        let all = evaluate(&inputs);
-        let bound_result = all
-            .iter()
-            .find(|a| a.name == "endpoint_bound")
-            .unwrap()
-            .result;
-        assert_eq!(bound_result, Some(bound), "{served_by}");
+        assert_eq!(
+            named(&all, "endpoint_bound").result,
+            Some(bound),
+            "{served_by}"
+        );
         assert_eq!(verdict(&all).ok, bound);
     }
+}
+
+#[test]
+fn endpoint_binds_when_served_by_is_absent() {
+    let all = recorded(
+        &selftest_card(),
+        SELFTEST_TARGET,
+        (200, selftest_reply(&[]), &[("a2a-extensions", EXT)]),
+    );
+    let bound = named(&all, "endpoint_bound");
+    assert_eq!(bound.result, Some(true));
+    assert_eq!(bound.note.as_deref(), Some(NOTE_BOUND_BY_ENDPOINT));
+    assert!(verdict(&all).ok);
+}
+
+#[test]
+fn echo_is_read_from_a_comma_list_and_accepts_the_permanent_id() {
+    let reply = selftest_reply(&[]);
+    for (header, echoed) in [
+        (format!("https://other.example/ext , {PERMA}"), Some(true)),
+        (format!(" {EXT},https://other.example/ext"), Some(true)),
+        ("https://other.example/ext".to_string(), Some(false)),
+    ] {
+        let all = recorded(
+            &selftest_card(),
+            SELFTEST_TARGET,
+            (200, reply.clone(), &[("a2a-extensions", header.as_str())]),
+        );
+        assert_eq!(named(&all, "extension_echoed").result, echoed, "{header}");
+    }
+    // No header at all.
+    let all = recorded(&selftest_card(), SELFTEST_TARGET, (200, reply, &[]));
+    assert_eq!(named(&all, "extension_echoed").result, Some(false));
+}
+
+#[test]
+fn a_paid_model_answered_without_a_charge_is_not_applicable() {
+    // A §1.5 signal at the card's top level; node 3 answers 200, not 402.
+    let mut card = selftest_card();
+    card["x402"] = json!(true);
+    let all = recorded(
+        &card,
+        SELFTEST_TARGET,
+        (200, selftest_reply(&[]), &[("a2a-extensions", EXT)]),
+    );
+    let paid = named(&all, "payment_required_as_declared");
+    assert_eq!(paid.result, None, "{:?}", paid.note);
+    assert_eq!(paid.note.as_deref(), Some(NOTE_PAYMENT_SOME_NOT_402));
+}
+
+#[test]
+fn metadata_is_not_required_of_a_card_that_does_not_declare_the_extension() {
+    // The card has no conduct extension; its top-level compensation is read instead.
+    let card = json!({"compensation": {"paid_by": "public", "referral_fee": false,
+        "listing_fee": false}});
+    let all = recorded(
+        &card,
+        SELFTEST_TARGET,
+        (200, selftest_reply(&[]), &[("a2a-extensions", EXT)]),
+    );
+    let metadata = named(&all, "metadata_echoed");
+    assert_eq!(metadata.result, None);
+    assert_eq!(metadata.note.as_deref(), Some(NOTE_METADATA_NOT_DECLARED));
+    assert_eq!(named(&all, "conduct_ext_declared").result, Some(false));
 }
 
 #[tokio::test]

@@ -330,6 +330,34 @@ mod tests {
     }
 
     #[test]
+    fn compensation_that_is_not_an_object_is_a_problem() {
+        let mut params = good_params();
+        params["compensation"] = json!("public");
+        let d = locate_and_validate(Some(&card_with_params(params)));
+        assert_eq!(
+            d.problems,
+            vec![PROBLEM_COMPENSATION_NOT_OBJECT.to_string()]
+        );
+    }
+
+    #[test]
+    fn the_first_measured_endpoint_is_walked_only_when_it_is_https() {
+        let d = locate_and_validate(Some(&card_with_params(good_params())));
+        assert_eq!(
+            choose_target(None, &d).as_deref(),
+            Some("https://a.example/mcp")
+        );
+        assert_eq!(
+            choose_target(Some("https://op.example/x"), &d).as_deref(),
+            Some("https://op.example/x")
+        );
+        let mut params = good_params();
+        params["measured_endpoints"] = json!(["http://a.example/mcp", "https://a.example/mcp"]);
+        let d = locate_and_validate(Some(&card_with_params(params)));
+        assert_eq!(choose_target(None, &d), None);
+    }
+
+    #[test]
     fn missing_equals_null_in_the_agreement() {
         let mut card = card_with_params(good_params());
         card["compensation"] = json!({"paid_by": "public", "referral_fee": false, "listing_fee": false, "disclosure_url": null, "extra": 1});

@@ -422,11 +422,7 @@ impl Pipeline {
             .with_store(move |s| outbox::get(s.connection(), submission_id))
             .await?;
         let limits = self.limits_for(&row.intake_url).await;
-        let lane = if row.lane == "address" {
-            Lane::Address
-        } else {
-            Lane::Domain(row.lane.trim_start_matches("domain:").to_string())
-        };
+        let lane = Lane::from_key(&row.lane);
         let (url, lane_key, day) = (row.intake_url.clone(), row.lane.clone(), self.today());
         let (global, in_lane) = self
             .with_store(move |s| outbox::accepted_on(s.connection(), &url, &lane_key, &day))

@@ -580,3 +580,46 @@ async fn two_drains_at_once_send_a_due_row_once() {
     assert_eq!(a.filed + b.filed, 1, "{a:?} {b:?}");
     assert_eq!(attempts(), before + 1, "one POST, one logged answer");
 }
+
+#[tokio::test]
+async fn the_intakes_429_leaves_the_record_queued_until_the_next_utc_day() {
+    // Two walkers (two stores) behind one address share the intake's address lane; the second
+    // cannot know the lane is full until the intake says so (429).
+    let w = world_with(
+        EmulatorLimits {
+            daily_per_ip: 1,
+            ..EmulatorLimits::default()
+        },
+        &[],
+    )
+    .await;
+    w.clock.set("2026-11-30T12:00:00Z".parse().unwrap());
+    let first = pipeline(&w, None, false);
+    let r = first.run_job(&job(&w, Privacy::Full)).await.unwrap();
+    assert_eq!(r.submission.unwrap().state, "filed");
+    let second = Pipeline::new(PipelineConfig {
+        transport: w.transport.clone(),
+        store_path: w.dir.path().join("second.db"),
+        signing: None,
+        clock: w.clock.clone(),
+        intake_override: Some(w.emulator.url()),
+        file_extra_walks: false,
+    })
+    .unwrap();
+    // Hash-only, so its bytes differ from the first record's (the intake would dedupe those).
+    let r = second.run_job(&job(&w, Privacy::HashOnly)).await.unwrap();
+    let sub = r.submission.unwrap();
+    assert_eq!(sub.state, "queued", "{sub:?}");
+    assert_eq!(sub.answer_kind.as_deref(), Some("lane_full"));
+    assert_eq!(sub.status, Some(429));
+    let rows = second.submissions_of(r.record_id).await.unwrap();
+    assert_eq!(
+        rows[0].next_attempt_at.as_deref(),
+        Some("2026-12-01T00:00:00Z")
+    );
+    assert_eq!(
+        w.emulator.stored_count(),
+        1,
+        "nothing stored beyond the cap"
+    );
+}

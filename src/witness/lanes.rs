@@ -81,6 +81,14 @@ impl Lane {
         }
     }
 
+    /// Read back a stored [`Lane::key`]; anything not `domain:<host>` is the address lane.
+    pub fn from_key(key: &str) -> Lane {
+        match key.strip_prefix("domain:") {
+            Some(host) if !host.is_empty() => Lane::Domain(host.to_string()),
+            _ => Lane::Address,
+        }
+    }
+
     /// The counting identity (§6.2 step 9).
     pub fn identity(&self, witness_name: &str) -> String {
         match self {
@@ -151,6 +159,27 @@ pub fn backoff(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The stored key reads back as the same lane, and a domain lane gets the domain cap
+    /// (50), not the address cap (5): mixing them up would file past a cap or hold back early.
+    #[test]
+    fn lane_keys_round_trip_and_pick_their_cap() {
+        let domain = Lane::of(Some("https://Witness.Example/key.json"), true);
+        assert_eq!(domain, Lane::Domain("witness.example".into()));
+        assert_eq!(domain.key(), "domain:witness.example");
+        for lane in [Lane::Address, domain.clone()] {
+            assert_eq!(Lane::from_key(&lane.key()), lane);
+        }
+        let limits = Limits::default();
+        let usage = |lane| Usage { global: 0, lane };
+        assert!(has_room(
+            &limits,
+            &Lane::from_key("domain:witness.example"),
+            usage(5)
+        ));
+        assert!(!has_room(&limits, &Lane::from_key("address"), usage(5)));
+        assert!(!has_room(&limits, &domain, usage(50)));
+    }
 
     #[test]
     fn lanes_and_identities() {

@@ -12,6 +12,15 @@ pub fn sha256(bytes: impl AsRef<[u8]>) -> [u8; 32] {
     Sha256::digest(bytes.as_ref()).into()
 }
 
+/// §4.6 commitment: lower-case hex sha256(full record's canonical bytes || 32-byte salt).
+/// One definition for the walker that makes it and the store that opens it.
+pub fn commitment_hex(full_canonical: &[u8], salt: &[u8; 32]) -> String {
+    let mut h = Sha256::new();
+    h.update(full_canonical);
+    h.update(salt);
+    hex::encode(h.finalize())
+}
+
 /// SHA-256 of the empty string: the body hash of a node with no body.
 pub const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 

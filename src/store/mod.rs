@@ -659,7 +659,7 @@ fn check_kept_full(filed: &serde_json::Value, kept: &KeptFull) -> Result<String,
         }
     };
     let salt = verify::decode_salt(&kept.salt_hex).map_err(StoreError::KeptFull)?;
-    let opened = verify::commitment_of(&kept.canonical, &salt);
+    let opened = crate::digest::commitment_hex(&kept.canonical, &salt);
     if &opened != commitment {
         return Err(StoreError::KeptFull(format!(
             "sha256(full record || salt) is {opened}, but the filed record commits to {commitment}"

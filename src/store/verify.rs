@@ -28,15 +28,6 @@ pub fn decode_hex32(text: &str) -> Option<[u8; 32]> {
     Some(out)
 }
 
-/// The commitment of a kept full record (§4.6 step 3): lower-case hex
-/// `sha256(canonical bytes || raw 32-byte salt)`.
-pub fn commitment_of(full_canonical: &[u8], salt: &[u8; 32]) -> String {
-    let mut buf = Vec::with_capacity(full_canonical.len() + 32);
-    buf.extend_from_slice(full_canonical);
-    buf.extend_from_slice(salt);
-    crate::digest::sha256_hex(buf)
-}
-
 /// A salt must be exactly 64 lower-case hex characters (how §4.6 holds it).
 pub fn decode_salt(salt_hex: &str) -> Result<[u8; 32], String> {
     if salt_hex.len() != 64
@@ -502,7 +493,7 @@ fn check_row(row: &RowData, keys: &mut KeyCache, problems: &mut Vec<Problem>) {
         match decode_salt(salt) {
             Err(e) => push(ProblemKind::CommitmentMismatch, e),
             Ok(salt) => {
-                let opened = commitment_of(kept, &salt);
+                let opened = crate::digest::commitment_hex(kept, &salt);
                 if commitment != Some(opened.as_str()) {
                     push(
                         ProblemKind::CommitmentMismatch,

@@ -7,7 +7,7 @@ use super::declaration::Declaration;
 use super::observation::{Mode, ObservedFetch, Wire};
 use super::spec::*;
 use crate::canonical;
-use crate::digest::{sha256, sha256_hex};
+use crate::digest::sha256_hex;
 use crate::wire::{
     AssertionWire, CommitmentRecord, ComputeNode, ConductExt, Context, FetchNode, FetchRequest,
     FetchResponse, Node, Record, Replay, VerdictWire, Walker, Witness,
@@ -177,19 +177,13 @@ pub fn build(
     salt: [u8; 32],
 ) -> Built {
     match privacy {
-        Privacy::Full => Built {
-            filed: full_record(ctx, ev, card, Privacy::Full),
-            kept: None,
-        },
-        Privacy::HashOnly => Built {
-            filed: full_record(ctx, ev, card, Privacy::HashOnly),
+        Privacy::Full | Privacy::HashOnly => Built {
+            filed: full_record(ctx, ev, card, privacy),
             kept: None,
         },
         Privacy::Commitment => {
             let kept = full_record(ctx, ev, card, Privacy::Commitment);
-            let mut preimage = kept.clone();
-            preimage.extend_from_slice(&salt);
-            let commitment = hex::encode(sha256(&preimage));
+            let commitment = crate::digest::commitment_hex(&kept, &salt);
             let mut does_not_establish = vec![
                 DNE_COMMITMENT.to_string(),
                 DNE_CORRECTNESS.to_string(),

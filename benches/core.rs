@@ -13,7 +13,9 @@
 
 use conduct_walker::net::{NetPolicy, Transport, TransportConfig};
 use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa};
-use conduct_walker::walk::{self, Mode, Observed, ObservedFetch, Privacy, WalkRequest, Wire};
+use conduct_walker::walk::{
+    self, Mode, Observed, ObservedFetch, Privacy, RequestProfile, WalkRequest, Wire,
+};
 use conduct_walker::wire::Witness;
 use criterion::measurement::Measurement;
 
@@ -60,6 +62,7 @@ fn request(origin: &str) -> WalkRequest {
         vantage_limitation: Some("a sandbox agent on this machine".into()),
         contract_sha256: None,
         privacy: Privacy::Full,
+        profile: RequestProfile::Spec,
     }
 }
 
@@ -92,7 +95,12 @@ fn capture() -> (WalkRequest, Observed) {
         let n3 = match target.as_deref() {
             Some(t) => {
                 let reply = session
-                    .fetch(&walk::n3_request(request.mode, request.wire, t))
+                    .fetch(&walk::n3_request(
+                        request.mode,
+                        request.wire,
+                        request.profile,
+                        t,
+                    ))
                     .await;
                 Some(ObservedFetch::new(3, reply))
             }

@@ -6,7 +6,7 @@ use conduct_walker::intake_emulator::{Emulator, EmulatorConfig};
 use conduct_walker::net::{NetPolicy, Transport, TransportConfig};
 use conduct_walker::pipeline::{Pipeline, PipelineConfig, WalkJob};
 use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa};
-use conduct_walker::walk::{Mode, Privacy, WalkRequest, Wire};
+use conduct_walker::walk::{Mode, Privacy, RequestProfile, WalkRequest, Wire};
 use conduct_walker::wire::Witness;
 use std::sync::Arc;
 use std::time::Instant;
@@ -58,6 +58,7 @@ async fn main() {
         vantage_limitation: None,
         contract_sha256: None,
         privacy: Privacy::Full,
+        profile: RequestProfile::Spec,
     };
     let mut times = Vec::with_capacity(RUNS);
     for i in 0..RUNS {

@@ -17,6 +17,7 @@ pub mod json;
 pub mod net;
 pub mod pipeline;
 pub mod sandbox;
+pub mod sse;
 pub mod store;
 pub mod terms;
 #[cfg(test)]

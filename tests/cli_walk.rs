@@ -137,6 +137,27 @@ async fn fail_exits_1_and_json_names_transport_errors() {
 }
 
 #[tokio::test]
+async fn demo_under_the_reference_profile_expects_the_sdk_default_mcp_server_to_fail() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = bin();
+    cmd.args(["demo", "--request-profile", "reference", "--out-dir"])
+        .arg(dir.path());
+    let out = run(cmd).await;
+    let (stdout, err) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{err}");
+    assert!(
+        stdout.contains("request profile:     reference"),
+        "{stdout}"
+    );
+    let streamable = stdout
+        .split("\n== ")
+        .find(|s| s.starts_with("honest-mcp-streamable "))
+        .expect("the streamable MCP scenario was walked");
+    assert!(streamable.contains("FAIL 3/4"), "{streamable}");
+    assert!(streamable.contains("/mcp -> 406"), "{streamable}");
+}
+
+#[tokio::test]
 async fn demo_runs_without_network_and_gets_every_expected_verdict() {
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = bin();
@@ -152,11 +173,11 @@ async fn demo_runs_without_network_and_gets_every_expected_verdict() {
             name.starts_with("walk_") && name.ends_with(".json")
         })
         .count();
-    assert_eq!(records, 8);
+    assert_eq!(records, 9);
     // Every record was signed, stored and filed with the emulator.
     assert_eq!(
         stdout.matches("filed (answer accepted, http 201)").count(),
-        8,
+        9,
         "{stdout}"
     );
     let db = dir.path().join("walker.db");
@@ -170,7 +191,7 @@ async fn demo_runs_without_network_and_gets_every_expected_verdict() {
             .lines()
             .filter(|l| l.ends_with("signed"))
             .count(),
-        8
+        9
     );
     let verify = bin()
         .args(["records", "verify", "--db"])

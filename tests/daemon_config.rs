@@ -114,6 +114,36 @@ fn defaults_and_jitter_are_applied() {
 }
 
 #[test]
+fn request_profile_defaults_to_spec_and_a_target_may_choose_reference() {
+    use conduct_walker::walk::RequestProfile;
+    let c = config::parse(Path::new("/etc/cw/walker.toml"), GOOD).unwrap();
+    assert_eq!(c.targets[0].request.profile, RequestProfile::Spec);
+    let text = GOOD.replace(
+        "[[target]]\nname = \"a\"",
+        "[[target]]\nname = \"a\"\nrequest_profile = \"reference\"",
+    );
+    let c = config::parse(Path::new("/etc/cw/walker.toml"), &text).unwrap();
+    assert_eq!(c.targets[0].request.profile, RequestProfile::Reference);
+    assert!(
+        c.effective_toml()
+            .contains("request_profile = \"reference\"")
+    );
+    // The witness-wide default applies to targets that do not say.
+    let text = GOOD.replace(
+        "vantage = \"v\"",
+        "vantage = \"v\"\nrequest_profile = \"reference\"",
+    );
+    let c = config::parse(Path::new("/etc/cw/walker.toml"), &text).unwrap();
+    assert_eq!(c.targets[0].request.profile, RequestProfile::Reference);
+    let bad = GOOD.replace("name = \"a\"", "name = \"a\"\nrequest_profile = \"fast\"");
+    let found = problems(&bad);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].line, Some(12), "{found:?}");
+    assert_eq!(found[0].key.as_deref(), Some("request_profile"));
+    assert!(found[0].message.contains("fast"), "{found:?}");
+}
+
+#[test]
 fn config_check_explains_and_exits_0_or_2() {
     let dir = tempfile::tempdir().unwrap();
     let good = dir.path().join("good.toml");

@@ -7,7 +7,7 @@ use conduct_walker::json::parse_lenient;
 use conduct_walker::walk::declaration::Declaration;
 use conduct_walker::walk::record::n2_output;
 use conduct_walker::walk::spec::{BODY_A2A_0_3, BODY_A2A_1_0, BODY_MCP_INITIALIZE};
-use conduct_walker::walk::{Mode, Wire, n3_request};
+use conduct_walker::walk::{Mode, RequestProfile, Wire, n3_request};
 use serde_json::Value;
 use std::path::PathBuf;
 
@@ -77,8 +77,10 @@ fn request_bodies_are_the_exact_bytes() {
         // The request the walker actually builds carries those bytes.
         let m = Mode::parse(mode).unwrap();
         let w = Wire::parse(wire.unwrap_or("1.0"));
-        let req = n3_request(m, w, "https://a.example/mcp");
-        assert_eq!(req.body.as_deref(), Some(body.as_bytes()));
+        for profile in [RequestProfile::Reference, RequestProfile::Spec] {
+            let req = n3_request(m, w, profile, "https://a.example/mcp");
+            assert_eq!(req.body.as_deref(), Some(body.as_bytes()));
+        }
     }
 }
 
@@ -107,9 +109,9 @@ fn header_hashes_follow_the_recipe() {
 
 #[test]
 fn walker_request_headers_hash_like_the_vectors() {
-    // The n3 requests we build hash to the §2.7 examples.
+    // The n3 requests we build under the reference profile hash to the §2.7 examples.
     let h = |m, w| {
-        let req = n3_request(m, w, "https://a.example/mcp");
+        let req = n3_request(m, w, RequestProfile::Reference, "https://a.example/mcp");
         headers_sha256(req.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())))
     };
     assert_eq!(
@@ -124,6 +126,49 @@ fn walker_request_headers_hash_like_the_vectors() {
         h(Mode::Mcp, Wire::V1_0),
         "7b46c49e340f41919f0b4a5c387861af306a10e74818ba12cc9785d4c476edd8"
     );
+}
+
+#[test]
+fn spec_profile_differs_from_the_reference_only_in_mcp_accept() {
+    // §2.6.1: a2a requests are the same under both profiles; mcp asks for SSE too, and that
+    // Accept value is in the hashed request set.
+    let h = |m, w, p| {
+        let req = n3_request(m, w, p, "https://a.example/mcp");
+        headers_sha256(req.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    };
+    for wire in [Wire::V1_0, Wire::V0_3] {
+        assert_eq!(
+            h(Mode::A2a, wire, RequestProfile::Spec),
+            h(Mode::A2a, wire, RequestProfile::Reference)
+        );
+    }
+    let lines = [
+        "a2a-extensions: https://gate.horizonshield.dev/ext/conduct/v1",
+        "accept: application/json, text/event-stream",
+        "content-type: application/json",
+    ];
+    assert_eq!(
+        h(Mode::Mcp, Wire::V1_0, RequestProfile::Spec),
+        sha256_hex(lines.join("\n"))
+    );
+    let spec = n3_request(
+        Mode::Mcp,
+        Wire::V1_0,
+        RequestProfile::Spec,
+        "https://a.example/mcp",
+    );
+    assert_eq!(
+        spec.read,
+        conduct_walker::net::BodyRead::SseUntilResponse(1),
+        "the spec profile reads an SSE answer up to the response"
+    );
+    let reference = n3_request(
+        Mode::Mcp,
+        Wire::V1_0,
+        RequestProfile::Reference,
+        "https://a.example/mcp",
+    );
+    assert_eq!(reference.read, conduct_walker::net::BodyRead::Whole);
 }
 
 #[test]
@@ -214,7 +259,7 @@ fn reference_walk_internal_hashes_reproduce_from_recipes() {
             );
             assert!(node(n)["request"]["body_sha256"].is_null());
         }
-        let n3 = n3_request(mode, wire, target);
+        let n3 = n3_request(mode, wire, RequestProfile::Reference, target);
         assert_eq!(
             node(3)["request"]["headers_sha256"],
             headers_sha256(n3.headers.iter().map(|(k, v)| (k.as_str(), v.as_str()))),

@@ -8,7 +8,7 @@ use conduct_walker::sandbox::agent::Metadata;
 use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa};
 use conduct_walker::walk::assertions::*;
 use conduct_walker::walk::spec::{EXT, PERMA};
-use conduct_walker::walk::{Mode, Wire};
+use conduct_walker::walk::{Mode, RequestProfile, Wire};
 use serde_json::json;
 use std::time::Duration;
 
@@ -739,13 +739,14 @@ fn recorded(
         3,
         status,
         serde_json::to_vec(&reply).unwrap(),
-        n3_request(Mode::A2a, Wire::V1_0, target),
+        n3_request(Mode::A2a, Wire::V1_0, RequestProfile::Spec, target),
         headers,
     );
     let decl = declaration::locate_and_validate(Some(card));
     evaluate(&Inputs {
         mode: Mode::A2a,
         wire: Wire::V1_0,
+        profile: RequestProfile::Spec,
         n0: &n0,
         n1: &n1,
         n3: Some(&n3),

@@ -8,7 +8,7 @@
 
 use crate::net::{NetPolicy, Transport, TransportConfig};
 use crate::sandbox::{Behaviour, SandboxAgent, SandboxCa};
-use crate::walk::{Mode, Privacy, WalkOutcome, WalkRequest, Wire};
+use crate::walk::{Mode, Privacy, RequestProfile, WalkOutcome, WalkRequest, Wire};
 use crate::wire::Witness;
 use anyhow::{Context, bail};
 use clap::Args;
@@ -131,6 +131,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 vantage_limitation: None,
                 contract_sha256: None,
                 privacy: Privacy::Full,
+                profile: RequestProfile::Spec,
             }
         })
         .collect();

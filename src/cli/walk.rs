@@ -5,7 +5,7 @@ use crate::net::{NetPolicy, Transport, TransportConfig, load_pem_certs};
 use crate::pipeline::{Pipeline, PipelineConfig, SubmissionReport, WalkJob};
 use crate::sandbox::{SandboxAgent, SandboxCa, scenarios};
 use crate::walk::assertions::Assertion;
-use crate::walk::{Mode, Privacy, WalkOutcome, WalkRequest, Wire};
+use crate::walk::{Mode, Privacy, RequestProfile, WalkOutcome, WalkRequest, Wire};
 use crate::wire::Witness;
 use anyhow::{Context, bail};
 use clap::Args;
@@ -61,6 +61,8 @@ pub struct WalkArgs {
     /// A2A wire version: 1.0 or 0.3.
     #[arg(long, default_value = "1.0", value_parser = ["1.0", "0.3"])]
     pub wire: String,
+    #[command(flatten)]
+    pub profile: ProfileArg,
     /// The witness name written into the record.
     #[arg(long)]
     pub witness_name: String,
@@ -89,6 +91,23 @@ pub struct WalkArgs {
     /// Walk even when the origin's /.well-known/mcp-conduct.json says "listing": "decline".
     #[arg(long)]
     pub ignore_consent: bool,
+}
+
+/// How n3 is asked in mcp mode (conduct-walk.md §2.6.1); shared by every command that walks.
+#[derive(Debug, Clone, Args)]
+pub struct ProfileArg {
+    /// spec: MCP Streamable HTTP as the protocol says (Accept: application/json,
+    /// text/event-stream; an SSE answer is read). reference: the reference walker's request,
+    /// byte-identical records, but MCP servers that require SSE answer it 406. a2a mode is the
+    /// same under both.
+    #[arg(long = "request-profile", default_value = "spec", value_parser = RequestProfile::NAMES)]
+    pub request_profile: String,
+}
+
+impl ProfileArg {
+    pub fn profile(&self) -> RequestProfile {
+        RequestProfile::parse(&self.request_profile).unwrap_or_default()
+    }
 }
 
 /// Signing, storing and filing options shared by `walk` and `reveal`.
@@ -152,6 +171,7 @@ impl WalkArgs {
             vantage_limitation: self.vantage_limitation.clone(),
             contract_sha256: None,
             privacy: Privacy::parse(&self.privacy).context("--privacy")?,
+            profile: self.profile.profile(),
         })
     }
 }
@@ -424,18 +444,23 @@ pub struct DemoArgs {
     /// every `records` command can be tried right after.
     #[arg(long)]
     pub db: Option<PathBuf>,
+    #[command(flatten)]
+    pub profile: ProfileArg,
 }
 
-/// The scenarios the demo walks, with the verdict each must get.
-const DEMO: &[(&str, bool)] = &[
-    ("honest-mcp", true),
-    ("honest-a2a", true),
-    ("honest-a2a-0.3", true),
-    ("paid-x402", true),
-    ("paid-undeclared", false),
-    ("metadata-missing", false),
-    ("served-by-other-url", false),
-    ("card-changes", false),
+/// The scenarios the demo walks, with the verdict each must get under the `spec` request
+/// profile and under the `reference` one (§2.6.1: only an MCP server that answers as its SDK
+/// does by default tells them apart).
+const DEMO: &[(&str, bool, bool)] = &[
+    ("honest-mcp", true, true),
+    ("honest-mcp-streamable", true, false),
+    ("honest-a2a", true, true),
+    ("honest-a2a-0.3", true, true),
+    ("paid-x402", true, true),
+    ("paid-undeclared", false, false),
+    ("metadata-missing", false, false),
+    ("served-by-other-url", false, false),
+    ("card-changes", false, false),
 ];
 
 /// Start loopback sandbox agents, a key server and an intake emulator; walk an honest agent and
@@ -475,7 +500,12 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
 
     let all = scenarios();
     let mut agents = Vec::new();
-    for (name, expect_pass) in DEMO {
+    let profile = args.profile.profile();
+    for (name, pass_under_spec, pass_under_reference) in DEMO {
+        let expect_pass = match profile {
+            RequestProfile::Spec => pass_under_spec,
+            RequestProfile::Reference => pass_under_reference,
+        };
         let sc = all
             .iter()
             .find(|s| s.name == *name)
@@ -504,7 +534,8 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     println!("  records and files:   {}", dir.display());
     println!("  record store:        {}", db.display());
     println!("  intake emulator:     {}", emulator.url());
-    println!("  witness key_url:     {key_url} (a throw-away key)\n");
+    println!("  witness key_url:     {key_url} (a throw-away key)");
+    println!("  request profile:     {}\n", profile.as_str());
     let mut unexpected = 0;
     for (sc, agent, expect_pass) in &agents {
         let origin = agent.origin();
@@ -521,6 +552,7 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
             vantage_limitation: Some("a sandbox agent on this machine; nothing left it".into()),
             contract_sha256: None,
             privacy: Privacy::Full,
+            profile,
         };
         let report = pipeline
             .run_job(&WalkJob {

@@ -9,7 +9,7 @@
 //! Schedules are cron patterns in UTC (the intake's lanes are UTC days too), with an optional
 //! seconds field: `0 17 3 * * *` is 03:17:00 every day, `17 3 * * *` the same without seconds.
 
-use crate::walk::{Mode, Privacy, WalkRequest, Wire};
+use crate::walk::{Mode, Privacy, RequestProfile, WalkRequest, Wire};
 use crate::wire::Witness;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -58,6 +58,10 @@ pub struct WitnessSection {
     pub key_url: Option<Spanned<String>>,
     #[serde(default)]
     pub privacy: PrivacyName,
+    /// How n3 is asked in mcp mode, for every target that does not say (§2.6.1): `spec`
+    /// (MCP Streamable HTTP) or `reference` (byte-identical with the reference walker).
+    #[serde(default)]
+    pub request_profile: RequestProfileName,
     /// File every record here instead of the intake the card names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intake: Option<Spanned<String>>,
@@ -159,6 +163,9 @@ pub struct TargetSection {
     /// Default: `witness.privacy`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub privacy: Option<PrivacyName>,
+    /// Default: `witness.request_profile`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_profile: Option<RequestProfileName>,
     /// File the records with the intake (false: store only).
     #[serde(default = "yes")]
     pub submit: bool,
@@ -189,6 +196,23 @@ pub enum PrivacyName {
     Full,
     HashOnly,
     Commitment,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RequestProfileName {
+    #[default]
+    Spec,
+    Reference,
+}
+
+impl From<RequestProfileName> for RequestProfile {
+    fn from(p: RequestProfileName) -> RequestProfile {
+        match p {
+            RequestProfileName::Spec => RequestProfile::Spec,
+            RequestProfileName::Reference => RequestProfile::Reference,
+        }
+    }
 }
 
 impl From<ModeName> for Mode {
@@ -667,6 +691,7 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
                 vantage_limitation: w.vantage_limitation.clone(),
                 contract_sha256: None,
                 privacy: t.privacy.unwrap_or(default_privacy).into(),
+                profile: t.request_profile.unwrap_or(w.request_profile).into(),
             },
             submit: t.submit,
             schedule,
@@ -755,6 +780,10 @@ impl Config {
         for (ts, t) in f.targets.iter_mut().zip(&self.targets) {
             ts.name = Some(Spanned::new(span0.clone(), t.name.clone()));
             ts.privacy = Some(ts.privacy.unwrap_or(self.file.witness.privacy));
+            ts.request_profile = Some(
+                ts.request_profile
+                    .unwrap_or(self.file.witness.request_profile),
+            );
         }
         let body = toml::to_string_pretty(&f)
             .unwrap_or_else(|e| format!("# cannot render the config as TOML: {e}\n"));

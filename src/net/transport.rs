@@ -15,13 +15,28 @@ pub const BODY_CAP_BYTES: usize = 1024 * 1024;
 const ERROR_TEXT_MAX_CHARS: usize = 200;
 
 /// One request exactly as it will be sent (the listed headers only; the transport adds
-/// `User-Agent` and `Accept-Encoding: identity`, which are not part of any hashed header set).
+/// `User-Agent`, `Accept-Encoding: identity` and `Connection: close`, which are not part of any
+/// hashed header set).
 #[derive(Debug, Clone)]
 pub struct HttpRequest {
     pub method: &'static str,
     pub url: String,
     pub headers: Vec<(String, String)>,
     pub body: Option<Vec<u8>>,
+    /// How much of the body to read.
+    pub read: BodyRead,
+}
+
+/// How much of a response body the transport reads (always within the cap and deadline).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BodyRead {
+    /// Every byte until the body ends.
+    #[default]
+    Whole,
+    /// A `text/event-stream` answer is read only up to the end of the event carrying the
+    /// JSON-RPC response with this id (MCP Streamable HTTP keeps streams open; §2.6.1); any
+    /// other answer is read whole.
+    SseUntilResponse(i64),
 }
 
 impl HttpRequest {
@@ -34,6 +49,7 @@ impl HttpRequest {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             body: None,
+            read: BodyRead::Whole,
         }
     }
 
@@ -188,7 +204,8 @@ impl Transport {
         })
     }
 
-    /// A session reuses connections per host for its lifetime (one walk, say).
+    /// A session resolves and checks each host once and keeps its client for its lifetime
+    /// (one walk, say); every request still gets a connection of its own.
     pub fn session(&self) -> Session {
         Session {
             transport: self.clone(),
@@ -253,7 +270,10 @@ impl Transport {
     }
 }
 
-/// Connection reuse for one walk: one client per (host, port), pinned to the checked addresses.
+/// One walk's clients: one per (host, port), pinned to the checked addresses. Connections are
+/// never reused: like the reference's urllib transport, each request asks `Connection: close`
+/// on a connection of its own (§2.2), because servers answer that with a `Connection: close`
+/// response header, which enters `headers_sha256`.
 pub struct Session {
     transport: Transport,
     clients: Mutex<HashMap<(String, u16), reqwest::Client>>,
@@ -295,7 +315,8 @@ impl Session {
     pub async fn fetch(&self, request: &HttpRequest) -> Exchange {
         let started = Instant::now();
         let deadline = self.transport.inner.deadline;
-        let outcome = tokio::time::timeout(deadline, self.fetch_inner(request)).await;
+        let reading_sse = std::sync::atomic::AtomicBool::new(false);
+        let outcome = tokio::time::timeout(deadline, self.fetch_inner(request, &reading_sse)).await;
         let duration_ms = started.elapsed().as_millis() as u64;
         match outcome {
             Ok(Ok((status, headers, body))) => Exchange {
@@ -307,14 +328,23 @@ impl Session {
                 transport_error: None,
             },
             Ok(Err(text)) => Exchange::failure(request.clone(), text, duration_ms),
-            Err(_) => Exchange::failure(
-                request.clone(),
-                format!(
-                    "timed out: no complete answer within {} s (the deadline covers connect, headers and body)",
-                    deadline.as_secs()
-                ),
-                duration_ms,
-            ),
+            Err(_) => {
+                let text = match request.read {
+                    BodyRead::SseUntilResponse(id)
+                        if reading_sse.load(std::sync::atomic::Ordering::Relaxed) =>
+                    {
+                        format!(
+                            "timed out: the event stream delivered no JSON-RPC response with id {id} within {} s",
+                            deadline.as_secs()
+                        )
+                    }
+                    _ => format!(
+                        "timed out: no complete answer within {} s (the deadline covers connect, headers and body)",
+                        deadline.as_secs()
+                    ),
+                };
+                Exchange::failure(request.clone(), text, duration_ms)
+            }
         }
     }
 
@@ -330,6 +360,8 @@ impl Session {
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
             .http1_only()
+            // One connection per request (§2.2): nothing is kept for a next request.
+            .pool_max_idle_per_host(0)
             .user_agent(inner.user_agent.clone());
         match target.literal {
             // The connection goes to the literal we checked.
@@ -350,6 +382,7 @@ impl Session {
     async fn fetch_inner(
         &self,
         request: &HttpRequest,
+        reading_sse: &std::sync::atomic::AtomicBool,
     ) -> Result<(u16, Vec<(String, String)>, Vec<u8>), String> {
         let target = parse_https(&request.url)?;
         let client = self.client_for(&target).await?;
@@ -361,6 +394,9 @@ impl Session {
         }
         // Bodies are hashed as received: ask for no content coding and never decode.
         builder = builder.header("Accept-Encoding", "identity");
+        // As the reference's urllib does (§2.2): servers answer it with `Connection: close`,
+        // which is part of the response header set every witness hashes.
+        builder = builder.header("Connection", "close");
         if let Some(body) = &request.body {
             builder = builder.body(body.clone());
         }
@@ -373,12 +409,33 @@ impl Session {
         {
             return Err(body_cap_text(cap, Some(len)));
         }
+        let stop_at_response = match request.read {
+            BodyRead::SseUntilResponse(id)
+                if response
+                    .headers()
+                    .get(reqwest::header::CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok())
+                    .is_some_and(crate::sse::is_event_stream) =>
+            {
+                reading_sse.store(true, std::sync::atomic::Ordering::Relaxed);
+                Some(id)
+            }
+            _ => None,
+        };
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(|e| error_chain(&e))? {
             if body.len() + chunk.len() > cap {
                 return Err(body_cap_text(cap, None));
             }
             body.extend_from_slice(&chunk);
+            if let Some(id) = stop_at_response
+                && let Some(event) = crate::sse::find_response(&body, id)
+            {
+                // The stream may stay open: the body is what was read up to the event's end,
+                // the same bytes whatever the chunking.
+                body.truncate(event.end);
+                break;
+            }
         }
         Ok((status, headers, body))
     }

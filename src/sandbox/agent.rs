@@ -84,6 +84,27 @@ pub enum Echo {
     Nothing,
 }
 
+/// How the MCP endpoint speaks Streamable HTTP (MCP 2025-03-26 and later).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum McpServing {
+    /// One JSON body, whatever `Accept` says (the MCP SDK's JSON-response mode, lenient).
+    #[default]
+    Json,
+    /// As the MCP SDKs serve by default: `406` unless `Accept` lists both `application/json`
+    /// and `text/event-stream`; the answer is an event stream (a log notification, then the
+    /// response) that stays open after the response; `session` hands out `Mcp-Session-Id`.
+    EventStream { session: bool },
+    /// An event stream that ends without the JSON-RPC response.
+    StreamEndsWithoutResponse,
+    /// An event stream that sends a notification and then nothing, held open.
+    StreamNeverAnswers,
+}
+
+/// The session id a stateful sandbox MCP endpoint hands out.
+pub const SANDBOX_MCP_SESSION_ID: &str = "sandbox-session-4f1c";
+/// How long a sandbox event stream stays open after its last event.
+const STREAM_HELD_OPEN: Duration = Duration::from_secs(120);
+
 /// Every knob of a sandbox agent. `Default` is the honest agent.
 #[derive(Debug, Clone, Default)]
 pub struct Behaviour {
@@ -108,6 +129,7 @@ pub struct Behaviour {
     pub echo: Echo,
     /// The listing says `required: true` (a data-only extension must not).
     pub extension_required: bool,
+    pub mcp: McpServing,
 }
 
 pub const DEFAULT_CONDUCT_RECORD: &str = "https://gate.horizonshield.dev/history?endpoint=sandbox";
@@ -183,20 +205,24 @@ impl Behaviour {
 /// A running sandbox agent.
 pub struct SandboxAgent {
     pub server: HttpsServer,
-    card_fetches: Arc<AtomicUsize>,
+    counts: Arc<Counts>,
+}
+
+#[derive(Default)]
+struct Counts {
+    card_fetches: AtomicUsize,
+    /// `DELETE`s that ended the session this agent handed out.
+    sessions_ended: AtomicUsize,
 }
 
 impl SandboxAgent {
     pub async fn start(ca: &SandboxCa, behaviour: Behaviour) -> std::io::Result<Self> {
-        let card_fetches = Arc::new(AtomicUsize::new(0));
-        let counter = card_fetches.clone();
+        let counts = Arc::new(Counts::default());
+        let seen = counts.clone();
         let behaviour = Arc::new(behaviour);
         let server =
-            HttpsServer::start(ca, handler(move |req| respond(&behaviour, &counter, req))).await?;
-        Ok(SandboxAgent {
-            server,
-            card_fetches,
-        })
+            HttpsServer::start(ca, handler(move |req| respond(&behaviour, &seen, req))).await?;
+        Ok(SandboxAgent { server, counts })
     }
 
     /// `https://127.0.0.1:<port>`: the origin to walk.
@@ -205,17 +231,26 @@ impl SandboxAgent {
     }
 
     pub fn card_fetches(&self) -> usize {
-        self.card_fetches.load(Ordering::SeqCst)
+        self.counts.card_fetches.load(Ordering::SeqCst)
+    }
+
+    /// How many `DELETE`s ended the MCP session this agent handed out.
+    pub fn sessions_ended(&self) -> usize {
+        self.counts.sessions_ended.load(Ordering::SeqCst)
     }
 }
 
-fn respond(b: &Behaviour, card_fetches: &AtomicUsize, req: Req) -> Resp {
+fn respond(b: &Behaviour, counts: &Counts, req: Req) -> Resp {
     if req.method == "GET" && req.path == crate::walk::spec::CARD_PATH {
-        let nth = card_fetches.fetch_add(1, Ordering::SeqCst);
+        let nth = counts.card_fetches.fetch_add(1, Ordering::SeqCst);
         return card_response(b, &req.base, nth);
     }
     if req.method == "POST" {
         return endpoint_response(b, &req);
+    }
+    if req.method == "DELETE" && req.header("mcp-session-id") == Some(SANDBOX_MCP_SESSION_ID) {
+        counts.sessions_ended.fetch_add(1, Ordering::SeqCst);
+        return Resp::empty(200);
     }
     Resp::json(404, &json!({"error": "not found"}))
 }
@@ -315,12 +350,64 @@ fn endpoint_body(b: &Behaviour, req: &Req) -> Resp {
         });
     }
     let body = match wire {
-        None => json!({"jsonrpc": "2.0", "id": 1, "result": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "serverInfo": {"name": "conduct-walker sandbox", "version": "1"}}}),
+        None => {
+            return mcp_response(
+                b.mcp,
+                req,
+                &json!({"jsonrpc": "2.0", "id": 1, "result": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "serverInfo": {"name": "conduct-walker sandbox", "version": "1"}}}),
+            );
+        }
         Some(w) => json!({"jsonrpc": "2.0", "id": 1, "result": a2a_result(b, req, w)}),
     };
     Resp::json(200, &body)
+}
+
+/// An MCP `initialize` answered the way `serving` says (Streamable HTTP).
+fn mcp_response(serving: McpServing, req: &Req, response: &Value) -> Resp {
+    let accept = req.header("accept").unwrap_or("");
+    let accepts = |media: &str| accept.split(',').any(|item| item.trim() == media);
+    let notification = json!({"jsonrpc": "2.0", "method": "notifications/message",
+        "params": {"level": "info", "data": "sandbox starting"}});
+    let event = |message: &Value| format!("event: message\ndata: {message}\n\n");
+    let stream = |events: String| Resp {
+        status: 200,
+        headers: vec![
+            ("content-type".into(), "text/event-stream".into()),
+            ("cache-control".into(), "no-cache, no-transform".into()),
+        ],
+        body: Body::ThenHold {
+            bytes: events.into_bytes(),
+            hold: STREAM_HELD_OPEN,
+        },
+    };
+    match serving {
+        McpServing::Json => Resp::json(200, response),
+        McpServing::EventStream { .. }
+            if !(accepts("application/json") && accepts("text/event-stream")) =>
+        {
+            Resp::json(
+                406,
+                &json!({"jsonrpc": "2.0", "id": "server-error", "error": {"code": -32600,
+                "message": "Not Acceptable: Client must accept both application/json and text/event-stream"}}),
+            )
+        }
+        McpServing::EventStream { session } => {
+            let resp = stream(event(&notification) + &event(response));
+            if session {
+                resp.with_header("mcp-session-id", SANDBOX_MCP_SESSION_ID)
+            } else {
+                resp
+            }
+        }
+        McpServing::StreamEndsWithoutResponse => Resp::bytes(
+            200,
+            "text/event-stream",
+            event(&notification) + ": the response never comes\n\n",
+        ),
+        McpServing::StreamNeverAnswers => stream(event(&notification)),
+    }
 }
 
 fn metadata(b: &Behaviour, req: &Req) -> Option<Value> {
@@ -459,6 +546,16 @@ pub fn scenarios() -> Vec<Scenario> {
             Mcp,
             V1_0,
             d(),
+        ),
+        s(
+            "honest-mcp-streamable",
+            "an honest MCP server as the MCP SDKs serve by default: an SSE answer, a session",
+            Mcp,
+            V1_0,
+            Behaviour {
+                mcp: McpServing::EventStream { session: true },
+                ..d()
+            },
         ),
         s("honest-a2a", "an honest A2A 1.0 agent", A2a, V1_0, d()),
         s("honest-a2a-0.3", "an honest A2A 0.3 agent", A2a, V0_3, d()),

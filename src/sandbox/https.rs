@@ -13,8 +13,10 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
@@ -55,8 +57,8 @@ impl SandboxCa {
         std::fs::write(path, &self.cert_pem)
     }
 
-    /// A TLS server config whose leaf covers `localhost`, `127.0.0.1`, `::1` and `extra_names`.
-    pub fn server_config(&self, extra_names: &[&str]) -> Arc<rustls::ServerConfig> {
+    /// A leaf certificate and its key covering `localhost`, `127.0.0.1`, `::1` and `extra_names`.
+    fn issue_leaf(&self, extra_names: &[&str]) -> (rcgen::Certificate, KeyPair) {
         let key = KeyPair::generate().expect("generate leaf key");
         let mut names = vec![
             "localhost".to_string(),
@@ -66,6 +68,22 @@ impl SandboxCa {
         names.extend(extra_names.iter().map(|s| s.to_string()));
         let params = CertificateParams::new(names).expect("leaf params");
         let leaf = params.signed_by(&key, &self.issuer).expect("sign leaf");
+        (leaf, key)
+    }
+
+    /// A leaf for a server that is not ours (a Python SDK agent under uvicorn, say): the
+    /// certificate chain PEM (leaf, then this CA) and the leaf's PKCS#8 key PEM.
+    pub fn leaf_pem(&self, extra_names: &[&str]) -> (String, String) {
+        let (leaf, key) = self.issue_leaf(extra_names);
+        (
+            format!("{}{}", leaf.pem(), self.cert_pem),
+            key.serialize_pem(),
+        )
+    }
+
+    /// A TLS server config whose leaf covers `localhost`, `127.0.0.1`, `::1` and `extra_names`.
+    pub fn server_config(&self, extra_names: &[&str]) -> Arc<rustls::ServerConfig> {
+        let (leaf, key) = self.issue_leaf(extra_names);
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         let mut config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
@@ -111,6 +129,12 @@ pub enum Body {
     Trickle {
         bytes: Vec<u8>,
         every: Duration,
+    },
+    /// `bytes` at once, then the body stays open for `hold` before it ends (an event stream
+    /// that a server keeps open after its answer).
+    ThenHold {
+        bytes: Vec<u8>,
+        hold: Duration,
     },
 }
 
@@ -171,6 +195,98 @@ where
 pub struct HttpsServer {
     addr: SocketAddr,
     task: JoinHandle<()>,
+    wire_log: WireLog,
+}
+
+/// What the server wrote on each connection, in accept order: the server's own access log,
+/// taken below HTTP so it includes the headers hyper adds (`date`, `content-length`,
+/// `connection`). Only the first [`WIRE_LOG_CAP`] bytes of each connection are kept.
+#[derive(Clone, Default)]
+pub struct WireLog(Arc<Mutex<Vec<ConnectionBytes>>>);
+
+/// The bytes written on one connection (shared with the connection's [`Tap`]).
+type ConnectionBytes = Arc<Mutex<Vec<u8>>>;
+
+/// A response's status and its (lower-case name, value) header lines in the order sent.
+pub type ResponseHead = (u16, Vec<(String, String)>);
+
+const WIRE_LOG_CAP: usize = 64 * 1024;
+
+impl WireLog {
+    fn open_connection(&self) -> ConnectionBytes {
+        let written = Arc::new(Mutex::new(Vec::new()));
+        self.0.lock().expect("wire log").push(written.clone());
+        written
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> usize {
+        self.0.lock().expect("wire log").len()
+    }
+
+    /// The status and header lines of the first response written on each connection, as
+    /// (lower-case name, value) pairs in the order sent; None for a connection that has not
+    /// written a whole response head.
+    pub fn first_response_heads(&self) -> Vec<Option<ResponseHead>> {
+        self.0
+            .lock()
+            .expect("wire log")
+            .iter()
+            .map(|written| parse_response_head(&written.lock().expect("wire log")))
+            .collect()
+    }
+}
+
+fn parse_response_head(bytes: &[u8]) -> Option<ResponseHead> {
+    let end = bytes.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&bytes[..end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status = lines.next()?.split(' ').nth(1)?.parse().ok()?;
+    let headers = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.to_ascii_lowercase(), value.trim().to_string()))
+        .collect();
+    Some((status, headers))
+}
+
+/// A stream that copies what the server writes into a [`WireLog`] entry.
+struct Tap<S> {
+    inner: S,
+    written: ConnectionBytes,
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Tap<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Tap<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let poll = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = &poll {
+            let mut written = self.written.lock().expect("wire log");
+            let room = WIRE_LOG_CAP.saturating_sub(written.len());
+            written.extend_from_slice(&buf[..(*n).min(room)]);
+        }
+        poll
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
 }
 
 impl HttpsServer {
@@ -190,8 +306,24 @@ impl HttpsServer {
         let addr = listener.local_addr()?;
         let acceptor = tokio_rustls::TlsAcceptor::from(ca.server_config(extra_names));
         let base = format!("https://{addr}");
-        let task = tokio::spawn(accept_loop(listener, acceptor, handler, base));
-        Ok(HttpsServer { addr, task })
+        let wire_log = WireLog::default();
+        let task = tokio::spawn(accept_loop(
+            listener,
+            acceptor,
+            handler,
+            base,
+            wire_log.clone(),
+        ));
+        Ok(HttpsServer {
+            addr,
+            task,
+            wire_log,
+        })
+    }
+
+    /// What this server wrote, connection by connection.
+    pub fn wire_log(&self) -> &WireLog {
+        &self.wire_log
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -215,6 +347,7 @@ async fn accept_loop(
     acceptor: tokio_rustls::TlsAcceptor,
     handler: Handler,
     base: String,
+    wire_log: WireLog,
 ) {
     // Connections live in this set so aborting the loop ends them too.
     let mut connections = tokio::task::JoinSet::new();
@@ -225,8 +358,10 @@ async fn accept_loop(
                 let acceptor = acceptor.clone();
                 let handler = handler.clone();
                 let base = base.clone();
+                let written = wire_log.open_connection();
                 connections.spawn(async move {
                     let Ok(tls) = acceptor.accept(tcp).await else { return };
+                    let tls = Tap { inner: tls, written };
                     let service = hyper::service::service_fn(move |request| {
                         let handler = handler.clone();
                         let base = base.clone();
@@ -290,6 +425,20 @@ async fn serve_one(
                     let frame = Frame::data(Bytes::copy_from_slice(&bytes[i..=i]));
                     Some((Ok::<_, Infallible>(frame), (bytes, i + 1)))
                 });
+            StreamBody::new(stream).boxed()
+        }
+        Body::ThenHold { bytes, hold } => {
+            let stream = futures_util::stream::unfold(Some(bytes), move |left| async move {
+                match left {
+                    Some(bytes) => {
+                        Some((Ok::<_, Infallible>(Frame::data(Bytes::from(bytes))), None))
+                    }
+                    None => {
+                        tokio::time::sleep(hold).await;
+                        None
+                    }
+                }
+            });
             StreamBody::new(stream).boxed()
         }
     };

@@ -3,5 +3,5 @@
 pub mod agent;
 pub mod https;
 
-pub use agent::{Behaviour, SandboxAgent, Scenario, scenario, scenarios};
-pub use https::{Body, Handler, HttpsServer, Req, Resp, SandboxCa, handler};
+pub use agent::{Behaviour, McpServing, SandboxAgent, Scenario, scenario, scenarios};
+pub use https::{Body, Handler, HttpsServer, Req, Resp, SandboxCa, WireLog, handler};

@@ -2,8 +2,8 @@
 //! Pure: every input is observed data; nothing here does I/O.
 
 use super::declaration::{Declaration, compensation_problems, paid_model_signals};
-use super::observation::{Mode, ObservedFetch, Wire};
-use super::spec::{EXT, PERMA};
+use super::observation::{Mode, ObservedFetch, RequestProfile, Wire};
+use super::spec::{EXT, N3_JSONRPC_ID, PERMA};
 use super::url_norm::url_norm;
 use crate::canonical::{self, python_bool, python_pair_text};
 use serde_json::{Map, Value, json};
@@ -40,6 +40,8 @@ impl Verdict {
 pub struct Inputs<'a> {
     pub mode: Mode,
     pub wire: Wire,
+    /// How n3 was asked and is read (§2.6.1).
+    pub profile: RequestProfile,
     pub n0: &'a ObservedFetch,
     pub n1: &'a ObservedFetch,
     pub n3: Option<&'a ObservedFetch>,
@@ -53,6 +55,7 @@ pub struct Inputs<'a> {
 pub const NOTE_COMPENSATION_TOP_LEVEL: &str = "read from the card's top-level compensation key: the extension is not declared, so there is no params.compensation. Whether the extension is declared is recorded by conduct_ext_declared and is not restated here.";
 pub const NOTE_COMPENSATION_NEITHER: &str = "not applicable: the card carries no compensation declaration in either place. The extension's absence is recorded by conduct_ext_declared.";
 // §3.4
+pub const NOTE_ANSWERED_SSE_WITHOUT_RESPONSE: &str = "the endpoint answered with an event stream (text/event-stream) that ended without a JSON-RPC response with id 1 (section 2.6.1 of conduct-walk.md)";
 pub const NOTE_ANSWERED_402: &str = "not applicable: the endpoint required payment (http 402) and this walk does not pay. A witness that pays the agent it is walking has a financial relationship with that agent, which is the thing this layer exists to disclose. What was observed instead is recorded by payment_required_as_declared.";
 // §3.5
 pub const NOTE_PAYMENT_NONE_NOT_402: &str =
@@ -189,6 +192,11 @@ pub fn measured_endpoint_answered(inp: &Inputs, reply: &Reply) -> Assertion {
     }
     let (result, note) = if is_402(inp) {
         (None, Some(NOTE_ANSWERED_402.to_string()))
+    } else if inp.n3.is_some_and(|n3| sse_without_response(inp, n3)) {
+        (
+            Some(false),
+            Some(NOTE_ANSWERED_SSE_WITHOUT_RESPONSE.to_string()),
+        )
     } else {
         (Some(inp.target.is_some() && reply.answered), None)
     };
@@ -285,16 +293,41 @@ pub struct Reply {
     pub metadata: Option<Map<String, Value>>,
 }
 
-/// §2.8: parse n3 (only on 200), decide "answered" for the mode and wire, and locate metadata
+/// Whether n3 answered 200 with an event stream the profile reads (§2.6.1).
+fn answered_with_event_stream(mode: Mode, profile: RequestProfile, n3: &ObservedFetch) -> bool {
+    n3.status() == 200
+        && profile.reads_sse(mode)
+        && n3
+            .exchange
+            .header("content-type")
+            .is_some_and(crate::sse::is_event_stream)
+}
+
+fn sse_without_response(inp: &Inputs, n3: &ObservedFetch) -> bool {
+    answered_with_event_stream(inp.mode, inp.profile, n3)
+        && crate::sse::find_response(&n3.exchange.body, N3_JSONRPC_ID).is_none()
+}
+
+/// §2.8 and §2.6.1: the JSON-RPC message n3 answered with: only on 200; the body parsed as
+/// JSON, or, when the profile reads MCP Streamable HTTP and the answer is an event stream,
+/// the response event with id 1.
+pub fn n3_reply_message(mode: Mode, profile: RequestProfile, n3: &ObservedFetch) -> Option<Value> {
+    if n3.status() != 200 {
+        return None;
+    }
+    if answered_with_event_stream(mode, profile, n3) {
+        return crate::sse::find_response(&n3.exchange.body, N3_JSONRPC_ID).map(|e| e.message);
+    }
+    crate::json::parse_lenient(&n3.exchange.body).ok()
+}
+
+/// §2.8: read n3's reply, decide "answered" for the mode and wire, and locate metadata
 /// (a2a mode, answered replies only).
 pub fn read_reply(inp: &Inputs) -> Reply {
-    let Some(n3) = inp.n3 else {
-        return Reply::default();
-    };
-    if n3.status() != 200 {
-        return Reply::default();
-    }
-    let Ok(reply) = crate::json::parse_lenient(&n3.exchange.body) else {
+    let Some(reply) = inp
+        .n3
+        .and_then(|n3| n3_reply_message(inp.mode, inp.profile, n3))
+    else {
         return Reply::default();
     };
     let Some(result) = reply

@@ -13,11 +13,11 @@ pub mod url_norm;
 
 use crate::clock::{Clock, walked_at};
 use crate::digest::sha256_hex;
-use crate::net::{HttpRequest, Transport};
+use crate::net::{BodyRead, HttpRequest, Session, Transport};
 use crate::wire::{Walker, Witness};
 use assertions::{Assertion, Inputs, Verdict};
 use declaration::Declaration;
-pub use observation::{Mode, ObservedFetch, Wire};
+pub use observation::{Mode, ObservedFetch, RequestProfile, Wire};
 pub use record::Privacy;
 use record::{CardFindings, Evaluated, RecordContext};
 use serde_json::Value;
@@ -34,6 +34,8 @@ pub struct WalkRequest {
     pub vantage_limitation: Option<String>,
     pub contract_sha256: Option<String>,
     pub privacy: Privacy,
+    /// How n3 is asked and read in mcp mode (§2.6.1).
+    pub profile: RequestProfile,
 }
 
 impl WalkRequest {
@@ -71,15 +73,20 @@ impl WalkOutcome {
     }
 }
 
-/// §2.6 the n3 request for a mode and wire.
-pub fn n3_request(mode: Mode, wire: Wire, target: &str) -> HttpRequest {
+/// §2.6 the n3 request for a mode, wire and (§2.6.1) request profile.
+pub fn n3_request(mode: Mode, wire: Wire, profile: RequestProfile, target: &str) -> HttpRequest {
     let (extensions_header, version) = match wire {
         Wire::V1_0 => ("A2A-Extensions", "1.0"),
         Wire::V0_3 => ("X-A2A-Extensions", "0.3"),
     };
+    let accept = if profile.reads_sse(mode) {
+        spec::ACCEPT_MCP_STREAMABLE_HTTP
+    } else {
+        spec::ACCEPT_JSON
+    };
     let mut headers = vec![
         ("Content-Type", "application/json"),
-        ("Accept", "application/json"),
+        ("Accept", accept),
         (extensions_header, spec::EXT),
     ];
     let body = match mode {
@@ -93,7 +100,51 @@ pub fn n3_request(mode: Mode, wire: Wire, target: &str) -> HttpRequest {
             }
         }
     };
-    HttpRequest::post(target, &headers, body.as_bytes().to_vec())
+    let mut request = HttpRequest::post(target, &headers, body.as_bytes().to_vec());
+    if profile.reads_sse(mode) {
+        request.read = BodyRead::SseUntilResponse(spec::N3_JSONRPC_ID);
+    }
+    request
+}
+
+/// MCP session management: when the initialize answer opened a session (`Mcp-Session-Id`),
+/// the request that ends it (`DELETE` with that id, and the negotiated protocol version when
+/// the answer named one). Sent after n3 and kept out of the record, so walks leave no
+/// orphaned sessions on the servers they measure. None in a2a mode or without a session.
+pub fn mcp_session_end_request(
+    mode: Mode,
+    profile: RequestProfile,
+    n3: &ObservedFetch,
+) -> Option<HttpRequest> {
+    if mode != Mode::Mcp {
+        return None;
+    }
+    let session_id = n3.exchange.header("mcp-session-id")?;
+    let mut headers = vec![("Mcp-Session-Id", session_id)];
+    let reply = assertions::n3_reply_message(mode, profile, n3);
+    let version = reply
+        .as_ref()
+        .and_then(|r| r.get("result")?.get("protocolVersion")?.as_str());
+    if let Some(version) = version {
+        headers.push(("MCP-Protocol-Version", version));
+    }
+    Some(HttpRequest {
+        method: "DELETE",
+        ..HttpRequest::get(n3.exchange.request.url.clone(), &headers)
+    })
+}
+
+async fn end_mcp_session(session: &Session, request: &WalkRequest, n3: &ObservedFetch) {
+    let Some(delete) = mcp_session_end_request(request.mode, request.profile, n3) else {
+        return;
+    };
+    let answer = session.fetch(&delete).await;
+    tracing::debug!(
+        url = %delete.url,
+        status = answer.status,
+        error = answer.transport_error.as_deref().unwrap_or(""),
+        "ended the MCP session n3 opened"
+    );
 }
 
 /// §2.3 the card fetch (n0 and n1).
@@ -150,11 +201,14 @@ where
         Some(t) => Some(ObservedFetch::new(
             3,
             session
-                .fetch(&n3_request(request.mode, request.wire, t))
+                .fetch(&n3_request(request.mode, request.wire, request.profile, t))
                 .await,
         )),
         None => None,
     };
+    if let Some(n3) = &n3 {
+        end_mcp_session(&session, request, n3).await;
+    }
     // The card findings get the parsed card and n1's exact bytes (signature checks need both).
     let card_bytes = if card.is_some() {
         n1.exchange.body.clone()
@@ -205,6 +259,7 @@ pub fn finish(
     let inputs = Inputs {
         mode: request.mode,
         wire: request.wire,
+        profile: request.profile,
         n0: &n0,
         n1: &n1,
         n3: n3.as_ref(),
@@ -223,6 +278,7 @@ pub fn finish(
         vantage_limitation: request.vantage_limitation.clone(),
         contract_sha256: request.contract_sha256.clone(),
         walker: Walker::this(),
+        profile: request.profile,
     };
     let built = record::build(
         &ctx,

@@ -49,6 +49,42 @@ impl Wire {
     }
 }
 
+/// How n3 is asked and read in mcp mode (§2.6.1). a2a mode is the same under both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RequestProfile {
+    /// MCP Streamable HTTP as the protocol says: `Accept: application/json, text/event-stream`,
+    /// and an SSE answer read up to the JSON-RPC response with id 1.
+    #[default]
+    Spec,
+    /// The reference walker's request and reading, byte for byte (`Accept: application/json`;
+    /// an SSE answer is not JSON, so not answered).
+    Reference,
+}
+
+impl RequestProfile {
+    pub const NAMES: [&'static str; 2] = ["spec", "reference"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RequestProfile::Spec => "spec",
+            RequestProfile::Reference => "reference",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<RequestProfile> {
+        match s {
+            "spec" => Some(RequestProfile::Spec),
+            "reference" => Some(RequestProfile::Reference),
+            _ => None,
+        }
+    }
+
+    /// Whether n3 in this mode is read as MCP Streamable HTTP (SSE answers understood).
+    pub fn reads_sse(self, mode: Mode) -> bool {
+        self == RequestProfile::Spec && mode == Mode::Mcp
+    }
+}
+
 /// One fetch node as observed, with its digests computed once.
 #[derive(Debug, Clone)]
 pub struct ObservedFetch {

@@ -4,7 +4,7 @@
 
 use super::assertions::{Assertion, Verdict};
 use super::declaration::Declaration;
-use super::observation::{Mode, ObservedFetch, Wire};
+use super::observation::{Mode, ObservedFetch, RequestProfile, Wire};
 use super::spec::*;
 use crate::canonical;
 use crate::digest::sha256_hex;
@@ -69,6 +69,8 @@ pub struct RecordContext {
     pub vantage_limitation: Option<String>,
     pub contract_sha256: Option<String>,
     pub walker: Walker,
+    /// Named in `replay.how` (§2.6.1).
+    pub profile: RequestProfile,
 }
 
 /// The card-dependent parts decided outside the walk core.
@@ -341,7 +343,10 @@ fn full_record(
             n_total: ev.verdict.n_total,
         },
         replay: Replay {
-            how: REPLAY_HOW,
+            how: match ctx.profile {
+                RequestProfile::Spec => REPLAY_HOW_SPEC,
+                RequestProfile::Reference => REPLAY_HOW_REFERENCE,
+            },
             match_means: REPLAY_MATCH_MEANS,
             mismatch_means: REPLAY_MISMATCH_MEANS,
         },

@@ -59,8 +59,15 @@ pub const AGREEMENT_KEYS: [&str; 5] = [
     "disclosure_url",
 ];
 
-/// §4.2 fixed `replay` strings (`how` names this walker).
-pub const REPLAY_HOW: &str = "re-run conduct-walker against base with the same mode; recompute every node body_sha256 and re-evaluate assertions";
+/// §2.6.1 n3's `Accept` in mcp mode under each request profile.
+pub const ACCEPT_JSON: &str = "application/json";
+pub const ACCEPT_MCP_STREAMABLE_HTTP: &str = "application/json, text/event-stream";
+/// §2.6.1 the JSON-RPC id of the one request n3 sends (the response event to wait for).
+pub const N3_JSONRPC_ID: i64 = 1;
+
+/// §4.2 fixed `replay` strings (`how` names this walker and, §2.6.1, the request profile).
+pub const REPLAY_HOW_SPEC: &str = "re-run conduct-walker (request profile spec) against base with the same mode; recompute every node body_sha256 and re-evaluate assertions";
+pub const REPLAY_HOW_REFERENCE: &str = "re-run conduct-walker (request profile reference) against base with the same mode; recompute every node body_sha256 and re-evaluate assertions";
 pub const REPLAY_MATCH_MEANS: &str =
     "the card and the endpoint answer the same bytes as when this walk was anchored";
 pub const REPLAY_MISMATCH_MEANS: &str = "the live agent now differs from the anchored observation; a changed card is a finding, not an error in the walk";

@@ -5,7 +5,7 @@ use conduct_walker::clock::ManualClock;
 use conduct_walker::net::{NetPolicy, Transport, TransportConfig};
 use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa, Scenario, scenario};
 use conduct_walker::walk::assertions::Assertion;
-use conduct_walker::walk::{Mode, Privacy, WalkOutcome, WalkRequest, Wire};
+use conduct_walker::walk::{Mode, Privacy, RequestProfile, WalkOutcome, WalkRequest, Wire};
 use conduct_walker::wire::Witness;
 use std::time::Duration;
 
@@ -40,6 +40,7 @@ pub fn request(origin: &str, endpoint: Option<String>, mode: Mode, wire: Wire) -
         vantage_limitation: None,
         contract_sha256: None,
         privacy: Privacy::Full,
+        profile: RequestProfile::Spec,
     }
 }
 

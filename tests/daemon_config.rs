@@ -144,6 +144,39 @@ fn request_profile_defaults_to_spec_and_a_target_may_choose_reference() {
 }
 
 #[test]
+fn config_check_accepts_the_key_systemd_hands_over_as_a_credential() {
+    // systemd >= 254 writes LoadCredential= files root-owned 0400 with an ACL for the service
+    // user, so they read back 0440, in a read-only directory (systemd issue #29435).
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let credentials = dir.path().join("credentials");
+    std::fs::create_dir(&credentials).unwrap();
+    let key = credentials.join("signing-key");
+    conduct_walker::witness::keys::generate_key_file(&key).unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o440)).unwrap();
+    std::fs::set_permissions(&credentials, std::fs::Permissions::from_mode(0o500)).unwrap();
+    let config = dir.path().join("walker.toml");
+    std::fs::write(
+        &config,
+        GOOD.replace(
+            "vantage = \"v\"\n",
+            "vantage = \"v\"\nkey_credential = \"signing-key\"\n",
+        ),
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["config", "check"])
+        .arg(&config)
+        .env("CREDENTIALS_DIRECTORY", &credentials)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("signing-key"), "{text}");
+    std::fs::set_permissions(&credentials, std::fs::Permissions::from_mode(0o700)).unwrap();
+}
+
+#[test]
 fn config_check_explains_and_exits_0_or_2() {
     let dir = tempfile::tempdir().unwrap();
     let good = dir.path().join("good.toml");

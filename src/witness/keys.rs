@@ -1,5 +1,6 @@
 //! Witness signing keys: Ed25519, PKCS#8 PEM on disk (`openssl genpkey -algorithm ed25519`
-//! compatible), created 0600, never overwritten, refused when group or others can read them.
+//! compatible), created 0600, never overwritten, refused when group or others can read them
+//! (inside systemd's `$CREDENTIALS_DIRECTORY`, only when others can).
 //! Private key bytes never reach a log or an error message.
 
 use base64::Engine;
@@ -31,6 +32,10 @@ pub enum KeyError {
         "key file {path} has mode {mode:04o}: group or others can read it; run `chmod 600 {path}`"
     )]
     TooOpen { path: String, mode: u32 },
+    #[error(
+        "credential {path} has mode {mode:04o}: others can read it; check the unit's LoadCredential= source file"
+    )]
+    CredentialTooOpen { path: String, mode: u32 },
     #[error("key file {path} is not an Ed25519 PKCS#8 PEM private key")]
     NotEd25519Pkcs8 { path: String },
     #[error("no signing key: pass --key FILE or provide the systemd credential `signing-key`")]
@@ -77,15 +82,43 @@ pub fn resolve_key_path(cli: Option<&Path>) -> Option<PathBuf> {
     path.exists().then_some(path)
 }
 
-/// Load a PKCS#8 PEM Ed25519 key, refusing one that group or others can read.
+/// Load a PKCS#8 PEM Ed25519 key, refusing one that group or others can read, except that a
+/// key inside `$CREDENTIALS_DIRECTORY` may be group-readable (see [`load_signing_key_in`]).
 pub fn load_signing_key(path: &Path) -> Result<SigningKey, KeyError> {
+    let credentials = std::env::var_os("CREDENTIALS_DIRECTORY").map(PathBuf::from);
+    load_signing_key_in(path, credentials.as_deref())
+}
+
+/// Whether `path` is a file directly inside systemd's credentials directory.
+fn is_systemd_credential(path: &Path, credentials_dir: Option<&Path>) -> bool {
+    let Some(dir) = credentials_dir.and_then(|d| d.canonicalize().ok()) else {
+        return false;
+    };
+    path.canonicalize()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .is_some_and(|parent| parent == dir)
+}
+
+/// [`load_signing_key`] with the credentials directory given. systemd ≥ 254 writes a
+/// credential root-owned 0400 plus an ACL entry for the service's (dynamic) user, so `stat`
+/// reads 0440 (systemd issue #29435), on a read-only mount nobody can chmod; systemd confines
+/// that directory to the service, so group bits there are not a leak. Others-readable still is.
+pub fn load_signing_key_in(
+    path: &Path,
+    credentials_dir: Option<&Path>,
+) -> Result<SigningKey, KeyError> {
     let shown = path.display().to_string();
     let meta = std::fs::metadata(path).map_err(|source| KeyError::Read {
         path: shown.clone(),
         source,
     })?;
     let mode = meta.permissions().mode() & 0o7777;
-    if mode & 0o044 != 0 {
+    if is_systemd_credential(path, credentials_dir) {
+        if mode & 0o004 != 0 {
+            return Err(KeyError::CredentialTooOpen { path: shown, mode });
+        }
+    } else if mode & 0o044 != 0 {
         return Err(KeyError::TooOpen { path: shown, mode });
     }
     let pem = std::fs::read_to_string(path).map_err(|source| KeyError::Read {
@@ -134,6 +167,87 @@ mod tests {
         let err = load_signing_key(&path).unwrap_err().to_string();
         assert!(err.contains("0640") && err.contains("k.pem"), "{err}");
         assert!(!err.contains("PRIVATE KEY"));
+    }
+
+    /// A credential as systemd ≥ 254 writes it: 0400 plus an ACL entry granting the service
+    /// user read access (so the group bits, which show the ACL mask, read 0440), in a
+    /// directory made read-only afterwards. Returns the directory and the key's path.
+    fn systemd_style_credential() -> (tempfile::TempDir, PathBuf, SigningKey) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(CREDENTIAL_NAME);
+        let key = generate_key_file(&path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o400)).unwrap();
+        if !set_user_read_acl(&path, 61_234) {
+            // A filesystem without POSIX ACLs: the mode systemd's ACL shows, set directly.
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o440)).unwrap();
+        }
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o500)).unwrap();
+        (dir, path, key)
+    }
+
+    /// Set `user:UID:r--` as an access ACL through its xattr (the `setfacl -m` systemd does),
+    /// which makes `stat` report the ACL mask (r) as the group bits.
+    fn set_user_read_acl(path: &Path, uid: u32) -> bool {
+        use std::os::unix::ffi::OsStrExt;
+        const VERSION: u32 = 2;
+        // (tag, permissions, id): USER_OBJ r, USER r, GROUP_OBJ -, MASK r, OTHER -.
+        let entries: [(u16, u16, u32); 5] = [
+            (0x01, 4, u32::MAX),
+            (0x02, 4, uid),
+            (0x04, 0, u32::MAX),
+            (0x10, 4, u32::MAX),
+            (0x20, 0, u32::MAX),
+        ];
+        let mut value = VERSION.to_le_bytes().to_vec();
+        for (tag, perm, id) in entries {
+            value.extend_from_slice(&tag.to_le_bytes());
+            value.extend_from_slice(&perm.to_le_bytes());
+            value.extend_from_slice(&id.to_le_bytes());
+        }
+        let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+        let name = c"system.posix_acl_access";
+        // SAFETY: both strings are NUL-terminated and `value` outlives the call.
+        let rc = unsafe {
+            libc::setxattr(
+                c_path.as_ptr(),
+                name.as_ptr(),
+                value.as_ptr().cast(),
+                value.len(),
+                0,
+            )
+        };
+        rc == 0
+    }
+
+    #[test]
+    fn a_systemd_credential_readable_through_its_acl_is_accepted() {
+        let (dir, path, key) = systemd_style_credential();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o440, "made the way systemd makes it");
+        let loaded = load_signing_key_in(&path, Some(dir.path())).unwrap();
+        assert_eq!(loaded.to_bytes(), key.to_bytes());
+        // The same file outside the credentials directory is refused as before.
+        let err = load_signing_key_in(&path, None).unwrap_err();
+        assert!(
+            matches!(err, KeyError::TooOpen { mode: 0o440, .. }),
+            "{err}"
+        );
+        let elsewhere = tempfile::tempdir().unwrap();
+        let err = load_signing_key_in(&path, Some(elsewhere.path())).unwrap_err();
+        assert!(matches!(err, KeyError::TooOpen { .. }), "{err}");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+
+    #[test]
+    fn a_credential_others_can_read_is_still_refused() {
+        let (dir, path, _) = systemd_style_credential();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
+        let err = load_signing_key_in(&path, Some(dir.path())).unwrap_err();
+        assert!(
+            matches!(err, KeyError::CredentialTooOpen { mode: 0o444, .. }),
+            "{err}"
+        );
     }
 
     #[test]

@@ -346,3 +346,85 @@ async fn a_key_url_must_be_an_https_url_with_a_host() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_bad_out_path_is_refused_before_anything_is_walked_stored_or_sent() {
+    let ca = SandboxCa::generate();
+    let dir = tempfile::tempdir().unwrap();
+    let ca_path = dir.path().join("ca.pem");
+    ca.write_pem(&ca_path).unwrap();
+    let agent = SandboxAgent::start(&ca, Behaviour::default())
+        .await
+        .unwrap();
+    let db = dir.path().join("walker.db");
+    for (bad, says) in [
+        (
+            dir.path().join("no-such-dir").join("rec.json"),
+            "does not exist",
+        ),
+        (dir.path().to_path_buf(), "is a directory"),
+    ] {
+        let mut cmd = bin();
+        walk_args(&mut cmd, &agent.origin());
+        cmd.args(["--mode", "a2a", "--allow-private-network", "--ca-cert"])
+            .arg(&ca_path)
+            .arg("--db")
+            .arg(&db)
+            .arg("--out")
+            .arg(&bad);
+        let out = run(cmd).await;
+        let (stdout, err) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{stdout}{err}");
+        assert!(err.contains("--out") && err.contains(says), "{err}");
+    }
+    assert_eq!(agent.card_fetches(), 0, "nothing was walked");
+    assert!(!db.exists(), "nothing was stored");
+}
+
+#[tokio::test]
+async fn a_commitments_salt_and_kept_record_are_written_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let ca = SandboxCa::generate();
+    let dir = tempfile::tempdir().unwrap();
+    let ca_path = dir.path().join("ca.pem");
+    ca.write_pem(&ca_path).unwrap();
+    let agent = SandboxAgent::start(&ca, Behaviour::default())
+        .await
+        .unwrap();
+    let out_path = dir.path().join("rec.json");
+    let mut cmd = bin();
+    walk_args(&mut cmd, &agent.origin());
+    cmd.args([
+        "--mode",
+        "a2a",
+        "--privacy",
+        "commitment",
+        "--allow-private-network",
+        "--ca-cert",
+    ])
+    .arg(&ca_path)
+    .arg("--out")
+    .arg(&out_path);
+    let out = run(cmd).await;
+    let (stdout, err) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{err}");
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let mut secrets = 0;
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("walk_") {
+            assert_eq!(mode(&path), 0o600, "{name}");
+            secrets += 1;
+        }
+    }
+    assert_eq!(secrets, 2, "the kept full record and its salt");
+    assert!(
+        !std::fs::read_dir(dir.path()).unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .contains("probe")),
+        "the output check leaves nothing behind"
+    );
+}

@@ -10,6 +10,7 @@ use crate::wire::Witness;
 use anyhow::{Context, bail};
 use clap::Args;
 use serde_json::json;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -224,8 +225,61 @@ pub async fn walk_once(transport: &Transport, request: &WalkRequest) -> WalkOutc
     crate::findings::walk(transport, &trust, request, &SystemClock, random_salt()).await
 }
 
+/// The directory the record (and a commitment's kept record and salt) will be written to.
+fn output_dir(out: Option<&std::path::Path>) -> PathBuf {
+    match out.and_then(|o| o.parent()) {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Check, before anything is walked, stored or filed, that the output files can be written:
+/// a failure after filing would make the user walk (and file) again.
+fn check_output_paths(out: Option<&std::path::Path>) -> anyhow::Result<()> {
+    if let Some(out) = out
+        && out.is_dir()
+    {
+        bail!("--out {}: is a directory; give a file name", out.display());
+    }
+    let dir = output_dir(out);
+    let shown = || match out {
+        Some(o) => format!("--out {}", o.display()),
+        None => format!("the record's default place ({})", dir.display()),
+    };
+    if !dir.is_dir() {
+        bail!("{}: directory {} does not exist", shown(), dir.display());
+    }
+    // Creating (and removing) a file is the one check that answers for permissions, ACLs,
+    // read-only mounts and full quotas alike.
+    let probe = dir.join(format!(".conduct-walker-probe-{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&probe)
+        .with_context(|| format!("{}: cannot write in {}", shown(), dir.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+/// Write a file only its owner can read: a commitment's salt and kept record are secret
+/// until `reveal`.
+fn write_secret(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    // An existing file keeps its old mode through open(): tighten it too.
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    file.write_all(bytes)
+}
+
 pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
     let mut request = args.request()?;
+    check_output_paths(args.out.as_deref())?;
     let signing = args.witness.signing()?;
     let named: Vec<&str> = [
         Some(args.origin.as_str()),
@@ -281,16 +335,16 @@ pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot write the record to {}", out.display()))?;
     if let Some((kept, salt)) = &outcome.kept {
         let kept_sha = crate::digest::sha256_hex(kept);
-        let dir = out.parent().unwrap_or(std::path::Path::new(""));
+        let dir = output_dir(Some(&out));
         let kept_path = dir.join(format!("walk_{}.json", &kept_sha[..12]));
-        std::fs::write(&kept_path, kept).with_context(|| {
+        write_secret(&kept_path, kept).with_context(|| {
             format!(
                 "cannot write the kept full record to {}",
                 kept_path.display()
             )
         })?;
         let salt_path = dir.join(format!("walk_{}.salt", &kept_sha[..12]));
-        std::fs::write(&salt_path, format!("{salt}\n"))
+        write_secret(&salt_path, format!("{salt}\n").as_bytes())
             .with_context(|| format!("cannot write the salt to {}", salt_path.display()))?;
     }
     if args.json {

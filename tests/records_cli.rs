@@ -503,3 +503,95 @@ fn list_and_verify_while_a_writer_inserts() {
     assert_eq!(stdout(&o).lines().count() as u64, N + 1);
     writer.connection().execute_batch("ROLLBACK").unwrap();
 }
+
+/// Every read-only auditor command, over `path`, run as `uid` when given.
+fn audit_commands(path: &Path, first_sha: &str, uid: Option<u32>) -> Vec<(String, Output)> {
+    use std::os::unix::process::CommandExt;
+    let commands: [&[&str]; 5] = [
+        &["records", "list"],
+        &["records", "show", &first_sha[..12]],
+        &["records", "raw", &first_sha[..12]],
+        &["records", "verify"],
+        &["records", "export", "--with-signatures"],
+    ];
+    commands
+        .iter()
+        .map(|args| {
+            let mut cmd = Command::new(BIN);
+            cmd.args(*args)
+                .arg("--db")
+                .arg(path)
+                .env_remove("STATE_DIRECTORY");
+            if let Some(uid) = uid {
+                cmd.uid(uid).gid(uid);
+            }
+            (args.join(" "), cmd.output().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn auditor_commands_leave_no_files_beside_the_store() {
+    let (dir, path, bytes) = populated();
+    let before: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    for (name, out) in audit_commands(&path, &sha256_hex(&bytes[0]), None) {
+        assert_eq!(code(&out), 0, "{name}: {}", stderr(&out));
+    }
+    let after: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(after.len(), before.len(), "{after:?}");
+    assert_eq!(after, vec!["walker.db".to_string()]);
+}
+
+#[test]
+fn an_auditor_without_write_permission_reads_a_store_on_a_read_only_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, path, bytes) = populated();
+    // Readable by everyone, writable by no one but root; the commands run as `nobody` when
+    // the tests run as root (as in CI), else as the user running them, who cannot write it.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let uid = (unsafe { libc::geteuid() } == 0).then_some(65534);
+    let results = audit_commands(&path, &sha256_hex(&bytes[0]), uid);
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    for (name, out) in &results {
+        assert_eq!(code(out), 0, "{name}: {}", stderr(out));
+    }
+    assert!(
+        stdout(&results[3].1).contains("4 records"),
+        "{}",
+        stdout(&results[3].1)
+    );
+    assert_eq!(sha256_hex(&results[2].1.stdout), sha256_hex(&bytes[0]));
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn a_store_with_an_unread_write_ahead_log_in_a_read_only_directory_says_what_to_do() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, path, bytes) = populated();
+    // A writer that stays connected keeps its log (and records in it) beside the store.
+    let writer = Store::open(&path).unwrap();
+    writer
+        .insert_record(&unsigned(record_bytes(5, true)))
+        .unwrap();
+    let copy_dir = tempfile::tempdir().unwrap();
+    for name in ["walker.db", "walker.db-wal"] {
+        std::fs::copy(dir.path().join(name), copy_dir.path().join(name)).unwrap();
+    }
+    drop(writer);
+    let copy = copy_dir.path().join("walker.db");
+    std::fs::set_permissions(copy_dir.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
+    let uid = (unsafe { libc::geteuid() } == 0).then_some(65534);
+    let results = audit_commands(&copy, &sha256_hex(&bytes[0]), uid);
+    std::fs::set_permissions(copy_dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (_, list) = &results[0];
+    assert_eq!(code(list), 2, "{}", stderr(list));
+    assert!(
+        stderr(list).contains("write-ahead log") && stderr(list).contains("walker.db-wal"),
+        "{}",
+        stderr(list)
+    );
+}

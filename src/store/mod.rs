@@ -49,6 +49,14 @@ pub enum StoreError {
         path: PathBuf,
         source: rusqlite::Error,
     },
+    #[error(
+        "cannot read the database {path} here: its write-ahead log {wal} holds records not yet in the main file, and reading them needs write access to {dir} (for the -shm index). Read it where it is written, or copy the database with its -wal file to a writable place"
+    )]
+    WalNeedsWritableDirectory {
+        path: PathBuf,
+        wal: PathBuf,
+        dir: PathBuf,
+    },
     #[error("the database {path} could not be switched to WAL journaling (it reports {mode:?})")]
     NotWal { path: PathBuf, mode: String },
     #[error(
@@ -228,6 +236,30 @@ const ROW_COLUMNS: &str = "r.id, r.sha256, r.signed, r.endpoint, r.origin, r.wal
 const FULL_COLUMNS: &str =
     "r.canonical, r.signature_b64, r.public_key_b64, k.canonical, k.salt_hex";
 
+/// `PATH` + `suffix` (SQLite's `-wal` and `-shm` files).
+fn sidecar(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// A `file:` URI for SQLite with one query parameter; the path is percent-encoded so `?`, `#`
+/// and `%` in a file name stay part of it.
+fn sqlite_uri(path: &Path, query: &str) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut uri = String::from("file:");
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            uri.push(b as char);
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri.push('?');
+    uri.push_str(query);
+    uri
+}
+
 impl Store {
     /// Open (creating the file and its directory if needed) for reading and writing, set the
     /// pragmas and apply any missing migrations in one transaction.
@@ -283,7 +315,13 @@ impl Store {
     }
 
     /// Open an existing store read-only (auditor commands). Works while a writer has the
-    /// database open; never creates, migrates or writes anything.
+    /// database open; never creates, migrates or writes anything, and leaves no file behind.
+    ///
+    /// A store with no `-wal` file beside it is whole in its main file and nobody has it open
+    /// for writing (a writer's connection keeps the `-wal`): it is opened `immutable=1`, which
+    /// takes no locks and creates no `-wal`/`-shm`, so a copy on a read-only mount can be read.
+    /// Otherwise `mode=ro` reads the log too, which needs the `-shm` index; if that cannot be
+    /// made and the log is empty, `immutable=1` still reads everything.
     pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
         if !path.exists() {
             return Err(StoreError::Missing(path.to_path_buf()));
@@ -292,11 +330,37 @@ impl Store {
             path: path.to_path_buf(),
             source,
         };
-        let conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(open_err)?;
+        let wal = sidecar(path, "-wal");
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let immutable = || Connection::open_with_flags(sqlite_uri(path, "immutable=1"), flags);
+        let conn = match std::fs::metadata(&wal) {
+            Err(_) => immutable().map_err(open_err)?,
+            Ok(log) => {
+                let live = Connection::open_with_flags(sqlite_uri(path, "mode=ro"), flags)
+                    .and_then(|c| {
+                        // Opening is lazy: the first read is what needs the -shm index.
+                        c.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))?;
+                        Ok(c)
+                    });
+                match live {
+                    Ok(c) => c,
+                    Err(_) if log.len() == 0 => immutable().map_err(open_err)?,
+                    Err(_) => {
+                        return Err(StoreError::WalNeedsWritableDirectory {
+                            path: path.to_path_buf(),
+                            dir: path
+                                .parent()
+                                .filter(|d| !d.as_os_str().is_empty())
+                                .unwrap_or(Path::new("."))
+                                .to_path_buf(),
+                            wal,
+                        });
+                    }
+                }
+            }
+        };
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
         conn.execute_batch("PRAGMA query_only = ON")
             .map_err(open_err)?;

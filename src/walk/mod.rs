@@ -107,10 +107,11 @@ pub fn n3_request(mode: Mode, wire: Wire, profile: RequestProfile, target: &str)
     request
 }
 
-/// MCP session management: when the initialize answer opened a session (`Mcp-Session-Id`),
-/// the request that ends it (`DELETE` with that id, and the negotiated protocol version when
-/// the answer named one). Sent after n3 and kept out of the record, so walks leave no
-/// orphaned sessions on the servers they measure. None in a2a mode or without a session.
+/// MCP session management: when the initialize answer opened a session (a JSON-RPC result
+/// with `Mcp-Session-Id`), the request that ends it (`DELETE` with that id, and the negotiated
+/// protocol version when the answer named one). Sent after n3 and kept out of the record, so
+/// walks leave no orphaned sessions on the servers they measure. None in a2a mode, without a
+/// session, or when initialize failed (mcp 2.3.0 names a session on its 406, then forgets it).
 pub fn mcp_session_end_request(
     mode: Mode,
     profile: RequestProfile,
@@ -120,12 +121,10 @@ pub fn mcp_session_end_request(
         return None;
     }
     let session_id = n3.exchange.header("mcp-session-id")?;
+    let reply = assertions::n3_reply_message(mode, profile, n3)?;
+    let result = reply.get("result").filter(|r| !r.is_null())?;
     let mut headers = vec![("Mcp-Session-Id", session_id)];
-    let reply = assertions::n3_reply_message(mode, profile, n3);
-    let version = reply
-        .as_ref()
-        .and_then(|r| r.get("result")?.get("protocolVersion")?.as_str());
-    if let Some(version) = version {
+    if let Some(version) = result.get("protocolVersion").and_then(|v| v.as_str()) {
         headers.push(("MCP-Protocol-Version", version));
     }
     Some(HttpRequest {

@@ -25,6 +25,9 @@ enum Command {
     /// Auditor commands over the record store (read-only unless importing).
     #[command(subcommand)]
     Records(cli::records::RecordsCommand),
+    /// The submissions a store still has to file: list them, or file what is due.
+    #[command(subcommand)]
+    Outbox(cli::outbox::OutboxCommand),
     /// Verify an Agent Card's JWS signatures.
     #[command(subcommand)]
     Card(cli::card::CardCommand),
@@ -72,6 +75,7 @@ fn main() -> ExitCode {
             Command::Keygen(args) => cli::keys::keygen(args),
             Command::Pubkey(args) => cli::keys::pubkey(args),
             Command::Records(cmd) => cli::records::run(cmd).await,
+            Command::Outbox(cmd) => cli::outbox::run(cmd).await,
             Command::Card(cmd) => cli::card::run(cmd).await,
             Command::Terms(cmd) => cli::terms::run(cmd).await,
             Command::Run(args) => cli::daemon::run(args).await,

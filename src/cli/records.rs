@@ -22,11 +22,11 @@ pub struct DbArg {
 }
 
 impl DbArg {
-    fn path(&self) -> anyhow::Result<PathBuf> {
+    pub(crate) fn path(&self) -> anyhow::Result<PathBuf> {
         Ok(store::default_db_path(self.db.as_deref())?)
     }
 
-    fn open_read_only(&self) -> anyhow::Result<Store> {
+    pub(crate) fn open_read_only(&self) -> anyhow::Result<Store> {
         Ok(Store::open_read_only(&self.path()?)?)
     }
 }

@@ -295,11 +295,13 @@ pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(super::EXIT_ERROR));
     }
     let use_store = args.witness.db.is_some() || args.submit;
-    let (outcome, signed, submission) = if use_store {
-        let store_path = crate::store::default_db_path(args.witness.db.as_deref())?;
+    let store_path = use_store
+        .then(|| crate::store::default_db_path(args.witness.db.as_deref()))
+        .transpose()?;
+    let (outcome, signed, submission) = if let Some(store_path) = &store_path {
         let pipeline = Pipeline::new(PipelineConfig {
             transport: transport.clone(),
-            store_path,
+            store_path: store_path.clone(),
             signing,
             clock: Arc::new(SystemClock),
             intake_override: args.witness.intake.clone(),
@@ -365,6 +367,9 @@ pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
         }
         if let Some(sub) = &submission {
             println!("{}", submission_line(sub));
+            if let Some(hint) = store_path.as_deref().and_then(|db| queued_hint(sub, db)) {
+                println!("{hint}");
+            }
         }
     }
     if let Some(sub) = &submission
@@ -383,6 +388,16 @@ pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// One line saying where a submission stands.
+/// Where a submission stayed queued: how a witness without the daemon retries it.
+fn queued_hint(s: &SubmissionReport, db: &std::path::Path) -> Option<String> {
+    (s.state == crate::store::outbox::QUEUED).then(|| {
+        format!(
+            "  queued in {0}: `conduct-walker outbox drain --db {0}` files it once it is due (the daemon does so by itself)",
+            db.display()
+        )
+    })
+}
+
 pub fn submission_line(s: &SubmissionReport) -> String {
     let mut line = format!("submission to {}: {}", s.intake_url, s.state);
     if let Some(kind) = &s.answer_kind {
@@ -683,7 +698,7 @@ pub async fn reveal(args: RevealArgs) -> anyhow::Result<ExitCode> {
     };
     let pipeline = Pipeline::new(PipelineConfig {
         transport,
-        store_path,
+        store_path: store_path.clone(),
         signing,
         clock: Arc::new(SystemClock),
         intake_override: args.witness.intake.clone(),
@@ -692,7 +707,12 @@ pub async fn reveal(args: RevealArgs) -> anyhow::Result<ExitCode> {
     let report = pipeline.reveal(&args.sha_prefix, true, &name).await?;
     println!("revealed record sha256 {}", report.outcome.sha256);
     match &report.submission {
-        Some(sub) => println!("{}", submission_line(sub)),
+        Some(sub) => {
+            println!("{}", submission_line(sub));
+            if let Some(hint) = queued_hint(sub, &store_path) {
+                println!("{hint}");
+            }
+        }
         None => println!(
             "not filed: the kept record names no params.witness_intake and no --intake was given"
         ),

@@ -208,6 +208,20 @@ pub fn record_attempt(
     Ok(())
 }
 
+/// Every row not settled (neither filed nor refused), oldest first, with its record's sha256:
+/// what `conduct-walker outbox list` shows.
+pub fn unsettled(conn: &Connection) -> Result<Vec<(String, Submission)>, StoreError> {
+    let sql = format!(
+        "SELECT {COLUMNS}, (SELECT sha256 FROM records WHERE records.id = record_id) \
+         FROM submissions WHERE state NOT IN ('filed', 'refused') ORDER BY id"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get(16)?, row(r)?)))?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
 /// Queued or in flight: the outbox depth.
 pub fn depth(conn: &Connection) -> Result<u64, StoreError> {
     let n: i64 = conn.query_row(

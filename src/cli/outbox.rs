@@ -1,0 +1,126 @@
+//! `conduct-walker outbox ...`: the submissions a store still has to file, for witnesses who
+//! do not run the daemon (which drains the outbox by itself every `drain_interval_secs`).
+
+use crate::cli::records::DbArg;
+use crate::cli::walk::NetArgs;
+use crate::cli::{EXIT_FINDING, EXIT_OK};
+use crate::clock::SystemClock;
+use crate::pipeline::{Pipeline, PipelineConfig};
+use crate::store::outbox::{self, Submission};
+use clap::Subcommand;
+use serde_json::json;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+#[derive(Debug, Subcommand)]
+pub enum OutboxCommand {
+    /// List the submissions not yet settled (queued, being sent, kept local, host offline),
+    /// oldest first. Read-only.
+    List {
+        #[command(flatten)]
+        db: DbArg,
+        /// One JSON object per line instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// File every submission that is due now (queued past its retry time, or left `sending`
+    /// by a process that stopped), within the intakes' lanes, and record each answer. Exit 0
+    /// when nothing due is left unfiled, 1 when some stay queued or were refused.
+    Drain {
+        #[command(flatten)]
+        db: DbArg,
+        #[command(flatten)]
+        net: NetArgs,
+    },
+}
+
+pub async fn run(cmd: OutboxCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        OutboxCommand::List { db, json } => list(&db, json),
+        OutboxCommand::Drain { db, net } => drain(&db, &net).await,
+    }
+}
+
+fn list(db: &DbArg, as_json: bool) -> anyhow::Result<ExitCode> {
+    let store = db.open_read_only()?;
+    let rows = outbox::unsettled(store.connection())?;
+    for (sha, row) in &rows {
+        if as_json {
+            println!("{}", row_json(sha, row));
+        } else {
+            println!("{}", row_line(sha, row));
+        }
+    }
+    if !as_json {
+        let due = rows
+            .iter()
+            .filter(|(_, r)| r.state == outbox::QUEUED)
+            .count();
+        println!(
+            "{} unsettled submission(s), {due} queued; `conduct-walker outbox drain --db {}` files what is due",
+            rows.len(),
+            db.path()?.display()
+        );
+    }
+    Ok(ExitCode::from(EXIT_OK))
+}
+
+fn row_line(sha: &str, r: &Submission) -> String {
+    let mut line = format!(
+        "{}  {}  {}  attempts {}",
+        &sha[..sha.len().min(12)],
+        r.state,
+        r.intake_url,
+        r.attempts
+    );
+    if let Some(next) = &r.next_attempt_at {
+        line.push_str(&format!("  next {next}"));
+    }
+    match (&r.last_answer, r.last_status, &r.last_error) {
+        (Some(answer), status, _) => {
+            line.push_str(&format!("  last answer {answer}"));
+            if let Some(status) = status {
+                line.push_str(&format!(" (http {status})"));
+            }
+        }
+        (None, _, Some(error)) => line.push_str(&format!("  last error: {error}")),
+        (None, _, None) => {}
+    }
+    line
+}
+
+fn row_json(sha: &str, r: &Submission) -> serde_json::Value {
+    json!({
+        "sha256": sha,
+        "state": r.state,
+        "intake_url": r.intake_url,
+        "lane": r.lane,
+        "endpoint": r.endpoint,
+        "attempts": r.attempts,
+        "next_attempt_at": r.next_attempt_at,
+        "last_answer": r.last_answer,
+        "last_status": r.last_status,
+        "last_error": r.last_error,
+        "reason_code": r.reason_code,
+    })
+}
+
+async fn drain(db: &DbArg, net: &NetArgs) -> anyhow::Result<ExitCode> {
+    // No host is named here: intakes came from cards (or an earlier --intake), so private
+    // addresses are admitted only at hosts given with --allow-host.
+    let pipeline = Pipeline::new(PipelineConfig {
+        transport: net.transport(&[])?,
+        store_path: db.path()?,
+        signing: None,
+        clock: Arc::new(SystemClock),
+        intake_override: None,
+        file_extra_walks: false,
+    })?;
+    let report = pipeline.drain_outbox().await?;
+    println!(
+        "sent {}: {} filed, {} refused, {} still queued",
+        report.attempted, report.filed, report.refused, report.deferred
+    );
+    let settled = report.deferred == 0 && report.refused == 0;
+    Ok(ExitCode::from(if settled { EXIT_OK } else { EXIT_FINDING }))
+}

@@ -8,6 +8,8 @@ pub mod canonical;
 pub mod card_signature;
 pub mod cli;
 pub mod clock;
+pub mod config;
+pub mod consent;
 pub mod daemon;
 pub mod digest;
 pub mod findings;

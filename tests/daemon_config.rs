@@ -1,7 +1,7 @@
 //! Config parsing: unknown keys refused with their line, bad cron refused, `config check` and
 //! `print-config` through the real binary, and the shipped example stays valid.
 
-use conduct_walker::daemon::config::{self, ConfigError};
+use conduct_walker::config::{self, ConfigError};
 use std::path::Path;
 use std::process::Command;
 

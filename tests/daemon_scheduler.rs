@@ -2,7 +2,7 @@
 //! shutdown cuts off walks past the grace period and records them as aborted.
 
 use chrono::Utc;
-use conduct_walker::daemon::config;
+use conduct_walker::config;
 use conduct_walker::daemon::consent::ConsentGate;
 use conduct_walker::daemon::db;
 use conduct_walker::daemon::runner::{BoxFut, Drained, JobDone, JobRunner, RunnerStatus};

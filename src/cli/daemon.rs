@@ -1,6 +1,6 @@
 //! `conduct-walker run`, `conduct-walker config check FILE` and `conduct-walker print-config`.
 
-use crate::daemon::config::{self, Config, KeySource};
+use crate::config::{self, Config, KeySource};
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
 use std::io::IsTerminal as _;

@@ -197,7 +197,7 @@ fn list(
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     for row in &rows {
         if json {
-            let v = row_json(row);
+            let v = row.to_json();
             writeln!(out, "{}", serde_json::to_string(&v)?)?;
         } else {
             writeln!(
@@ -216,26 +216,6 @@ fn list(
 }
 
 /// One row as `records list --json` (and the daemon's `/records`) show it.
-pub fn row_json(row: &RecordRow) -> serde_json::Value {
-    let verdict = row.meta.verdict.as_ref().map(|v| {
-        serde_json::json!({"ok": v.ok, "outcome": v.outcome, "n_pass": v.n_pass, "n_total": v.n_total})
-    });
-    serde_json::json!({
-        "id": row.id,
-        "sha256": row.sha256,
-        "walked_at": row.meta.walked_at,
-        "endpoint": row.meta.endpoint,
-        "origin": row.meta.origin,
-        "walker_mode": row.meta.walker_mode,
-        "privacy_mode": row.meta.privacy_mode,
-        "verdict": verdict,
-        "signed": row.signed,
-        "key_url": row.meta.key_url,
-        "inserted_at": row.inserted_at,
-        "chain_hash": row.chain_hash,
-    })
-}
-
 fn find(db: &DbArg, prefix: &str) -> anyhow::Result<StoredRecord> {
     let store = db.open_read_only()?;
     Ok(store.get_by_prefix(prefix)?)

@@ -197,7 +197,7 @@ async fn check_operator_urls(transport: &Transport, request: &WalkRequest) -> an
 
 /// The origin's consent file: a decline stops the walk unless `--ignore-consent` (spec §11.6).
 async fn consent_allows(transport: &Transport, base: &str, ignore: bool) -> bool {
-    use crate::daemon::consent;
+    use crate::consent;
     let consent::Consent::Declined { sha256 } = consent::fetch(transport, base).await else {
         return true;
     };

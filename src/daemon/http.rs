@@ -187,7 +187,7 @@ async fn list(State(s): State<AppState>, Query(q): Query<ListQuery>) -> Response
             .map_err(store_error)?;
         Ok(rows
             .iter()
-            .map(crate::cli::records::row_json)
+            .map(crate::store::RecordRow::to_json)
             .collect::<Vec<_>>())
     })
     .await;

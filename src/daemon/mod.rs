@@ -9,7 +9,6 @@
 //! aborted, and exit 0. SIGHUP re-reads the config; an invalid one is refused and the running
 //! configuration kept.
 
-pub mod config;
 pub mod consent;
 pub mod db;
 pub mod http;
@@ -19,7 +18,7 @@ pub mod scheduler;
 pub mod store;
 
 use chrono::Utc;
-use config::{Config, ConfigError, ConfigTransportError, KeySource};
+use crate::config::{self, Config, ConfigError, ConfigTransportError, KeySource};
 use consent::ConsentGate;
 use ed25519_dalek::SigningKey;
 use runner::JobRunner;

@@ -6,7 +6,7 @@
 //! loop the watchdog must be fed from. Here the daemon sleeps until the earliest fire time and
 //! owns the loop.
 
-use super::config::Target;
+use crate::config::Target;
 use super::consent::{ConsentGate, Decision};
 use super::db::{self, WalkEnd, WalkStart, state};
 use super::runner::JobRunner;

@@ -168,6 +168,30 @@ pub struct RecordRow {
     pub chain_hash: String,
 }
 
+impl RecordRow {
+    /// The row as JSON, one shape for every face that lists records (`records list --json`,
+    /// the daemon's `/records`).
+    pub fn to_json(&self) -> serde_json::Value {
+        let verdict = self.meta.verdict.as_ref().map(|v| {
+            serde_json::json!({"ok": v.ok, "outcome": v.outcome, "n_pass": v.n_pass, "n_total": v.n_total})
+        });
+        serde_json::json!({
+            "id": self.id,
+            "sha256": self.sha256,
+            "walked_at": self.meta.walked_at,
+            "endpoint": self.meta.endpoint,
+            "origin": self.meta.origin,
+            "walker_mode": self.meta.walker_mode,
+            "privacy_mode": self.meta.privacy_mode,
+            "verdict": verdict,
+            "signed": self.signed,
+            "key_url": self.meta.key_url,
+            "inserted_at": self.inserted_at,
+            "chain_hash": self.chain_hash,
+        })
+    }
+}
+
 /// A stored row with its bytes, signature and any kept full record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredRecord {

@@ -1,4 +1,5 @@
-//! The daemon's configuration file (TOML).
+//! The configuration file (TOML) of the daemon and of every face that takes one (the MCP
+//! server): the witness, the network rules, the targets.
 //!
 //! Every table refuses keys it does not know (`deny_unknown_fields`): a misspelt key would
 //! otherwise silently fall back to a default, and for a witness that files signed records under

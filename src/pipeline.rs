@@ -476,7 +476,9 @@ impl Pipeline {
             signature_ed25519_b64: signature,
             public_key_ed25519_b64: public_key,
         };
-        let (answer, ex) = intake::submit(&self.inner.transport, &row.intake_url, &body).await;
+        let sha256 = crate::digest::sha256_hex(&canonical);
+        let (answer, ex) =
+            intake::submit(&self.inner.transport, &row.intake_url, &body, &sha256).await;
         let attempts = row.attempts as u32 + 1;
         let today = lanes::utc_day(now_t);
         let retry_at;
@@ -526,8 +528,11 @@ impl Pipeline {
             } => {
                 r.error = Some(error.clone());
                 let delay = lanes::backoff(attempts, *retry_after, rand::random::<f64>());
-                retry_at =
-                    now_t + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::hours(6));
+                // Checked: whatever an intake says, a date overflow must not take the walk down.
+                retry_at = chrono::Duration::from_std(delay)
+                    .ok()
+                    .and_then(|d| now_t.checked_add_signed(d))
+                    .unwrap_or_else(|| now_t + chrono::Duration::hours(6));
                 r.next_attempt_at = Some(rfc3339_seconds(retry_at));
             }
         }

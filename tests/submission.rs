@@ -303,7 +303,10 @@ async fn refusals_are_classified_by_reason_code_and_never_retried() {
     let post = |body: IntakeSubmission| {
         let t = t.clone();
         let url = url.clone();
-        async move { intake::submit(&t, &url, &body).await.0 }
+        async move {
+            let sha = conduct_walker::digest::sha256_hex(body.record_canonical.as_bytes());
+            intake::submit(&t, &url, &body, &sha).await.0
+        }
     };
     let unsigned = |record: serde_json::Value| IntakeSubmission {
         record_canonical: String::from_utf8(conduct_walker::canonical::to_bytes(&record)).unwrap(),
@@ -402,7 +405,7 @@ async fn refusals_are_classified_by_reason_code_and_never_retried() {
             b"{}".to_vec(),
         ))
         .await;
-    assert_eq!(intake::classify(&ex).kind(), "refused");
+    assert_eq!(intake::classify(&ex, "00").kind(), "refused");
     assert_eq!(ex.status, 400);
     let big = IntakeSubmission {
         record_canonical: "x".repeat(70_000),

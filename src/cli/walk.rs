@@ -177,15 +177,20 @@ impl WalkArgs {
     }
 }
 
-/// Refuse operator input that could never be walked, before sending anything.
-async fn check_operator_urls(transport: &Transport, request: &WalkRequest) -> anyhow::Result<()> {
+/// Refuse operator input that could never be walked or filed, before sending anything.
+async fn check_operator_urls(
+    transport: &Transport,
+    request: &WalkRequest,
+    intake: Option<&str>,
+) -> anyhow::Result<()> {
     for (flag, url) in [
         ("--origin", Some(request.origin.as_str())),
         ("--endpoint", request.endpoint.as_deref()),
+        ("--intake", intake),
     ] {
         let Some(url) = url else { continue };
         if !url.starts_with("https://") {
-            bail!("{flag} {url}: refused: only https:// URLs are walked");
+            bail!("{flag} {url}: refused: only https:// URLs are used");
         }
         transport
             .check_destination(url)
@@ -290,7 +295,7 @@ pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
     .flatten()
     .collect();
     let transport = args.net.transport(&named)?;
-    check_operator_urls(&transport, &request).await?;
+    check_operator_urls(&transport, &request, args.witness.intake.as_deref()).await?;
     if !consent_allows(&transport, &request.base(), args.ignore_consent).await {
         return Ok(ExitCode::from(super::EXIT_ERROR));
     }
@@ -683,6 +688,11 @@ pub struct RevealArgs {
 
 /// File the full record a commitment walk kept (§4.6): it is stored as its own record and filed.
 pub async fn reveal(args: RevealArgs) -> anyhow::Result<ExitCode> {
+    if let Some(intake) = &args.witness.intake
+        && let Err(why) = crate::net::https_url(intake)
+    {
+        bail!("--intake {intake}: refused: {why}");
+    }
     let signing = args.witness.signing()?;
     let named: Vec<&str> = args.witness.intake.as_deref().into_iter().collect();
     let transport = args.net.transport(&named)?;

@@ -27,12 +27,19 @@ impl Default for Limits {
 }
 
 impl Limits {
-    /// Read `limits_stated_not_hidden` from a `GET /witness` answer; missing members keep the
-    /// spec constants.
+    /// Read `limits_stated_not_hidden` from a `GET /witness` answer. The intake is named by a
+    /// stranger's card, so a stated value is used only when it is a whole number no larger
+    /// than the spec's constant (§6.1: 65,536 / 500 / 5 / 50; a lower cap is the intake's
+    /// right); a missing, negative, fractional or larger value keeps the constant.
     pub fn from_self_description(doc: &Value) -> Option<Limits> {
         let l = doc.get("limits_stated_not_hidden")?.as_object()?;
         let d = Limits::default();
-        let n = |k: &str, default: u64| l.get(k).and_then(Value::as_u64).unwrap_or(default);
+        let n = |k: &str, spec: u64| {
+            l.get(k)
+                .and_then(Value::as_u64)
+                .filter(|&v| v <= spec)
+                .unwrap_or(spec)
+        };
         Some(Limits {
             max_bytes: n("max_bytes", d.max_bytes as u64) as usize,
             daily_global: n("daily_global", d.daily_global as u64) as u32,
@@ -274,5 +281,20 @@ mod tests {
     #[test]
     fn size_is_counted_in_utf16_units() {
         assert_eq!(js_length("é🤖"), 3);
+    }
+
+    #[test]
+    fn stated_limits_above_the_spec_or_absurd_keep_the_spec_constants() {
+        let doc = json!({"limits_stated_not_hidden": {"max_bytes": 4294967296u64,
+            "daily_global": -1, "daily_per_ip": 2.5, "daily_per_domain": 18446744073709551615u64}});
+        assert_eq!(
+            Limits::from_self_description(&doc),
+            Some(Limits::default()),
+            "2^32 is not read as zero, and nothing above the spec is believed"
+        );
+        let lower =
+            json!({"limits_stated_not_hidden": {"daily_per_ip": 0, "daily_per_domain": 10}});
+        let l = Limits::from_self_description(&lower).unwrap();
+        assert_eq!((l.daily_per_ip, l.daily_per_domain), (0, 10));
     }
 }

@@ -406,7 +406,7 @@ async fn every_negative_case() {
             assert_eq!(result.chosen, Some(1));
             assert!(
                 result
-                    .verified_reason()
+                    .verified_reason(false)
                     .starts_with("verified: signatures[1] of 2")
             );
         }

@@ -184,8 +184,12 @@ pub fn render(v: &CardVerification) -> String {
     }
     out.push_str(&format!(
         "{}\n{}\ndoes not establish: {}\n",
-        if v.valid { "verified" } else { "not verified" },
-        v.verified_reason(),
+        match v.verified() {
+            Some(true) => "verified",
+            Some(false) => "not verified",
+            None => "not checked",
+        },
+        v.verified_reason(false),
         v.attribution_line()
     ));
     out

@@ -120,7 +120,7 @@ async fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
             }
             ex.body
         }
-        (None, Some(path)) => std::fs::read(path)
+        (None, Some(path)) => crate::net::read_file_capped(path, crate::net::BODY_CAP_BYTES)
             .with_context(|| format!("cannot read card file {}", path.display()))?,
         (None, None) => bail!("give --url or --file"),
     };

@@ -132,6 +132,12 @@ enum Filing {
     DeferredLocally,
     /// Not touched: another task of this process is filing it.
     AlreadyInFlight,
+    /// Not touched: the row is no longer due (settled, or waiting for its retry time) by the
+    /// time it was claimed.
+    NotDue,
+    /// A row left `sending` by a stopped process: the intake already had the record, so it
+    /// was recorded as filed without a second POST.
+    FoundAtIntake,
 }
 
 /// Holds a row in [`Inner::in_flight`] until dropped.
@@ -418,17 +424,62 @@ impl Pipeline {
                 .await?;
             return Ok((row, Filing::AlreadyInFlight));
         };
+        // Re-read under the claim: a drain works from a snapshot of due rows, and the walk
+        // that planned a row may have filed it since; sending it again would file it twice.
         let row = self
             .with_store(move |s| outbox::get(s.connection(), submission_id))
             .await?;
+        let now_t = self.inner.clock.now();
+        let now = rfc3339_seconds(now_t);
+        let due = row.state == outbox::SENDING
+            || (row.state == outbox::QUEUED
+                && row
+                    .next_attempt_at
+                    .as_deref()
+                    .is_none_or(|t| t <= now.as_str()));
+        if !due {
+            return Ok((row, Filing::NotDue));
+        }
+        if row.state == outbox::SENDING {
+            // A process stopped between its POST and the answer: ask before sending again.
+            let record_id = row.record_id;
+            let sha = self
+                .with_store(move |s| Ok(s.get_by_id(record_id)?.row.sha256))
+                .await?;
+            if let Some(found) = intake::lookup(&self.inner.transport, &row.intake_url, &sha).await
+            {
+                let answer = OwnedAttempt {
+                    state: outbox::FILED.into(),
+                    answer: found.kind().into(),
+                    status: 200,
+                    body: "found at the intake (GET /witness/<sha256>) after an interrupted attempt; not sent again".into(),
+                    error: None,
+                    reason_code: None,
+                    counted: None,
+                    count_reason: None,
+                    filed_day: Some(lanes::utc_day(now_t)),
+                    next_attempt_at: None,
+                };
+                let row = self
+                    .with_store(move |s| {
+                        outbox::record_attempt(
+                            s.connection(),
+                            submission_id,
+                            &now,
+                            &answer.borrow(),
+                        )?;
+                        outbox::get(s.connection(), submission_id)
+                    })
+                    .await?;
+                return Ok((row, Filing::FoundAtIntake));
+            }
+        }
         let limits = self.limits_for(&row.intake_url).await;
         let lane = Lane::from_key(&row.lane);
         let (url, lane_key, day) = (row.intake_url.clone(), row.lane.clone(), self.today());
         let (global, in_lane) = self
             .with_store(move |s| outbox::accepted_on(s.connection(), &url, &lane_key, &day))
             .await?;
-        let now_t = self.inner.clock.now();
-        let now = rfc3339_seconds(now_t);
         if !lanes::has_room(
             &limits,
             &lane,
@@ -548,6 +599,12 @@ impl Pipeline {
         Ok((row, Filing::Sent))
     }
 
+    /// File one outbox row if it is still due when claimed (what a drain does with each row
+    /// of its snapshot); the row as it stands afterwards.
+    pub async fn file_submission(&self, submission_id: i64) -> Result<Submission, PipelineError> {
+        Ok(self.attempt(submission_id).await?.0)
+    }
+
     /// File everything that is due, in order.
     pub async fn drain_outbox(&self) -> Result<DrainReport, PipelineError> {
         let now = self.now();
@@ -559,9 +616,9 @@ impl Pipeline {
             let (after, filing) = self.attempt(row.id).await?;
             match filing {
                 Filing::Sent => report.attempted += 1,
-                Filing::DeferredLocally => {}
+                Filing::DeferredLocally | Filing::FoundAtIntake => {}
                 // The task filing it reports it.
-                Filing::AlreadyInFlight => continue,
+                Filing::AlreadyInFlight | Filing::NotDue => continue,
             }
             match after.state.as_str() {
                 outbox::FILED => report.filed += 1,

@@ -192,6 +192,30 @@ pub async fn submit(
     (classify(&ex, sha256), ex)
 }
 
+/// `GET <intake>/<sha256>` (§6.6): whether the intake already holds this record (pending or
+/// anchored), as a [`Answer::Duplicate`]. `None` when it does not, or the answer says nothing
+/// reliable (not 200, not JSON, another sha256): then the record is sent as usual.
+pub async fn lookup(transport: &Transport, intake_url: &str, sha256: &str) -> Option<Answer> {
+    let url = format!("{}/{sha256}", intake_url.trim_end_matches('/'));
+    let ex = transport
+        .fetch(&HttpRequest::get(url, &[("Accept", "application/json")]))
+        .await;
+    if ex.status != 200 {
+        return None;
+    }
+    let body = crate::json::parse_lenient(&ex.body).ok()?;
+    let status = body.get("status").and_then(Value::as_str)?;
+    let named = body
+        .get("sha")
+        .or_else(|| body.get("record").and_then(|r| r.get("sha")))
+        .and_then(Value::as_str);
+    let holds_it = matches!(status, "pending" | "anchored") && named.is_none_or(|n| n == sha256);
+    holds_it.then(|| Answer::Duplicate {
+        sha: sha256.to_string(),
+        status: sanitize_text(status),
+    })
+}
+
 /// What `GET <intake>` found.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum IntakeProbe {

@@ -200,6 +200,21 @@ async fn check_operator_urls(
     Ok(())
 }
 
+/// An `--origin` with a path is walked as given (the card under that path, as the reference
+/// walker reads it, §2.1); say so, since most people mean the bare origin.
+fn origin_path_note(request: &WalkRequest) -> Option<String> {
+    let url = url::Url::parse(&request.origin).ok()?;
+    let path = url.path().trim_end_matches('/');
+    if path.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "--origin has a path ({path}): the card is read at {}, as the reference walker reads it; for the host's own card give the bare origin ({})",
+        request.card_url(),
+        url.origin().ascii_serialization()
+    ))
+}
+
 /// The origin's consent file: a decline stops the walk unless `--ignore-consent` (spec §11.6).
 async fn consent_allows(transport: &Transport, base: &str, ignore: bool) -> bool {
     use crate::consent;
@@ -296,6 +311,9 @@ pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
     .collect();
     let transport = args.net.transport(&named)?;
     check_operator_urls(&transport, &request, args.witness.intake.as_deref()).await?;
+    if let Some(note) = origin_path_note(&request) {
+        eprintln!("conduct-walker: note: {note}");
+    }
     if !consent_allows(&transport, &request.base(), args.ignore_consent).await {
         return Ok(ExitCode::from(super::EXIT_ERROR));
     }
@@ -404,7 +422,9 @@ fn queued_hint(s: &SubmissionReport, db: &std::path::Path) -> Option<String> {
 }
 
 pub fn submission_line(s: &SubmissionReport) -> String {
-    let mut line = format!("submission to {}: {}", s.intake_url, s.state);
+    // The stored state names, read aloud; a note that already says it is not repeated.
+    let state = s.state.replace('_', " ");
+    let mut line = format!("submission to {}: {state}", s.intake_url);
     if let Some(kind) = &s.answer_kind {
         line.push_str(&format!(" (answer {kind}"));
         if let Some(status) = s.status {
@@ -423,6 +443,7 @@ pub fn submission_line(s: &SubmissionReport) -> String {
         });
     }
     if let Some(err) = &s.error {
+        let err = err.strip_prefix(&format!("{state}: ")).unwrap_or(err);
         line.push_str(&format!(": {err}"));
     }
     line

@@ -646,3 +646,52 @@ async fn cancellation_mid_walk_stores_nothing() {
     let r = call(&client, "records_verify", json!({})).await;
     assert_eq!(ok(&r)["rows"], 0);
 }
+
+#[tokio::test]
+async fn on_stdio_a_line_that_is_not_json_gets_the_parse_error_and_stdout_stays_protocol_only() {
+    use tokio::io::AsyncWriteExt;
+    let w = World::new().await;
+    w.config(&[], "");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_conduct-walker"))
+        .args(["mcp", "--config"])
+        .arg(w.dir.path().join("walker.toml"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"}}});
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "witness_walk", "arguments": {"origin": "http://agent.example"}}});
+    let input = format!(
+        "{init}\n{}\nthis is not json\n{call}\n",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    );
+    stdin.write_all(input.as_bytes()).await.unwrap();
+    // Give the server time to answer before its input ends.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    drop(stdin);
+    let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+        .await
+        .expect("the server exits when its input ends")
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a message: {l:?}: {e}")))
+        .collect();
+    assert_eq!(lines.len(), 3, "{stdout}");
+    // Answers may come in any order (JSON-RPC matches them by id).
+    let init = lines.iter().find(|m| m["id"] == 1).expect("initialize's answer");
+    assert_eq!(init["result"]["serverInfo"]["name"], "conduct-walker");
+    let parse_error = lines.iter().find(|m| m["id"].is_null()).expect("-32700");
+    assert_eq!(parse_error["error"]["code"], -32700);
+    let answer = lines
+        .iter()
+        .find(|m| m["id"] == 2)
+        .expect("the tool call's answer");
+    assert_eq!(answer["result"]["isError"], true);
+}

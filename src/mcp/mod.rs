@@ -8,6 +8,7 @@
 //! Stdout carries protocol messages only: logs go to stderr.
 
 mod reads;
+mod stdio;
 mod tools;
 mod walk;
 
@@ -21,7 +22,7 @@ use rmcp::model::{
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -193,11 +194,7 @@ impl ServerHandler for WitnessServer {
 pub async fn run(options: Options, listen: Option<SocketAddr>) -> anyhow::Result<()> {
     let server = WitnessServer::new(options)?;
     match listen {
-        None => {
-            let running = server.serve(rmcp::transport::stdio()).await?;
-            running.waiting().await?;
-            Ok(())
-        }
+        None => stdio::serve(server).await,
         Some(addr) => serve_http(server, addr).await,
     }
 }

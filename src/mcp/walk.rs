@@ -154,14 +154,14 @@ pub(super) async fn witness_walk(
     let submit = submit_asked && allow_submit;
     let job = WalkJob { request, submit };
     let report = match run_with_progress(state, &job, &ctx).await {
-        Walked::Done(Ok(report)) => report,
-        Walked::Done(Err(e)) => {
+        Some(Ok(report)) => report,
+        Some(Err(e)) => {
             ledger
                 .finish(walk_id, "error", None, Some(e.to_string()))
                 .await;
             return Err(format!("the walk could not be stored: {e}"));
         }
-        Walked::Cancelled => {
+        None => {
             ledger
                 .finish(
                     walk_id,
@@ -339,10 +339,8 @@ fn submission_json(s: &Submission) -> Value {
     })
 }
 
-enum Walked {
-    Done(Result<crate::pipeline::JobReport, crate::pipeline::PipelineError>),
-    Cancelled,
-}
+/// How a job ended: `None` when the client cancelled it before the commit began.
+type Walked = Option<Result<crate::pipeline::JobReport, crate::pipeline::PipelineError>>;
 
 fn describe(stage: Stage) -> String {
     match stage {
@@ -392,13 +390,13 @@ async fn run_with_progress(
         let fut = state.pipeline.run_job_with_stages(job, &on_stage);
         tokio::pin!(fut);
         tokio::select! {
-            r = &mut fut => Walked::Done(r),
+            r = &mut fut => Some(r),
             _ = ctx.ct.cancelled() => {
                 let at = *reached.lock().unwrap_or_else(|p| p.into_inner());
                 if at >= Some(Stage::Storing) {
-                    Walked::Done(fut.await)
+                    Some(fut.await)
                 } else {
-                    Walked::Cancelled
+                    None
                 }
             }
         }

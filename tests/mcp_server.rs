@@ -685,7 +685,10 @@ async fn on_stdio_a_line_that_is_not_json_gets_the_parse_error_and_stdout_stays_
         .collect();
     assert_eq!(lines.len(), 3, "{stdout}");
     // Answers may come in any order (JSON-RPC matches them by id).
-    let init = lines.iter().find(|m| m["id"] == 1).expect("initialize's answer");
+    let init = lines
+        .iter()
+        .find(|m| m["id"] == 1)
+        .expect("initialize's answer");
     assert_eq!(init["result"]["serverInfo"]["name"], "conduct-walker");
     let parse_error = lines.iter().find(|m| m["id"].is_null()).expect("-32700");
     assert_eq!(parse_error["error"]["code"], -32700);

@@ -68,7 +68,9 @@ async fn main() {
         ms.push(started.elapsed().as_secs_f64() * 1000.0);
         let s = r.structured_content.expect("structured");
         assert_eq!(s["verdict"]["outcome"], "PASS");
-        assert_eq!(s["submission"]["answer"], "filed_counted", "{s}");
+        // The intake counts the first walk of an endpoint per day; the rest are filed uncounted.
+        let answer = s["submission"]["answer"].as_str().unwrap_or_default();
+        assert!(answer.starts_with("filed_"), "{s}");
     }
     let mut sorted = ms.clone();
     sorted.sort_by(f64::total_cmp);

@@ -37,6 +37,9 @@ pub struct ConfigFile {
     /// `[card_signature]`: pinned card-signature keys per origin and revocations (A2A §8.4).
     #[serde(default)]
     pub card_signature: crate::card_signature::TrustConfig,
+    /// `[mcp]`: what a model may do through `conduct-walker mcp`.
+    #[serde(default)]
+    pub mcp: McpSection,
     #[serde(default, rename = "target", skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<TargetSection>,
 }
@@ -143,6 +146,34 @@ impl Default for DaemonSection {
             jitter_seed: 0,
             drain_interval_secs: default_drain(),
             shutdown_grace_secs: default_grace(),
+        }
+    }
+}
+
+/// `[mcp]`: the operator's limits on what a model may do through the MCP server. Identity,
+/// key, store and network rules are the rest of this file; a model never chooses them.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpSection {
+    /// Whether a tool call may file records with the intake at all (false: store only).
+    #[serde(default = "yes")]
+    pub allow_submit: bool,
+    /// Whether `witness_name` / `vantage` given by the model are written into records (false:
+    /// the `[witness]` identity is always used, and the answer says so).
+    #[serde(default)]
+    pub allow_model_identity: bool,
+    /// Walks a model may start per UTC day; default: the witness's lane budget at the intake
+    /// (5 unsigned or address-signed, 50 domain-signed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daily_walk_cap: Option<Spanned<u32>>,
+}
+
+impl Default for McpSection {
+    fn default() -> Self {
+        McpSection {
+            allow_submit: true,
+            allow_model_identity: false,
+            daily_walk_cap: None,
         }
     }
 }
@@ -697,6 +728,15 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
             }
         },
     };
+    if let Some(cap) = &file.mcp.daily_walk_cap
+        && *cap.get_ref() == 0
+    {
+        at(
+            cap.span(),
+            "must be at least 1 (to let a model walk nothing, do not run `conduct-walker mcp`)"
+                .into(),
+        );
+    }
     let default_privacy = w.privacy;
     let jitter_max = Duration::from_secs(d.jitter_secs);
     let mut targets: Vec<Target> = Vec::new();
@@ -818,6 +858,15 @@ impl Config {
 
     /// The transport every walk, consent read and submission uses.
     pub fn transport(&self) -> Result<crate::net::Transport, ConfigTransportError> {
+        let mut tc = crate::net::TransportConfig::new(self.net_policy()?);
+        tc.deadline = self.request_deadline;
+        tc.body_cap = self.body_cap;
+        tc.extra_roots = self.extra_roots()?;
+        Ok(crate::net::Transport::new(tc)?)
+    }
+
+    /// The destination rules: private addresses only at the hosts this file names.
+    pub fn net_policy(&self) -> Result<crate::net::NetPolicy, ConfigTransportError> {
         let mut policy = crate::net::NetPolicy::new(self.allow_private_network);
         for u in self.named_urls() {
             policy.allow_url(&u);
@@ -827,13 +876,18 @@ impl Config {
                 .allow_host_port(h)
                 .map_err(ConfigTransportError::AllowHost)?;
         }
-        let mut tc = crate::net::TransportConfig::new(policy);
-        tc.deadline = self.request_deadline;
-        tc.body_cap = self.body_cap;
+        Ok(policy)
+    }
+
+    /// The trust roots this file adds to the system's (`network.extra_ca`).
+    pub fn extra_roots(
+        &self,
+    ) -> Result<Vec<rustls_pki_types::CertificateDer<'static>>, ConfigTransportError> {
+        let mut roots = Vec::new();
         for p in &self.extra_ca {
-            tc.extra_roots.extend(crate::net::load_pem_certs(p)?);
+            roots.extend(crate::net::load_pem_certs(p)?);
         }
-        Ok(crate::net::Transport::new(tc)?)
+        Ok(roots)
     }
 
     /// The effective configuration as TOML: defaults filled, paths resolved.

@@ -44,6 +44,22 @@ pub struct PipelineConfig {
     pub file_extra_walks: bool,
 }
 
+/// Where a job stands, for a face that reports progress (the MCP server's notifications).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Stage {
+    /// About to send node n (0, 1 or 3) of the walk.
+    Node(u8),
+    Signing,
+    /// About to commit the record (and its outbox row): from here on the job is not abandoned
+    /// half-way, the commit is one transaction.
+    Storing,
+    /// The record is committed; about to send it to the intake.
+    Filing,
+}
+
+/// Told each [`Stage`] as the job reaches it.
+pub type OnStage<'a> = &'a (dyn Fn(Stage) + Send + Sync);
+
 /// One walk to run.
 #[derive(Debug, Clone)]
 pub struct WalkJob {
@@ -233,17 +249,27 @@ impl Pipeline {
 
     /// Walk, sign, store, and (when asked) file.
     pub async fn run_job(&self, job: &WalkJob) -> Result<JobReport, PipelineError> {
+        self.run_job_with_stages(job, &|_| {}).await
+    }
+
+    /// [`Pipeline::run_job`], telling `on_stage` as each stage begins.
+    pub async fn run_job_with_stages(
+        &self,
+        job: &WalkJob,
+        on_stage: OnStage<'_>,
+    ) -> Result<JobReport, PipelineError> {
         let mut request = job.request.clone();
         if let Some((_, key_url)) = &self.inner.signing {
             // key_url is part of the signed bytes (§5): set before canonicalising.
             request.witness.key_url = key_url.clone();
         }
-        let outcome = crate::findings::walk(
+        let outcome = crate::findings::walk_with_steps(
             &self.inner.transport,
             &self.inner.trust,
             &request,
             self.inner.clock.as_ref(),
             rand::random(),
+            &|n| on_stage(Stage::Node(n)),
         )
         .await;
         let intake_url = job
@@ -255,8 +281,14 @@ impl Pipeline {
                     .or_else(|| outcome.witness_intake.clone())
             })
             .flatten();
-        self.store_and_file(outcome, intake_url, job.submit, &request.witness.name)
-            .await
+        self.store_and_file_with_stages(
+            outcome,
+            intake_url,
+            job.submit,
+            &request.witness.name,
+            on_stage,
+        )
+        .await
     }
 
     /// Store a finished walk (and plan its submission), then file it if it is due.
@@ -267,6 +299,19 @@ impl Pipeline {
         submit: bool,
         witness_name: &str,
     ) -> Result<JobReport, PipelineError> {
+        self.store_and_file_with_stages(outcome, intake_url, submit, witness_name, &|_| {})
+            .await
+    }
+
+    async fn store_and_file_with_stages(
+        &self,
+        outcome: WalkOutcome,
+        intake_url: Option<String>,
+        submit: bool,
+        witness_name: &str,
+        on_stage: OnStage<'_>,
+    ) -> Result<JobReport, PipelineError> {
+        on_stage(Stage::Signing);
         let signed = self
             .inner
             .signing
@@ -290,6 +335,7 @@ impl Pipeline {
         };
         let now = self.now();
         let (today, file_extra_walks) = (self.today(), self.inner.file_extra_walks);
+        on_stage(Stage::Storing);
         let (record_id, submission) = self
             .with_store_after(
                 // The record's checks (signature included) run before the store's lock is
@@ -326,7 +372,10 @@ impl Pipeline {
             )
             .await?;
         let submission = match submission {
-            Some(row) if row.state == outbox::QUEUED => Some(self.attempt(row.id).await?.0),
+            Some(row) if row.state == outbox::QUEUED => {
+                on_stage(Stage::Filing);
+                Some(self.attempt(row.id).await?.0)
+            }
             other => other,
         };
         Ok(JobReport {

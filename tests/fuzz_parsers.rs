@@ -174,7 +174,11 @@ fn intake_answers_are_classified_with_bounded_text() {
             let answer =
                 conduct_walker::witness::intake::classify(&exchange(status, body, headers), "ab");
             let text = format!("{answer:?}");
-            prop_assert!(!text.contains('\u{1b}'), "an escape code survived: {}", text);
+            prop_assert!(
+                !text.contains('\u{1b}'),
+                "an escape code survived: {}",
+                text
+            );
             if let conduct_walker::witness::intake::Answer::Retry {
                 retry_after: Some(d),
                 ..

@@ -14,6 +14,7 @@
 //! It does not bind the key to the organisation in the card's `provider` (A2A leaves that to the
 //! client), and it covers nothing the profile dropped; both are said in the record.
 
+pub mod fetch;
 mod header;
 pub mod jws;
 pub mod keys;

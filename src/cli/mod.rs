@@ -6,6 +6,7 @@ pub mod card;
 pub mod daemon;
 pub mod intake;
 pub mod keys;
+pub mod mcp;
 pub mod outbox;
 pub mod records;
 pub mod terms;

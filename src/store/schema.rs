@@ -25,6 +25,10 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "daemon",
         sql: include_str!("migrations/0003_daemon.sql"),
     },
+    Migration {
+        name: "mcp",
+        sql: include_str!("migrations/0004_mcp.sql"),
+    },
 ];
 
 /// The schema version this binary writes and understands.

@@ -17,6 +17,7 @@ pub mod intake_emulator;
 pub mod jcs;
 pub mod json;
 pub mod net;
+pub mod pages;
 pub mod pipeline;
 pub mod sandbox;
 pub mod sse;

@@ -6,11 +6,11 @@
 //! loop the watchdog must be fed from. Here the daemon sleeps until the earliest fire time and
 //! owns the loop.
 
-use crate::config::Target;
 use super::consent::{ConsentGate, Decision};
 use super::db::{self, WalkEnd, WalkStart, state};
 use super::runner::JobRunner;
 use super::store::DaemonStore;
+use crate::config::Target;
 use chrono::{DateTime, Utc};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};

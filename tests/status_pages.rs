@@ -210,7 +210,7 @@ async fn record_page_has_the_exact_bytes_signature_chain_and_intake_answers() {
     let (status, _, body) = get_html(&format!("{base}/records/{}", &sha[..12])).await;
     assert_eq!(status, 200);
     let doc = Html::parse_document(&body);
-    assert_eq!(texts(&doc, "#sha"), [sha.clone()]);
+    assert_eq!(texts(&doc, "#sha"), [sha.as_str()]);
     assert_eq!(
         doc.select(&sel("a#raw"))
             .next()

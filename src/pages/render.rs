@@ -149,28 +149,25 @@ pub fn filing(subs: &[Submission]) -> String {
         return "not filed (no submission)".into();
     }
     subs.iter()
-        .map(|s| {
-            let what = match (s.state.as_str(), s.last_answer.as_deref()) {
-                (_, Some("accepted")) if s.counted == Some(true) => "counted".to_string(),
-                (_, Some("accepted")) => match &s.count_reason {
-                    Some(r) => format!("stored, not counted ({r})"),
-                    None => "stored, not counted".to_string(),
-                },
-                (_, Some("duplicate")) => "duplicate".to_string(),
-                ("refused", _) | (_, Some("refused")) => format!(
-                    "refused: {}",
-                    s.reason_code.as_deref().unwrap_or("no reason_code")
-                ),
-                (_, Some("lane_full")) => "lane full (waits for the next UTC day)".to_string(),
-                ("queued", _) | ("sending", _) => match &s.last_error {
-                    Some(e) => format!("queued ({e})"),
-                    None => "queued".to_string(),
-                },
-                ("kept_local", _) => "kept local (one counted record per day)".to_string(),
-                ("host_offline", _) => "host offline: not filed".to_string(),
-                (state, _) => state.to_string(),
-            };
-            what
+        .map(|s| match (s.state.as_str(), s.last_answer.as_deref()) {
+            (_, Some("accepted")) if s.counted == Some(true) => "counted".to_string(),
+            (_, Some("accepted")) => match &s.count_reason {
+                Some(r) => format!("stored, not counted ({r})"),
+                None => "stored, not counted".to_string(),
+            },
+            (_, Some("duplicate")) => "duplicate".to_string(),
+            ("refused", _) | (_, Some("refused")) => format!(
+                "refused: {}",
+                s.reason_code.as_deref().unwrap_or("no reason_code")
+            ),
+            (_, Some("lane_full")) => "lane full (waits for the next UTC day)".to_string(),
+            ("queued", _) | ("sending", _) => match &s.last_error {
+                Some(e) => format!("queued ({e})"),
+                None => "queued".to_string(),
+            },
+            ("kept_local", _) => "kept local (one counted record per day)".to_string(),
+            ("host_offline", _) => "host offline: not filed".to_string(),
+            (state, _) => state.to_string(),
         })
         .collect::<Vec<_>>()
         .join("; ")
@@ -762,6 +759,9 @@ pub fn record(store: &Store, prefix: &str, served_by: &str) -> Result<String, St
     ))
 }
 
+/// Each witness's last outcome (and failed assertions) on one UTC day.
+type DaySeen = BTreeMap<WitnessKey, (Kind, String)>;
+
 /// Who saw one endpoint: a witness as name, vantage and key.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct WitnessKey {
@@ -805,7 +805,7 @@ pub fn endpoints(
         witnesses.entry(key_of(f)).or_default().push(f);
     }
     // Per UTC day: each witness's last outcome that day; a day where they differ is shown.
-    let mut days: BTreeMap<String, BTreeMap<WitnessKey, (Kind, String)>> = BTreeMap::new();
+    let mut days: BTreeMap<String, DaySeen> = BTreeMap::new();
     for f in recs.iter().rev() {
         let day = f.at.get(..10).unwrap_or(&f.at).to_string();
         let failed = f
@@ -817,7 +817,7 @@ pub fn endpoints(
             .or_default()
             .insert(key_of(f), (kind_of(f), failed));
     }
-    let disagreements: Vec<(&String, &BTreeMap<WitnessKey, (Kind, String)>)> = days
+    let disagreements: Vec<(&String, &DaySeen)> = days
         .iter()
         .rev()
         .filter(|(_, m)| {

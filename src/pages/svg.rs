@@ -142,7 +142,9 @@ pub fn stacked_bars(title: &str, bars: &[(String, Vec<(Kind, u64)>)]) -> Markup 
         .max(1);
     let width = bars.len().max(1) * (bar_w + gap) + 40;
     // Segment geometry first: each segment sits on the one below it.
-    let laid: Vec<(usize, &str, Vec<(Kind, u64, u64, u64)>)> = bars
+    // (x, label, [(kind, count, y, height)]) per bar.
+    type Laid<'a> = (usize, &'a str, Vec<(Kind, u64, u64, u64)>);
+    let laid: Vec<Laid> = bars
         .iter()
         .enumerate()
         .map(|(i, (label, segs))| {

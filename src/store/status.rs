@@ -154,7 +154,7 @@ pub struct FireRecord {
 /// The columns every fire query selects after its own: record columns, then facts.
 fn record_cols(facts: bool) -> &'static str {
     if facts {
-        "r.id, r.sha256, r.walked_at, r.endpoint, r.outcome, r.n_pass, r.n_total, \
+        "f.record_id, f.sha256, f.walked_at, f.endpoint, f.outcome, f.n_pass, f.n_total, \
          f.transport_error, f.failed, f.witness_name, f.vantage, NULL"
     } else {
         "r.id, r.sha256, r.walked_at, r.endpoint, r.outcome, r.n_pass, r.n_total, \
@@ -187,11 +187,13 @@ fn record_from(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Option<Fire
     }))
 }
 
-fn facts_join(facts: bool) -> &'static str {
+/// How a fire query reaches its record: `record_facts` alone when it exists (no `records` row,
+/// whose bytes sit before its small columns, is read), else `records`.
+fn fire_join(facts: bool) -> &'static str {
     if facts {
-        " LEFT JOIN record_facts f ON f.record_id = r.id"
+        " LEFT JOIN record_facts f ON f.record_id = w.record_id"
     } else {
-        ""
+        " LEFT JOIN records r ON r.id = w.record_id"
     }
 }
 
@@ -215,10 +217,10 @@ fn fire_from(r: &rusqlite::Row<'_>) -> rusqlite::Result<Fire> {
 pub fn latest_fires(conn: &Connection, target: &str, n: usize) -> Result<Vec<Fire>, StoreError> {
     let facts = has_facts(conn)?;
     let sql = format!(
-        "SELECT {WALK_COLS}, {} FROM daemon_walks w LEFT JOIN records r ON r.id = w.record_id{} \
+        "SELECT {WALK_COLS}, {} FROM daemon_walks w{} \
          WHERE w.target = ?1 ORDER BY w.id DESC LIMIT ?2",
         record_cols(facts),
-        facts_join(facts)
+        fire_join(facts)
     );
     let mut stmt = conn.prepare_cached(&sql)?;
     let rows = stmt
@@ -237,11 +239,11 @@ pub fn fires_between(
 ) -> Result<Vec<Fire>, StoreError> {
     let facts = has_facts(conn)?;
     let sql = format!(
-        "SELECT {WALK_COLS}, {} FROM daemon_walks w LEFT JOIN records r ON r.id = w.record_id{} \
+        "SELECT {WALK_COLS}, {} FROM daemon_walks w{} \
          WHERE w.target = ?1 AND w.started_at >= ?2 AND w.started_at < ?3 \
          ORDER BY w.started_at DESC, w.id DESC LIMIT ?4",
         record_cols(facts),
-        facts_join(facts)
+        fire_join(facts)
     );
     let mut stmt = conn.prepare_cached(&sql)?;
     let rows = stmt
@@ -259,14 +261,19 @@ pub fn daily_outcomes(
     from: &str,
     max_rows: usize,
 ) -> Result<Vec<(String, String, u64)>, StoreError> {
-    let mut stmt = conn.prepare_cached(
+    let table = if has_facts(conn)? {
+        "record_facts r ON r.record_id"
+    } else {
+        "records r ON r.id"
+    };
+    let mut stmt = conn.prepare_cached(&format!(
         "SELECT substr(started_at, 1, 10) AS day, kind, count(*) FROM ( \
             SELECT w.started_at, CASE WHEN w.state = 'done' THEN coalesce(r.outcome, 'none') \
                 ELSE w.state END AS kind \
-            FROM daemon_walks w LEFT JOIN records r ON r.id = w.record_id \
+            FROM daemon_walks w LEFT JOIN {table} = w.record_id \
             WHERE w.target = ?1 AND w.started_at >= ?2 ORDER BY w.started_at DESC LIMIT ?3) \
-         GROUP BY day, kind ORDER BY day, kind",
-    )?;
+         GROUP BY day, kind ORDER BY day, kind"
+    ))?;
     let rows = stmt
         .query_map(params![target, from, max_rows as i64], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as u64))
@@ -287,7 +294,11 @@ pub fn endpoint_records(
         "SELECT {}, r.public_key_b64 FROM records r{} WHERE r.endpoint = ?1 \
          ORDER BY r.walked_at DESC, r.id DESC LIMIT ?2",
         record_cols(facts),
-        facts_join(facts)
+        if facts {
+            " JOIN record_facts f ON f.record_id = r.id"
+        } else {
+            ""
+        }
     );
     let mut stmt = conn.prepare_cached(&sql)?;
     let rows = stmt
@@ -350,8 +361,11 @@ pub fn size_bytes(conn: &Connection) -> Result<u64, StoreError> {
     Ok((pages * size) as u64)
 }
 
+/// `(id, sha256, chain_hash)` of a row.
+pub type ChainRow = (i64, String, String);
+
 /// `(id, sha256, chain_hash)` of the row with this id, if any.
-pub fn chain_row(conn: &Connection, id: i64) -> Result<Option<(i64, String, String)>, StoreError> {
+pub fn chain_row(conn: &Connection, id: i64) -> Result<Option<ChainRow>, StoreError> {
     Ok(conn
         .prepare_cached("SELECT id, sha256, chain_hash FROM records WHERE id = ?1")?
         .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
@@ -362,7 +376,7 @@ pub fn chain_row(conn: &Connection, id: i64) -> Result<Option<(i64, String, Stri
 pub fn neighbours(
     conn: &Connection,
     id: i64,
-) -> Result<(Option<(i64, String, String)>, Option<(i64, String, String)>), StoreError> {
+) -> Result<(Option<ChainRow>, Option<ChainRow>), StoreError> {
     let prev = conn
         .prepare_cached(
             "SELECT id, sha256, chain_hash FROM records WHERE id < ?1 ORDER BY id DESC LIMIT 1",

@@ -2,20 +2,29 @@
 --
 -- `record_facts`: per record, what a page shows of it that the `records` columns do not hold:
 -- whether any fetch ended in a transport error (status 0), the names of the failed assertions
--- (comma-separated, in record order) and the witness that took it. Derived from the canonical
+-- (comma-separated, in record order) and the witness that took it, beside copies of the small
+-- `records` columns a page lists (a `records` row keeps its bytes before those columns, so
+-- reading them walks the bytes' overflow pages: 5,000 strip cells would read 25 MB). Derived from the canonical
 -- bytes by SQLite's JSON functions, at insert time by a trigger (every insert path: walks,
 -- reveal, import) and here once for the rows already stored. Derived data only: `records verify`
 -- checks the records themselves, never this table.
 CREATE TABLE record_facts (
     record_id       INTEGER PRIMARY KEY REFERENCES records (id),
+    sha256          TEXT    NOT NULL,
+    walked_at       TEXT    NOT NULL,
+    endpoint        TEXT    NOT NULL,
+    outcome         TEXT,
+    n_pass          INTEGER,
+    n_total         INTEGER,
     transport_error INTEGER NOT NULL CHECK (transport_error IN (0, 1)),
     failed          TEXT    NOT NULL,
     witness_name    TEXT,
     vantage         TEXT
 );
 
-INSERT INTO record_facts (record_id, transport_error, failed, witness_name, vantage)
-SELECT r.id,
+INSERT INTO record_facts (record_id, sha256, walked_at, endpoint, outcome, n_pass, n_total,
+    transport_error, failed, witness_name, vantage)
+SELECT r.id, r.sha256, r.walked_at, r.endpoint, r.outcome, r.n_pass, r.n_total,
     EXISTS (SELECT 1 FROM json_each(CAST(r.canonical AS TEXT), '$.nodes') n
             WHERE json_extract(n.value, '$.kind') = 'fetch'
               AND json_extract(n.value, '$.response.status') = 0),
@@ -31,8 +40,9 @@ FROM records r;
 
 CREATE TRIGGER records_facts AFTER INSERT ON records
 BEGIN
-    INSERT INTO record_facts (record_id, transport_error, failed, witness_name, vantage)
-    VALUES (NEW.id,
+    INSERT INTO record_facts (record_id, sha256, walked_at, endpoint, outcome, n_pass, n_total,
+        transport_error, failed, witness_name, vantage)
+    VALUES (NEW.id, NEW.sha256, NEW.walked_at, NEW.endpoint, NEW.outcome, NEW.n_pass, NEW.n_total,
         EXISTS (SELECT 1 FROM json_each(CAST(NEW.canonical AS TEXT), '$.nodes') n
                 WHERE json_extract(n.value, '$.kind') = 'fetch'
                   AND json_extract(n.value, '$.response.status') = 0),

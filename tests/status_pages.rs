@@ -135,12 +135,35 @@ async fn overview_shows_each_target_its_verdict_strip_and_counts_that_agree() {
         "{failed_names:?}"
     );
 
-    // How the last record was filed: the honest target's third walk of the day was kept local
-    // (the intake counts one per witness, endpoint and day).
-    assert_eq!(
-        texts(&doc, "tr.target[data-name=\"honest\"] td.filed"),
-        ["kept local (one counted record per day)"]
-    );
+    // How the last record was filed: the newest record's own submission, in an operator's
+    // words (the intake counts one per witness, endpoint and day; the rest stay local or are
+    // stored uncounted).
+    let filed_as = |sha: &str| {
+        let id = store.get_by_prefix(sha).unwrap().row.id;
+        let subs = conduct_walker::store::outbox::for_record(store.connection(), id).unwrap();
+        assert_eq!(subs.len(), 1);
+        conduct_walker::pages::render::filing(&subs)
+    };
+    for (name, sha) in [("honest", &honest[2]), ("failing", &failing[1])] {
+        let shown = texts(&doc, &format!("tr.target[data-name=\"{name}\"] td.filed"));
+        assert_eq!(shown, [filed_as(sha)], "{name}");
+        if name == "honest" {
+            // Its third walk of the day: the first took the day's counted place.
+            assert_eq!(shown, ["kept local (one counted record per day)"]);
+        }
+        assert!(
+            [
+                "counted",
+                "kept local",
+                "stored, not counted",
+                "duplicate",
+                "queued"
+            ]
+            .iter()
+            .any(|p| shown[0].starts_with(p)),
+            "{shown:?}"
+        );
+    }
 
     // Counts agree with `records list` and with /metrics.
     let listed = store.list(&ListFilter::default()).unwrap().len();

@@ -47,6 +47,7 @@ pub struct World {
     pub emulator: RunningEmulator,
     pub dir: tempfile::TempDir,
     pub pipeline: Pipeline,
+    pub clock: Arc<conduct_walker::clock::ManualClock>,
 }
 
 impl World {
@@ -110,11 +111,15 @@ impl World {
             emulator,
             dir,
             pipeline,
+            clock,
         }
     }
 
     /// Walk an agent through the pipeline and note it as a daemon fire of `target`.
     pub async fn fire(&self, target: &str, agent: &SandboxAgent, at: &str) -> JobReport {
+        // Each walk a minute later: two walks with the same walked_at and duration would be
+        // the same bytes, one record.
+        self.clock.advance(chrono::Duration::seconds(60));
         let request = common::request(&agent.origin(), None, Mode::A2a, Wire::V1_0);
         let report = self
             .pipeline

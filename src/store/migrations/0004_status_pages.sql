@@ -9,7 +9,9 @@
 -- reveal, import) and here once for the rows already stored. Derived data only: `records verify`
 -- checks the records themselves, never this table.
 CREATE TABLE record_facts (
-    record_id       INTEGER PRIMARY KEY REFERENCES records (id),
+    -- No foreign key: a tampered store (a row deleted behind the triggers' back) must stay
+    -- readable so `records verify` and the pages can show the damage.
+    record_id       INTEGER PRIMARY KEY,
     sha256          TEXT    NOT NULL,
     walked_at       TEXT    NOT NULL,
     endpoint        TEXT    NOT NULL,

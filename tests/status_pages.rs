@@ -195,7 +195,7 @@ async fn overview_shows_each_target_its_verdict_strip_and_counts_that_agree() {
     assert_eq!(outbox.iter().map(|(_, n)| n).sum::<u64>() as usize, listed);
     assert_eq!(status::outbox_by_state(store.connection()).unwrap(), outbox);
 
-    // The facts the pages read (SQL, migration 4) are what the record bytes say.
+    // The facts the pages read (SQL, migration 5) are what the record bytes say.
     for row in store.list(&ListFilter::default()).unwrap() {
         let rec = store.get_by_prefix(&row.sha256).unwrap();
         let fires = status::endpoint_records(store.connection(), &row.meta.endpoint, 100).unwrap();

@@ -59,8 +59,8 @@ pub enum RecordsCommand {
         /// Only records walked at or after DATE (YYYY-MM-DD or RFC 3339).
         #[arg(long, value_name = "DATE")]
         since: Option<String>,
-        /// Only records with this verdict outcome.
-        #[arg(long, value_enum)]
+        /// Only records with this verdict outcome (PASS or FAIL, any case).
+        #[arg(long, value_enum, ignore_case = true)]
         outcome: Option<Outcome>,
         /// One JSON object per line instead of text.
         #[arg(long)]
@@ -342,18 +342,44 @@ fn import(db: &DbArg, file: &Path) -> anyhow::Result<ExitCode> {
             line_numbers.push(i + 1);
         }
     }
-    let store = Store::open(&db.path()?)?;
+    let path = db.path()?;
+    let existed = path.exists();
+    let store = Store::open(&path)?;
+    // An import that brings nothing into a store it created leaves no empty store behind.
+    let discard_if_new = |store: Store| {
+        if !existed {
+            drop(store);
+            for suffix in ["", "-wal", "-shm"] {
+                let mut name = path.clone().into_os_string();
+                name.push(suffix);
+                let _ = std::fs::remove_file(name);
+            }
+        }
+    };
     let summary = match store.insert_many(&records) {
         Ok(s) => s,
         Err(StoreError::InBatch { index, source }) => {
+            discard_if_new(store);
             anyhow::bail!(
                 "{} line {}: {source}; nothing was imported",
                 file.display(),
                 line_numbers[index]
             )
         }
-        Err(e) => return Err(e.into()),
+        Err(e) => {
+            discard_if_new(store);
+            return Err(e.into());
+        }
     };
+    if summary.inserted == 0 && !existed {
+        discard_if_new(store);
+        println!(
+            "imported nothing ({} records already present, none new); no store was created at {}",
+            summary.already_present,
+            path.display()
+        );
+        return Ok(ExitCode::from(EXIT_OK));
+    }
     println!(
         "imported {} records, {} already present; {} now holds {} records",
         summary.inserted,

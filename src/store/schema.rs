@@ -26,8 +26,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("migrations/0003_daemon.sql"),
     },
     Migration {
+        name: "mcp",
+        sql: include_str!("migrations/0004_mcp.sql"),
+    },
+    Migration {
         name: "status_pages",
-        sql: include_str!("migrations/0004_status_pages.sql"),
+        sql: include_str!("migrations/0005_status_pages.sql"),
     },
 ];
 

@@ -1,6 +1,6 @@
 //! Read-only queries behind the status pages (`crate::pages`): a target's latest fires, an
 //! endpoint's records across witnesses, a record's neighbours and intake answers, lane use per
-//! day. Each reads a bounded number of rows through an index (migration 4), never every row, so
+//! day. Each reads a bounded number of rows through an index (migration 5), never every row, so
 //! the pages stay fast on a large store. Shared by every face that serves the pages (the daemon's
 //! listener, `records serve`); the daemon writes `daemon_walks` (`crate::daemon::db`), these only
 //! read it.
@@ -8,7 +8,7 @@
 use super::StoreError;
 use rusqlite::{Connection, OptionalExtension, params};
 
-/// What a record shows beyond its `records` columns (migration 4's `record_facts`).
+/// What a record shows beyond its `records` columns (migration 5's `record_facts`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Facts {
     /// Some fetch ended in a transport error (status 0).
@@ -19,7 +19,7 @@ pub struct Facts {
     pub vantage: Option<String>,
 }
 
-/// The same facts from a record's bytes, for stores older than migration 4 (opened read-only,
+/// The same facts from a record's bytes, for stores older than migration 5 (opened read-only,
 /// so never migrated) and to check the SQL derivation against.
 pub fn facts_from_canonical(canonical: &[u8]) -> Facts {
     let Ok(v) = crate::json::parse_lenient(canonical) else {
@@ -55,7 +55,7 @@ fn split_failed(s: &str) -> Vec<String> {
         .collect()
 }
 
-/// Whether the store has migration 4's `record_facts` (a read-only store may be older).
+/// Whether the store has migration 5's `record_facts` (a read-only store may be older).
 pub fn has_facts(conn: &Connection) -> Result<bool, StoreError> {
     Ok(conn
         .query_row(
@@ -441,7 +441,7 @@ pub fn fire_of_record(
     if !has_daemon_walks(conn)? {
         return Ok(None);
     }
-    // daemon_walks_record (migration 4) makes this one seek.
+    // daemon_walks_record (migration 5) makes this one seek.
     Ok(conn
         .prepare_cached("SELECT target, started_at FROM daemon_walks WHERE record_id = ?1 LIMIT 1")?
         .query_row([record_id], |r| Ok((r.get(0)?, r.get(1)?)))

@@ -728,6 +728,20 @@ impl Pipeline {
         })
     }
 
+    /// The limits each intake stated (`GET /witness`) during this run, by intake URL.
+    pub fn stated_limits(&self) -> Vec<(String, Limits)> {
+        let mut v: Vec<(String, Limits)> = self
+            .inner
+            .limits
+            .lock()
+            .expect("limits lock")
+            .iter()
+            .map(|(k, l)| (k.clone(), *l))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+
     /// The submissions of a stored record.
     pub async fn submissions_of(&self, record_id: i64) -> Result<Vec<Submission>, PipelineError> {
         self.with_store(move |s| outbox::for_record(s.connection(), record_id))

@@ -12,6 +12,7 @@
 pub mod meta;
 pub mod outbox;
 pub mod schema;
+pub mod status;
 pub mod transfer;
 pub mod verify;
 

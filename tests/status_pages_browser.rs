@@ -1,7 +1,7 @@
 //! The status pages of a running daemon in a real browser (Debian's headless Chromium, which
 //! `.ci/run` installs): the DOM holds the expected rows, the hostile agent's payloads (which try
-//! to change `document.title`) did not run, and the overview's screenshot is the README's
-//! (`docs/overview.png`). Skips, saying so, only where no Chromium is installed.
+//! to change `document.title`) did not run, and the overview's screenshot is taken (the README's
+//! `docs/overview.png` with `UPDATE_SCREENSHOT=1`). Skips, saying so, only where no Chromium is installed.
 
 mod common;
 mod daemon_support;
@@ -158,8 +158,13 @@ fn a_browser_renders_the_pages_and_runs_none_of_the_payloads() {
     assert_eq!(record.select(&sel("script")).count(), 0);
     assert_eq!(record.select(&sel("img")).count(), 0);
 
-    // The README's screenshot.
-    let png: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/overview.png");
+    // The README's screenshot: written under target/ on every run, and over docs/overview.png
+    // only when asked (UPDATE_SCREENSHOT=1), so running the tests leaves the source tree alone.
+    let png: PathBuf = if std::env::var_os("UPDATE_SCREENSHOT").is_some() {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/overview.png")
+    } else {
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("overview.png")
+    };
     std::fs::create_dir_all(png.parent().unwrap()).unwrap();
     let shot = tempfile::tempdir().unwrap();
     let tmp = shot.path().join("overview.png");

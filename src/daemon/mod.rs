@@ -17,8 +17,8 @@ pub mod runner;
 pub mod scheduler;
 pub mod store;
 
-use chrono::Utc;
 use crate::config::{self, Config, ConfigError, ConfigTransportError, KeySource};
+use chrono::Utc;
 use consent::ConsentGate;
 use ed25519_dalek::SigningKey;
 use runner::JobRunner;

@@ -37,6 +37,9 @@ pub struct ConfigFile {
     /// `[card_signature]`: pinned card-signature keys per origin and revocations (A2A §8.4).
     #[serde(default)]
     pub card_signature: crate::card_signature::TrustConfig,
+    /// `[mcp]`: what a model may do through `conduct-walker mcp`.
+    #[serde(default)]
+    pub mcp: McpSection,
     #[serde(default, rename = "target", skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<TargetSection>,
 }
@@ -147,6 +150,34 @@ impl Default for DaemonSection {
     }
 }
 
+/// `[mcp]`: the operator's limits on what a model may do through the MCP server. Identity,
+/// key, store and network rules are the rest of this file; a model never chooses them.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpSection {
+    /// Whether a tool call may file records with the intake at all (false: store only).
+    #[serde(default = "yes")]
+    pub allow_submit: bool,
+    /// Whether `witness_name` / `vantage` given by the model are written into records (false:
+    /// the `[witness]` identity is always used, and the answer says so).
+    #[serde(default)]
+    pub allow_model_identity: bool,
+    /// Walks a model may start per UTC day; default: the witness's lane budget at the intake
+    /// (5 unsigned or address-signed, 50 domain-signed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daily_walk_cap: Option<Spanned<u32>>,
+}
+
+impl Default for McpSection {
+    fn default() -> Self {
+        McpSection {
+            allow_submit: true,
+            allow_model_identity: false,
+            daily_walk_cap: None,
+        }
+    }
+}
+
 /// One `[[target]]`.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -253,6 +284,9 @@ fn default_body_cap() -> usize {
 fn default_listen() -> Spanned<String> {
     Spanned::new(0..0, DEFAULT_LISTEN.to_string())
 }
+/// Walks at once, at most (a semaphore's permits; far above what 2 cores can use).
+pub const MAX_CONCURRENCY: u64 = 1024;
+
 fn default_concurrency() -> Spanned<usize> {
     Spanned::new(0..0, 4)
 }
@@ -341,22 +375,34 @@ pub struct Schedule {
 impl Schedule {
     /// Parse a pattern (5 fields, or 6 with seconds first; `@daily` and friends).
     pub fn parse(pattern: &str, offset: Duration) -> Result<Schedule, String> {
+        let s = Schedule::parse_pattern(pattern, offset)?;
+        s.check_fires()?;
+        Ok(s)
+    }
+
+    fn parse_pattern(pattern: &str, offset: Duration) -> Result<Schedule, String> {
         let parser = croner::parser::CronParser::builder()
             .seconds(croner::parser::Seconds::Optional)
             .build();
         let cron = parser
             .parse(pattern)
             .map_err(|e| format!("not a cron pattern ({e}): {pattern:?}"))?;
-        let s = Schedule {
+        Ok(Schedule {
             pattern: pattern.to_string(),
             cron,
             offset,
-        };
-        // A pattern that parses but never matches (Feb 30) would park the target forever.
-        if s.next_after(Utc::now()).is_none() {
-            return Err(format!("the cron pattern {pattern:?} never fires"));
+        })
+    }
+
+    /// A pattern that parses but never matches (Feb 30) would park the target forever.
+    /// Finding that out means searching the calendar (tens of milliseconds), so a config with
+    /// many targets checks each distinct pattern once.
+    fn check_fires(&self) -> Result<(), String> {
+        // Whether the pattern matches at all does not depend on the target's offset.
+        match self.cron.find_next_occurrence(&Utc::now(), false) {
+            Ok(_) => Ok(()),
+            Err(_) => Err(format!("the cron pattern {:?} never fires", self.pattern)),
         }
-        Ok(s)
     }
 
     /// The first fire time strictly after `now`.
@@ -365,10 +411,11 @@ impl Schedule {
         // Fire times are cron times + offset, so look for the next cron time after now - offset.
         // Cron times are whole seconds: the first one after x is the first one after floor(x).
         // (croner keeps a start time's fraction in its answer, so floor it first.)
-        let x = now - offset;
+        // Checked arithmetic: an offset out of chrono's range is "no fire", never a panic.
+        let x = now.checked_sub_signed(offset)?;
         let floor = x - chrono::Duration::nanoseconds(x.timestamp_subsec_nanos() as i64);
         let cron_time = self.cron.find_next_occurrence(&floor, false).ok()?;
-        Some(cron_time + offset)
+        cron_time.checked_add_signed(offset)
     }
 
     /// The next `n` fire times after `now`.
@@ -602,14 +649,60 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
             at(h.span(), why.replace("--allow-host", "allow_hosts entry"));
         }
     }
-    if n.request_deadline_secs == 0 {
-        problems.push(Problem {
-            line: None,
-            key: Some("network.request_deadline_secs".into()),
-            message: "must be at least 1".into(),
-        });
-    }
+    // Every number has a range: values that parse but overflow a date, an instant or a
+    // semaphore later (at start, at reload, at shutdown) are refused here, where a line is
+    // named, instead of panicking the daemon.
     let d = &file.daemon;
+    for (key, value, min, max) in [
+        (
+            "network.request_deadline_secs",
+            n.request_deadline_secs,
+            1,
+            300,
+        ),
+        (
+            "network.body_cap_bytes",
+            n.body_cap_bytes as u64,
+            1024,
+            64 << 20,
+        ),
+        (
+            "daemon.concurrency",
+            *d.concurrency.get_ref() as u64,
+            1,
+            MAX_CONCURRENCY,
+        ),
+        ("daemon.jitter_secs", d.jitter_secs, 0, 86_400),
+        (
+            "daemon.drain_interval_secs",
+            d.drain_interval_secs,
+            1,
+            86_400,
+        ),
+        (
+            "daemon.shutdown_grace_secs",
+            d.shutdown_grace_secs,
+            0,
+            3_600,
+        ),
+    ] {
+        if !(min..=max).contains(&value) {
+            let line = text
+                .lines()
+                .position(|l| {
+                    let name = key.rsplit('.').next().unwrap_or(key);
+                    l.trim_start()
+                        .strip_prefix(name)
+                        .is_some_and(|rest| rest.trim_start().starts_with('='))
+                })
+                .map(|i| i + 1);
+            problems.push(Problem {
+                line,
+                key: Some(key.into()),
+                message: format!("{value} is out of range: must be between {min} and {max}"),
+            });
+        }
+    }
     let mut at = |span: std::ops::Range<usize>, message: String| {
         problems.push(locate(text, Some(span), message));
     };
@@ -635,12 +728,20 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
             }
         },
     };
-    if *d.concurrency.get_ref() == 0 {
-        at(d.concurrency.span(), "must be at least 1".into());
+    if let Some(cap) = &file.mcp.daily_walk_cap
+        && *cap.get_ref() == 0
+    {
+        at(
+            cap.span(),
+            "must be at least 1 (to let a model walk nothing, do not run `conduct-walker mcp`)"
+                .into(),
+        );
     }
     let default_privacy = w.privacy;
     let jitter_max = Duration::from_secs(d.jitter_secs);
     let mut targets: Vec<Target> = Vec::new();
+    // Each distinct pattern's "does it ever fire" answer (an offset does not change it).
+    let mut fires: std::collections::HashMap<String, Result<(), String>> = Default::default();
     for t in &file.targets {
         let origin = t.origin.get_ref();
         if let Err(why) = crate::net::https_url(origin) {
@@ -670,7 +771,14 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
             );
         }
         let offset = jitter_offset(d.jitter_seed, &name, jitter_max);
-        let schedule = match Schedule::parse(t.schedule.get_ref(), offset) {
+        let checked = Schedule::parse_pattern(t.schedule.get_ref(), offset).and_then(|s| {
+            fires
+                .entry(s.pattern.clone())
+                .or_insert_with(|| s.check_fires())
+                .clone()
+                .map(|()| s)
+        });
+        let schedule = match checked {
             Ok(s) => s,
             Err(why) => {
                 at(t.schedule.span(), why);
@@ -750,6 +858,15 @@ impl Config {
 
     /// The transport every walk, consent read and submission uses.
     pub fn transport(&self) -> Result<crate::net::Transport, ConfigTransportError> {
+        let mut tc = crate::net::TransportConfig::new(self.net_policy()?);
+        tc.deadline = self.request_deadline;
+        tc.body_cap = self.body_cap;
+        tc.extra_roots = self.extra_roots()?;
+        Ok(crate::net::Transport::new(tc)?)
+    }
+
+    /// The destination rules: private addresses only at the hosts this file names.
+    pub fn net_policy(&self) -> Result<crate::net::NetPolicy, ConfigTransportError> {
         let mut policy = crate::net::NetPolicy::new(self.allow_private_network);
         for u in self.named_urls() {
             policy.allow_url(&u);
@@ -759,13 +876,18 @@ impl Config {
                 .allow_host_port(h)
                 .map_err(ConfigTransportError::AllowHost)?;
         }
-        let mut tc = crate::net::TransportConfig::new(policy);
-        tc.deadline = self.request_deadline;
-        tc.body_cap = self.body_cap;
+        Ok(policy)
+    }
+
+    /// The trust roots this file adds to the system's (`network.extra_ca`).
+    pub fn extra_roots(
+        &self,
+    ) -> Result<Vec<rustls_pki_types::CertificateDer<'static>>, ConfigTransportError> {
+        let mut roots = Vec::new();
         for p in &self.extra_ca {
-            tc.extra_roots.extend(crate::net::load_pem_certs(p)?);
+            roots.extend(crate::net::load_pem_certs(p)?);
         }
-        Ok(crate::net::Transport::new(tc)?)
+        Ok(roots)
     }
 
     /// The effective configuration as TOML: defaults filled, paths resolved.

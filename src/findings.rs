@@ -22,10 +22,29 @@ pub async fn walk(
     clock: &dyn Clock,
     salt: [u8; 32],
 ) -> WalkOutcome {
+    walk_with_steps(transport, trust, request, clock, salt, &|_| {}).await
+}
+
+/// [`walk`], telling `on_node` before each of the walk's requests leaves.
+pub async fn walk_with_steps(
+    transport: &Transport,
+    trust: &TrustStore,
+    request: &WalkRequest,
+    clock: &dyn Clock,
+    salt: [u8; 32],
+    on_node: walk::OnNode<'_>,
+) -> WalkOutcome {
     let (base, privacy) = (request.base(), request.privacy);
-    walk::run(transport, request, clock, salt, |card, bytes| async move {
-        card_findings(transport, trust, card, bytes, &base, privacy).await
-    })
+    walk::run_with_steps(
+        transport,
+        request,
+        clock,
+        salt,
+        |card, bytes| async move {
+            card_findings(transport, trust, card, bytes, &base, privacy).await
+        },
+        on_node,
+    )
     .await
 }
 

@@ -45,6 +45,8 @@ enum Command {
     IntakeEmulator(cli::intake::IntakeEmulatorArgs),
     /// Measure end-to-end walk throughput against loopback sandbox agents.
     Bench(cli::bench::BenchArgs),
+    /// Serve MCP (stdio, or Streamable HTTP with --listen): let an AI agent be the witness.
+    Mcp(cli::mcp::McpArgs),
 }
 
 fn main() -> ExitCode {
@@ -83,6 +85,7 @@ fn main() -> ExitCode {
             Command::PrintConfig(args) => cli::daemon::print_config(args),
             Command::IntakeEmulator(args) => cli::intake::run(args).await,
             Command::Bench(args) => cli::bench::run(args).await,
+            Command::Mcp(args) => cli::mcp::run(args).await,
         }
     });
     result.unwrap_or_else(|e| cli::fail(&e))

@@ -45,6 +45,22 @@ pub struct PipelineConfig {
     pub file_extra_walks: bool,
 }
 
+/// Where a job stands, for a face that reports progress (the MCP server's notifications).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Stage {
+    /// About to send node n (0, 1 or 3) of the walk.
+    Node(u8),
+    Signing,
+    /// About to commit the record (and its outbox row): from here on the job is not abandoned
+    /// half-way, the commit is one transaction.
+    Storing,
+    /// The record is committed; about to send it to the intake.
+    Filing,
+}
+
+/// Told each [`Stage`] as the job reaches it.
+pub type OnStage<'a> = &'a (dyn Fn(Stage) + Send + Sync);
+
 /// One walk to run.
 #[derive(Debug, Clone)]
 pub struct WalkJob {
@@ -135,6 +151,12 @@ enum Filing {
     DeferredLocally,
     /// Not touched: another task of this process is filing it.
     AlreadyInFlight,
+    /// Not touched: the row is no longer due (settled, or waiting for its retry time) by the
+    /// time it was claimed.
+    NotDue,
+    /// A row left `sending` by a stopped process: the intake already had the record, so it
+    /// was recorded as filed without a second POST.
+    FoundAtIntake,
 }
 
 /// Holds a row in [`Inner::in_flight`] until dropped.
@@ -215,17 +237,27 @@ impl Pipeline {
 
     /// Walk, sign, store, and (when asked) file.
     pub async fn run_job(&self, job: &WalkJob) -> Result<JobReport, PipelineError> {
+        self.run_job_with_stages(job, &|_| {}).await
+    }
+
+    /// [`Pipeline::run_job`], telling `on_stage` as each stage begins.
+    pub async fn run_job_with_stages(
+        &self,
+        job: &WalkJob,
+        on_stage: OnStage<'_>,
+    ) -> Result<JobReport, PipelineError> {
         let mut request = job.request.clone();
         if let Some((_, key_url)) = &self.inner.signing {
             // key_url is part of the signed bytes (§5): set before canonicalising.
             request.witness.key_url = key_url.clone();
         }
-        let outcome = crate::findings::walk(
+        let outcome = crate::findings::walk_with_steps(
             &self.inner.transport,
             &self.inner.trust,
             &request,
             self.inner.clock.as_ref(),
             rand::random(),
+            &|n| on_stage(Stage::Node(n)),
         )
         .await;
         let intake_url = job
@@ -237,8 +269,14 @@ impl Pipeline {
                     .or_else(|| outcome.witness_intake.clone())
             })
             .flatten();
-        self.store_and_file(outcome, intake_url, job.submit, &request.witness.name)
-            .await
+        self.store_and_file_with_stages(
+            outcome,
+            intake_url,
+            job.submit,
+            &request.witness.name,
+            on_stage,
+        )
+        .await
     }
 
     /// Store a finished walk (and plan its submission), then file it if it is due.
@@ -249,6 +287,19 @@ impl Pipeline {
         submit: bool,
         witness_name: &str,
     ) -> Result<JobReport, PipelineError> {
+        self.store_and_file_with_stages(outcome, intake_url, submit, witness_name, &|_| {})
+            .await
+    }
+
+    async fn store_and_file_with_stages(
+        &self,
+        outcome: WalkOutcome,
+        intake_url: Option<String>,
+        submit: bool,
+        witness_name: &str,
+        on_stage: OnStage<'_>,
+    ) -> Result<JobReport, PipelineError> {
+        on_stage(Stage::Signing);
         let signed = self
             .inner
             .signing
@@ -272,6 +323,7 @@ impl Pipeline {
         };
         let now = self.now();
         let (today, file_extra_walks) = (self.today(), self.inner.file_extra_walks);
+        on_stage(Stage::Storing);
         // The record's checks (signature included) run here, in parallel with other walks;
         // the writer then commits every record that arrived meanwhile in one transaction.
         let prepared = tokio::task::spawn_blocking(move || new_record.prepare())
@@ -303,7 +355,10 @@ impl Pipeline {
         let committed = self.inner.writer.commit(prepared, then).await?;
         let (record_id, submission) = (committed.id, committed.extra);
         let submission = match submission {
-            Some(row) if row.state == outbox::QUEUED => Some(self.attempt(row.id).await?.0),
+            Some(row) if row.state == outbox::QUEUED => {
+                on_stage(Stage::Filing);
+                Some(self.attempt(row.id).await?.0)
+            }
             other => other,
         };
         Ok(JobReport {
@@ -401,17 +456,62 @@ impl Pipeline {
                 .await?;
             return Ok((row, Filing::AlreadyInFlight));
         };
+        // Re-read under the claim: a drain works from a snapshot of due rows, and the walk
+        // that planned a row may have filed it since; sending it again would file it twice.
         let row = self
             .with_store(move |s| outbox::get(s.connection(), submission_id))
             .await?;
+        let now_t = self.inner.clock.now();
+        let now = rfc3339_seconds(now_t);
+        let due = row.state == outbox::SENDING
+            || (row.state == outbox::QUEUED
+                && row
+                    .next_attempt_at
+                    .as_deref()
+                    .is_none_or(|t| t <= now.as_str()));
+        if !due {
+            return Ok((row, Filing::NotDue));
+        }
+        if row.state == outbox::SENDING {
+            // A process stopped between its POST and the answer: ask before sending again.
+            let record_id = row.record_id;
+            let sha = self
+                .with_store(move |s| Ok(s.get_by_id(record_id)?.row.sha256))
+                .await?;
+            if let Some(found) = intake::lookup(&self.inner.transport, &row.intake_url, &sha).await
+            {
+                let answer = OwnedAttempt {
+                    state: outbox::FILED.into(),
+                    answer: found.kind().into(),
+                    status: 200,
+                    body: "found at the intake (GET /witness/<sha256>) after an interrupted attempt; not sent again".into(),
+                    error: None,
+                    reason_code: None,
+                    counted: None,
+                    count_reason: None,
+                    filed_day: Some(lanes::utc_day(now_t)),
+                    next_attempt_at: None,
+                };
+                let row = self
+                    .with_store(move |s| {
+                        outbox::record_attempt(
+                            s.connection(),
+                            submission_id,
+                            &now,
+                            &answer.borrow(),
+                        )?;
+                        outbox::get(s.connection(), submission_id)
+                    })
+                    .await?;
+                return Ok((row, Filing::FoundAtIntake));
+            }
+        }
         let limits = self.limits_for(&row.intake_url).await;
         let lane = Lane::from_key(&row.lane);
         let (url, lane_key, day) = (row.intake_url.clone(), row.lane.clone(), self.today());
         let (global, in_lane) = self
             .with_store(move |s| outbox::accepted_on(s.connection(), &url, &lane_key, &day))
             .await?;
-        let now_t = self.inner.clock.now();
-        let now = rfc3339_seconds(now_t);
         if !lanes::has_room(
             &limits,
             &lane,
@@ -459,7 +559,9 @@ impl Pipeline {
             signature_ed25519_b64: signature,
             public_key_ed25519_b64: public_key,
         };
-        let (answer, ex) = intake::submit(&self.inner.transport, &row.intake_url, &body).await;
+        let sha256 = crate::digest::sha256_hex(&canonical);
+        let (answer, ex) =
+            intake::submit(&self.inner.transport, &row.intake_url, &body, &sha256).await;
         let attempts = row.attempts as u32 + 1;
         let today = lanes::utc_day(now_t);
         let retry_at;
@@ -509,8 +611,11 @@ impl Pipeline {
             } => {
                 r.error = Some(error.clone());
                 let delay = lanes::backoff(attempts, *retry_after, rand::random::<f64>());
-                retry_at =
-                    now_t + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::hours(6));
+                // Checked: whatever an intake says, a date overflow must not take the walk down.
+                retry_at = chrono::Duration::from_std(delay)
+                    .ok()
+                    .and_then(|d| now_t.checked_add_signed(d))
+                    .unwrap_or_else(|| now_t + chrono::Duration::hours(6));
                 r.next_attempt_at = Some(rfc3339_seconds(retry_at));
             }
         }
@@ -526,6 +631,12 @@ impl Pipeline {
         Ok((row, Filing::Sent))
     }
 
+    /// File one outbox row if it is still due when claimed (what a drain does with each row
+    /// of its snapshot); the row as it stands afterwards.
+    pub async fn file_submission(&self, submission_id: i64) -> Result<Submission, PipelineError> {
+        Ok(self.attempt(submission_id).await?.0)
+    }
+
     /// File everything that is due, in order.
     pub async fn drain_outbox(&self) -> Result<DrainReport, PipelineError> {
         let now = self.now();
@@ -537,9 +648,9 @@ impl Pipeline {
             let (after, filing) = self.attempt(row.id).await?;
             match filing {
                 Filing::Sent => report.attempted += 1,
-                Filing::DeferredLocally => {}
+                Filing::DeferredLocally | Filing::FoundAtIntake => {}
                 // The task filing it reports it.
-                Filing::AlreadyInFlight => continue,
+                Filing::AlreadyInFlight | Filing::NotDue => continue,
             }
             match after.state.as_str() {
                 outbox::FILED => report.filed += 1,
@@ -598,6 +709,20 @@ impl Pipeline {
             lanes_used_today: outbox::lanes_used(conn, &self.today())?,
             submissions_by_answer: outbox::by_answer(conn)?,
         })
+    }
+
+    /// The limits each intake stated (`GET /witness`) during this run, by intake URL.
+    pub fn stated_limits(&self) -> Vec<(String, Limits)> {
+        let mut v: Vec<(String, Limits)> = self
+            .inner
+            .limits
+            .lock()
+            .expect("limits lock")
+            .iter()
+            .map(|(k, l)| (k.clone(), *l))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
     }
 
     /// The submissions of a stored record.

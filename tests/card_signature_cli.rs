@@ -11,8 +11,7 @@ use std::path::{Path, PathBuf};
 const BIN: &str = env!("CARGO_BIN_EXE_conduct-walker");
 
 fn signed_vectors() -> Value {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/vectors/card-signature/signed.json");
+    let path = conduct_walker::sandbox::shared_vectors("card-signature/signed.json");
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
@@ -251,4 +250,29 @@ async fn url_against_a_sandbox_agent_with_jwks_at_jku() {
         out.contains("signature 0: invalid alg=EdDSA kid=agent-1 key=jku_same_host"),
         "{out}"
     );
+}
+
+#[tokio::test]
+async fn card_and_jwks_files_have_the_network_paths_caps() {
+    let dir = tempfile::tempdir().unwrap();
+    let huge = dir.path().join("huge.json");
+    // 2 MiB of valid JSON: more than the 1 MiB card cap (and the 64 KiB JWKS cap).
+    std::fs::write(&huge, format!("[{}0]", "0,".repeat(1024 * 1024))).unwrap();
+    let (code, _, err) = run(&["card", "verify", "--file", huge.to_str().unwrap()]).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("more than 1048576 bytes"), "{err}");
+    let card = write(dir.path(), "card.json", &signed_vectors());
+    let (code, _, err) = run(&[
+        "card",
+        "verify",
+        "--file",
+        card.to_str().unwrap(),
+        "--origin",
+        "https://agent.example",
+        "--jwks",
+        huge.to_str().unwrap(),
+    ])
+    .await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("more than 65536 bytes"), "{err}");
 }

@@ -336,7 +336,7 @@ async fn a_rotated_key_two_signatures_one_stale() {
     // The header block still reads the first (stale) entry, as the reference does.
     assert_eq!(r.record_block(false)["kid"], "2025-key");
     assert!(
-        r.verified_reason()
+        r.verified_reason(false)
             .starts_with("verified: signatures[1] of 2")
     );
 
@@ -384,4 +384,100 @@ async fn a_plain_http_jku_is_not_fetched() {
         "{}",
         r.signatures[0].reason
     );
+}
+
+/// `verified` is three-valued (conduct-walk.md §4.3): `false` only after a check against a key
+/// that was obtained; a card nothing could be checked on is `null`, with the reason per entry,
+/// and its does_not_establish line says "could not check", not "does not verify".
+#[tokio::test]
+async fn verified_is_true_false_or_null_and_null_never_reads_as_bad() {
+    let ca = SandboxCa::generate();
+    let signer = key("k1", 1);
+    let impostor = key("k1", 2); // same kid, another key: a real check that fails
+    let published = json!({"keys": [signer.jwk.clone()]});
+    let (server, _) = jwks_server(&ca, move |_| Resp::json(200, &published)).await;
+    let origin = server.base();
+    let jku = format!("{origin}{JWKS_PATH}");
+    let t = transport(&ca, &[&origin], &[]);
+    let trust = TrustStore::default();
+    let check = |card: Value, t: Option<Transport>| {
+        let trust = trust.clone();
+        let origin = origin.clone();
+        async move { card_signature::verify_card_at(&card, &origin, t.as_ref(), &trust, NOW).await }
+    };
+
+    let good = check(sign(&card(), &signer, &jku), Some(t.clone())).await;
+    assert_eq!(good.verified(), Some(true));
+    assert_eq!(good.record_block(false)["verified"], true);
+
+    let bad = check(sign(&card(), &impostor, &jku), Some(t.clone())).await;
+    assert_eq!(bad.verified(), Some(false), "{:?}", bad.signatures);
+    let block = bad.record_block(false);
+    assert_eq!(block["verified"], false);
+    assert!(
+        block["verified_reason"]
+            .as_str()
+            .unwrap()
+            .starts_with(card_signature::VERIFIED_REASON_INVALID_HEAD)
+    );
+    assert_eq!(bad.attribution_line(), card_signature::ATTRIBUTION_INVALID);
+
+    // The key server is down: nothing was checked.
+    let down = {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dead = format!("https://127.0.0.1:{port}{JWKS_PATH}");
+        let t = transport(&ca, &[&origin, &dead], &[]);
+        check(sign(&card(), &signer, &dead), Some(t)).await
+    };
+    // Unsupported algorithm (refused on principle), and no key at all (no jku, not pinned).
+    let mut hs256 = sign(&card(), &signer, &jku);
+    hs256["signatures"][0]["protected"] = json!(base64_url(r#"{"alg":"HS256","kid":"k1"}"#));
+    let refused = check(hs256, Some(t.clone())).await;
+    let mut no_jku = sign(&card(), &signer, &jku);
+    no_jku["signatures"][0]["protected"] =
+        json!(base64_url(r#"{"alg":"EdDSA","typ":"JOSE","kid":"k1"}"#));
+    let keyless = check(no_jku, Some(t.clone())).await;
+    let mut garbled = sign(&card(), &signer, &jku);
+    garbled["signatures"][0]["protected"] = json!("%%% not base64 %%%");
+    let malformed = check(garbled, Some(t.clone())).await;
+
+    for (name, r, cause) in [
+        ("jku server down", &down, "no_key"),
+        ("HS256", &refused, "refused"),
+        ("no jku, not pinned", &keyless, "no_key"),
+        ("malformed", &malformed, "malformed"),
+    ] {
+        assert_eq!(r.verified(), None, "{name}: {:?}", r.signatures);
+        let block = r.record_block(false);
+        assert_eq!(block["verified"], Value::Null, "{name}");
+        let reason = block["verified_reason"].as_str().unwrap();
+        assert!(
+            reason.starts_with(card_signature::VERIFIED_REASON_UNCHECKED_HEAD)
+                && reason.contains(cause)
+                && reason.contains("signatures[0]: "),
+            "{name}: {reason}"
+        );
+        assert_eq!(
+            r.attribution_line(),
+            card_signature::ATTRIBUTION_UNCHECKED,
+            "{name}"
+        );
+    }
+    let down_reason = down.record_block(false)["verified_reason"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        down_reason.contains("jku fetch failed"),
+        "the transport error is named: {down_reason}"
+    );
+}
+
+fn base64_url(text: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(text)
 }

@@ -428,3 +428,36 @@ async fn a_commitments_salt_and_kept_record_are_written_owner_only() {
         "the output check leaves nothing behind"
     );
 }
+
+#[tokio::test]
+async fn an_origin_with_a_path_is_walked_as_given_and_explained() {
+    let ca = SandboxCa::generate();
+    let dir = tempfile::tempdir().unwrap();
+    let ca_path = dir.path().join("ca.pem");
+    ca.write_pem(&ca_path).unwrap();
+    let agent = SandboxAgent::start(&ca, Behaviour::default())
+        .await
+        .unwrap();
+    let mut cmd = bin();
+    walk_args(&mut cmd, &format!("{}/agents/a/", agent.origin()));
+    cmd.args(["--allow-private-network", "--ca-cert"])
+        .arg(&ca_path)
+        .arg("--out")
+        .arg(dir.path().join("r.json"));
+    let out = run(cmd).await;
+    let (stdout, err) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{err}");
+    assert!(
+        err.contains("--origin has a path (/agents/a)")
+            && err.contains(&format!(
+                "{}/agents/a/.well-known/agent-card.json",
+                agent.origin()
+            )),
+        "{err}"
+    );
+    assert_eq!(
+        agent.card_fetches(),
+        0,
+        "the host's own card was not what was asked"
+    );
+}

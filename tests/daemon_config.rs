@@ -342,3 +342,55 @@ fn a_relative_jwks_file_is_read_beside_the_config_whatever_the_working_directory
         "{text}"
     );
 }
+
+#[test]
+fn numbers_that_would_overflow_later_are_refused_with_their_line() {
+    // Each of these passed `config check` and then panicked the daemon (at start, reload or
+    // shutdown): a date overflow, a semaphore's permit limit, an instant overflow.
+    for (key, value) in [
+        ("jitter_secs", "9223372036854775807"),
+        ("concurrency", "18446744073709551615"),
+        ("shutdown_grace_secs", "18446744073709551615"),
+        ("drain_interval_secs", "0"),
+    ] {
+        let line = format!("{key} = {value}");
+        let text = if key == "jitter_secs" {
+            GOOD.replace("jitter_secs = 30", &line)
+        } else {
+            GOOD.replace("[daemon]\n", &format!("[daemon]\n{line}\n"))
+        };
+        let at = text.lines().position(|l| l == line).unwrap() + 1;
+        let found = problems(&text);
+        assert_eq!(found.len(), 1, "{key}: {found:?}");
+        assert_eq!(found[0].line, Some(at), "{key}: {found:?}");
+        assert!(
+            found[0].message.contains("out of range"),
+            "{key}: {found:?}"
+        );
+    }
+    let text = GOOD.replace(
+        "[daemon]\n",
+        "[network]\nrequest_deadline_secs = 100000\n\n[daemon]\n",
+    );
+    let found = problems(&text);
+    assert_eq!(
+        found[0].key.as_deref(),
+        Some("network.request_deadline_secs")
+    );
+}
+
+#[test]
+fn every_target_with_a_pattern_that_never_fires_is_refused() {
+    // The calendar search behind "never fires" is done once per distinct pattern (measured in
+    // the issue note with `time conduct-walker config check`), and every target still says so.
+    let mut text = String::from("[witness]\nname = \"w\"\nvantage = \"v\"\n");
+    for i in 0..250 {
+        text.push_str(&format!(
+            "\n[[target]]\nname = \"t{i}\"\norigin = \"https://agent.example\"\nschedule = \"0 0 31 2 *\"\n"
+        ));
+    }
+    let found = problems(&text);
+    assert_eq!(found.len(), 250);
+    assert!(found.iter().all(|p| p.message.contains("never fires")));
+    assert_eq!(found[249].line, Some(4 + 249 * 5 + 4));
+}

@@ -4,7 +4,7 @@ use conduct_walker::jcs;
 use std::path::PathBuf;
 
 fn vectors() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/vectors/jcs")
+    conduct_walker::sandbox::shared_vectors("jcs")
 }
 
 #[test]

@@ -12,9 +12,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 
 fn shared(path: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/vectors")
-        .join(path)
+    conduct_walker::sandbox::shared_vectors("").join(path)
 }
 
 fn vectors() -> Value {

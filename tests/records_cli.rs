@@ -80,6 +80,8 @@ fn list_shows_one_line_per_record_and_filters() {
 
     let o = run(&["records", "list", "--db", db(&path), "--outcome", "FAIL"]);
     assert_eq!(stdout(&o).lines().count(), 1);
+    let lower = run(&["records", "list", "--db", db(&path), "--outcome", "fail"]);
+    assert_eq!(stdout(&lower), stdout(&o), "--outcome takes any case");
     let o = run(&[
         "records",
         "list",
@@ -223,7 +225,20 @@ fn import_of_a_bad_line_imports_nothing() {
     ]);
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("line 5"), "{}", stderr(&o));
-    assert_eq!(Store::open_read_only(&target).unwrap().count().unwrap(), 0);
+    assert!(
+        !target.exists(),
+        "an import that brings nothing leaves no empty store behind"
+    );
+    // Into an existing store: nothing changes there either.
+    let o = run(&[
+        "records",
+        "import",
+        file.to_str().unwrap(),
+        "--db",
+        db(&path),
+    ]);
+    assert_eq!(code(&o), 2);
+    assert_eq!(Store::open_read_only(&path).unwrap().count().unwrap(), 4);
 }
 
 #[test]

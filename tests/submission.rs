@@ -154,7 +154,7 @@ async fn second_walk_the_same_day_is_kept_local_by_default_and_uncounted_when_fi
 }
 
 #[tokio::test]
-async fn a_submission_killed_in_flight_is_resent_once_and_deduped() {
+async fn a_submission_killed_in_flight_is_not_resent_and_keeps_its_acceptance() {
     let w = world().await;
     let p = pipeline(&w, None, false);
     let r = p.run_job(&job(&w, Privacy::Full)).await.unwrap();
@@ -168,9 +168,13 @@ async fn a_submission_killed_in_flight_is_resent_once_and_deduped() {
     let restarted = pipeline(&w, None, false);
     let drained = restarted.drain_outbox().await.unwrap();
     assert_eq!(drained.filed, 1);
+    assert_eq!(
+        drained.attempted, 0,
+        "found at the intake, not POSTed again"
+    );
     let subs = restarted.submissions_of(r.record_id).await.unwrap();
     assert_eq!(subs[0].state, "filed");
-    assert_eq!(subs[0].last_answer.as_deref(), Some("duplicate"));
+    assert_eq!(subs[0].last_answer.as_deref(), Some("accepted"));
     assert_eq!(
         w.emulator.stored_count(),
         1,
@@ -303,7 +307,10 @@ async fn refusals_are_classified_by_reason_code_and_never_retried() {
     let post = |body: IntakeSubmission| {
         let t = t.clone();
         let url = url.clone();
-        async move { intake::submit(&t, &url, &body).await.0 }
+        async move {
+            let sha = conduct_walker::digest::sha256_hex(body.record_canonical.as_bytes());
+            intake::submit(&t, &url, &body, &sha).await.0
+        }
     };
     let unsigned = |record: serde_json::Value| IntakeSubmission {
         record_canonical: String::from_utf8(conduct_walker::canonical::to_bytes(&record)).unwrap(),
@@ -402,7 +409,7 @@ async fn refusals_are_classified_by_reason_code_and_never_retried() {
             b"{}".to_vec(),
         ))
         .await;
-    assert_eq!(intake::classify(&ex).kind(), "refused");
+    assert_eq!(intake::classify(&ex, "00").kind(), "refused");
     assert_eq!(ex.status, 400);
     let big = IntakeSubmission {
         record_canonical: "x".repeat(70_000),
@@ -621,5 +628,77 @@ async fn the_intakes_429_leaves_the_record_queued_until_the_next_utc_day() {
         w.emulator.stored_count(),
         1,
         "nothing stored beyond the cap"
+    );
+}
+
+/// Filing exactly once (issue 14, section 4): a drain works from a snapshot of due rows; a row
+/// the walk filed after that snapshot must not be sent again when the drain reaches it.
+#[tokio::test]
+async fn a_row_filed_after_a_drains_snapshot_is_not_sent_again() {
+    let w = world().await;
+    let p = pipeline(&w, None, false);
+    let r = p.run_job(&job(&w, Privacy::Full)).await.unwrap();
+    let rows = p.submissions_of(r.record_id).await.unwrap();
+    assert_eq!(rows[0].state, "filed");
+    assert_eq!(rows[0].attempts, 1);
+    // The stale drain reaches the row it saw as due.
+    let after = p.file_submission(rows[0].id).await.unwrap();
+    assert_eq!(after.attempts, 1, "not sent a second time");
+    assert_eq!(after.last_answer.as_deref(), Some("accepted"));
+    assert_eq!(after.counted, Some(true));
+}
+
+/// A process killed between its POST and the answer leaves the row `sending`; the next run
+/// asks the intake (`GET /witness/<sha256>`) and records it filed without a second POST.
+#[tokio::test]
+async fn an_interrupted_attempt_is_looked_up_before_it_is_resent() {
+    let w = world().await;
+    let p = pipeline(&w, None, false);
+    let r = p.run_job(&job(&w, Privacy::Full)).await.unwrap();
+    assert_eq!(w.emulator.stored_count(), 1);
+    let db = w.dir.path().join("walker.db");
+    // As a kill after the POST left it (the answer never recorded).
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute(
+            "UPDATE submissions SET state = 'sending', last_answer = NULL, counted = NULL",
+            [],
+        )
+        .unwrap();
+    let report = p.drain_outbox().await.unwrap();
+    assert_eq!(report.attempted, 0, "nothing was POSTed again");
+    let rows = p.submissions_of(r.record_id).await.unwrap();
+    assert_eq!(rows[0].state, "filed");
+    assert_eq!(rows[0].last_answer.as_deref(), Some("duplicate"));
+    assert_eq!(rows[0].attempts, 1);
+    assert_eq!(w.emulator.stored_count(), 1);
+}
+
+/// An acceptance is never overwritten by a later answer.
+#[tokio::test]
+async fn a_later_answer_does_not_erase_an_acceptance() {
+    let w = world().await;
+    let p = pipeline(&w, None, false);
+    let r = p.run_job(&job(&w, Privacy::Full)).await.unwrap();
+    let db = w.dir.path().join("walker.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    // Force the row due again (as the old race did) and drain: the intake answers dedup.
+    conn.execute("UPDATE submissions SET state = 'queued'", [])
+        .unwrap();
+    p.drain_outbox().await.unwrap();
+    let rows = p.submissions_of(r.record_id).await.unwrap();
+    assert_eq!(rows[0].last_answer.as_deref(), Some("accepted"));
+    assert_eq!(rows[0].counted, Some(true));
+    let answers: Vec<String> = conn
+        .prepare("SELECT answer FROM submission_attempts ORDER BY id")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        answers,
+        ["accepted", "duplicate"],
+        "every answer is kept in the log"
     );
 }

@@ -4,13 +4,12 @@ use conduct_walker::jcs::parse_i_json;
 use conduct_walker::sandbox::{HttpsServer, Resp, SandboxCa, handler};
 use conduct_walker::terms::{TERMS_EXTENSION_URI, sow};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 fn standing_bytes() -> Vec<u8> {
-    std::fs::read(
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/vectors/sow/standing-proposal.signed.json"),
-    )
+    std::fs::read(conduct_walker::sandbox::shared_vectors(
+        "sow/standing-proposal.signed.json",
+    ))
     .unwrap()
 }
 

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 fn sow_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/vectors/sow")
+    conduct_walker::sandbox::shared_vectors("sow")
 }
 
 fn standing_bytes() -> Vec<u8> {

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use std::path::PathBuf;
 
 fn dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/vectors/sow")
+    conduct_walker::sandbox::shared_vectors("sow")
 }
 
 fn read(name: &str) -> Vec<u8> {

@@ -905,15 +905,13 @@ async fn every_scenario_walks_to_a_record_the_intake_would_accept() {
 #[tokio::test]
 async fn terms_listed_on_the_card_enter_the_record_without_touching_the_verdict() {
     use conduct_walker::terms::TERMS_EXTENSION_URI;
-    let standing = std::fs::read(
-        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/vectors/sow/standing-proposal.signed.json"),
-    )
+    let standing = std::fs::read(conduct_walker::sandbox::shared_vectors(
+        "sow/standing-proposal.signed.json",
+    ))
     .unwrap();
-    let digest = std::fs::read_to_string(
-        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/vectors/sow/standing-proposal.digest"),
-    )
+    let digest = std::fs::read_to_string(conduct_walker::sandbox::shared_vectors(
+        "sow/standing-proposal.digest",
+    ))
     .unwrap();
     let ca = SandboxCa::generate();
     let docs = conduct_walker::sandbox::HttpsServer::start(

@@ -177,9 +177,11 @@ impl TrustStore {
     /// Pin the JWK Set in a file for `origin`.
     pub fn pin_jwks_file(&mut self, origin: &str, path: &Path) -> Result<(), TrustStoreError> {
         let shown = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|source| TrustStoreError::FileUnreadable {
-            path: shown.clone(),
-            source,
+        let bytes = crate::net::read_file_capped(path, JWKS_BODY_CAP_BYTES).map_err(|source| {
+            TrustStoreError::FileUnreadable {
+                path: shown.clone(),
+                source,
+            }
         })?;
         let jwks = crate::json::parse_strict(&bytes).map_err(|e| TrustStoreError::BadJwks {
             what: shown.clone(),

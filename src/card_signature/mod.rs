@@ -14,6 +14,7 @@
 //! It does not bind the key to the organisation in the card's `provider` (A2A leaves that to the
 //! client), and it covers nothing the profile dropped; both are said in the record.
 
+pub mod fetch;
 mod header;
 pub mod jws;
 pub mod keys;
@@ -53,6 +54,10 @@ pub const ATTRIBUTION_UNCHECKED: &str = "that the walked operator published this
 pub const VERIFIED_REASON_VALID_TAIL: &str = "this shows only that the holder of that key signed these canonical bytes, not who holds the key";
 /// Head of every `verified: false` reason.
 pub const VERIFIED_REASON_INVALID_HEAD: &str = "not verified: no signature entry verifies";
+/// Head of every `verified: null` reason of a signed card: nothing could be checked, which
+/// must never read as "bad" in an append-only ledger (conduct-walk.md §4.3).
+pub const VERIFIED_REASON_UNCHECKED_HEAD: &str =
+    "not checked: no signature entry could be checked against a key";
 
 /// Uncovered members listed in a record at most (the count is always complete).
 pub const RECORD_MAX_UNCOVERED: usize = 32;
@@ -124,6 +129,14 @@ pub struct SignatureResult {
 }
 
 impl SignatureResult {
+    /// The reason to write: without the addresses it quotes when the record withholds `jku`.
+    fn reason_for(&self, privacy_drops_jku: bool) -> &str {
+        match (&self.reason_withheld, privacy_drops_jku) {
+            (Some(withheld), true) => withheld,
+            _ => &self.reason,
+        }
+    }
+
     fn bare(index: usize, status: SignatureStatus, reason: String) -> Self {
         SignatureResult {
             index,
@@ -255,8 +268,27 @@ impl CardVerification {
         self.summary.is_some()
     }
 
-    /// The `verified_reason` text.
-    pub fn verified_reason(&self) -> String {
+    /// `verified` (conduct-walk.md §4.3): `true` when an entry verified under a key; `false`
+    /// only when at least one entry was checked against a key that was obtained and every
+    /// checked entry failed; `None` when nothing could be checked (no key, key fetch failed or
+    /// refused, malformed entry, unsupported algorithm) or the card is unsigned.
+    pub fn verified(&self) -> Option<bool> {
+        if self.valid {
+            Some(true)
+        } else if self
+            .signatures
+            .iter()
+            .any(|r| r.status == SignatureStatus::Invalid)
+        {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
+    /// The `verified_reason` text (addresses a `jku` fetch error quotes are left out when
+    /// `privacy_drops_jku`).
+    pub fn verified_reason(&self, privacy_drops_jku: bool) -> String {
         let Some(summary) = &self.summary else {
             return REASON_ABSENT.to_string();
         };
@@ -285,6 +317,26 @@ impl CardVerification {
             }
         }
         let counts: Vec<String> = counts.iter().map(|(c, n)| format!("{n} {c}")).collect();
+        if self.verified().is_none() {
+            // Why per entry: "could not check" names its cause, so nobody reads it as "bad".
+            let why: Vec<String> = self
+                .signatures
+                .iter()
+                .map(|r| {
+                    format!(
+                        "signatures[{}]: {}",
+                        r.index,
+                        cut(r.reason_for(privacy_drops_jku))
+                    )
+                })
+                .collect();
+            return format!(
+                "{VERIFIED_REASON_UNCHECKED_HEAD} ({} of {}): {}",
+                counts.join(", "),
+                summary.count,
+                why.join("; ")
+            );
+        }
         let mut reason = format!(
             "{VERIFIED_REASON_INVALID_HEAD} ({} of {}); each entry's result is under signatures",
             counts.join(", "),
@@ -307,10 +359,13 @@ impl CardVerification {
         };
         let mut block = Map::new();
         summary.write_into(&mut block, privacy_drops_jku);
-        block.insert("verified".into(), Value::Bool(self.valid));
+        block.insert(
+            "verified".into(),
+            self.verified().map_or(Value::Null, Value::Bool),
+        );
         block.insert(
             "verified_reason".into(),
-            Value::String(self.verified_reason()),
+            Value::String(self.verified_reason(privacy_drops_jku)),
         );
         block.insert(
             "profile".into(),
@@ -321,10 +376,7 @@ impl CardVerification {
             .signatures
             .iter()
             .map(|r| {
-                let reason = match (&r.reason_withheld, privacy_drops_jku) {
-                    (Some(withheld), true) => withheld,
-                    _ => &r.reason,
-                };
+                let reason = r.reason_for(privacy_drops_jku);
                 json!({
                     "index": r.index,
                     "alg": opt_cut(&r.alg),

@@ -7,14 +7,13 @@
 
 use super::{EXIT_FINDING, EXIT_OK};
 use crate::card_signature::{self, CardVerification, TrustStore};
-use crate::net::{HttpRequest, NetPolicy, Transport, TransportConfig, load_pem_certs};
+use crate::net::{NetPolicy, Transport, TransportConfig, load_pem_certs};
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Where an agent publishes its card (A2A §8.2).
-pub const AGENT_CARD_WELL_KNOWN_PATH: &str = "/.well-known/agent-card.json";
+pub use card_signature::fetch::AGENT_CARD_WELL_KNOWN_PATH;
 
 #[derive(Debug, Subcommand)]
 pub enum CardCommand {
@@ -60,18 +59,7 @@ pub async fn run(command: CardCommand) -> anyhow::Result<ExitCode> {
 
 /// The URL actually fetched for `--url`: a bare origin means the well-known card path.
 pub fn card_url(raw: &str) -> anyhow::Result<String> {
-    let url = url::Url::parse(raw).with_context(|| format!("--url {raw:?} is not a URL"))?;
-    if url.scheme() != "https" {
-        bail!("--url must be https://, not {}://", url.scheme());
-    }
-    if url.path() == "/" && url.query().is_none() {
-        Ok(format!(
-            "{}{AGENT_CARD_WELL_KNOWN_PATH}",
-            url.origin().ascii_serialization()
-        ))
-    } else {
-        Ok(raw.to_string())
-    }
+    card_signature::fetch::card_url(raw).map_err(|why| anyhow::anyhow!("--url {why}"))
 }
 
 async fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
@@ -108,19 +96,10 @@ async fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     }
 
     let bytes = match (&fetch_url, &args.file) {
-        (Some(u), _) => {
-            let ex = transport
-                .fetch(&HttpRequest::get(u, &[("Accept", "application/json")]))
-                .await;
-            if let Some(err) = ex.transport_error {
-                bail!("cannot fetch the card at {u}: {err}");
-            }
-            if ex.status != 200 {
-                bail!("the card at {u} answered http {}", ex.status);
-            }
-            ex.body
-        }
-        (None, Some(path)) => std::fs::read(path)
+        (Some(u), _) => card_signature::fetch::fetch_card(&transport, u)
+            .await
+            .map_err(anyhow::Error::msg)?,
+        (None, Some(path)) => crate::net::read_file_capped(path, crate::net::BODY_CAP_BYTES)
             .with_context(|| format!("cannot read card file {}", path.display()))?,
         (None, None) => bail!("give --url or --file"),
     };
@@ -184,8 +163,12 @@ pub fn render(v: &CardVerification) -> String {
     }
     out.push_str(&format!(
         "{}\n{}\ndoes not establish: {}\n",
-        if v.valid { "verified" } else { "not verified" },
-        v.verified_reason(),
+        match v.verified() {
+            Some(true) => "verified",
+            Some(false) => "not verified",
+            None => "not checked",
+        },
+        v.verified_reason(false),
         v.attribution_line()
     ));
     out

@@ -9,9 +9,28 @@ use std::process::ExitCode;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
+    #[command(flatten)]
+    pub config: ConfigFileArg,
+}
+
+/// The config file, taken the same way by `run`, `config check` and `print-config`: as an
+/// argument or with `--config`.
+#[derive(Debug, Args)]
+pub struct ConfigFileArg {
     /// The config file (default: $CONFIGURATION_DIRECTORY/walker.toml).
+    #[arg(value_name = "FILE", conflicts_with = "config")]
+    file: Option<PathBuf>,
+    /// The config file, as --config FILE.
     #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
+    config: Option<PathBuf>,
+}
+
+impl ConfigFileArg {
+    pub fn path(&self) -> anyhow::Result<PathBuf> {
+        Ok(config::default_config_path(
+            self.file.as_deref().or(self.config.as_deref()),
+        )?)
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -19,16 +38,15 @@ pub enum ConfigCommand {
     /// Validate a config file and explain it: targets, next fire times, key, CA, store.
     /// Exit 0 when it is usable, 2 when not.
     Check {
-        /// The config file.
-        file: PathBuf,
+        #[command(flatten)]
+        config: ConfigFileArg,
     },
 }
 
 #[derive(Debug, Args)]
 pub struct PrintConfigArgs {
-    /// The config file (default: $CONFIGURATION_DIRECTORY/walker.toml).
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub config: ConfigFileArg,
 }
 
 /// Logs to stderr: no colours unless stderr is a terminal, and no timestamps under journald
@@ -53,21 +71,19 @@ fn init_tracing() {
 
 pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     init_tracing();
-    let path = config::default_config_path(args.config.as_deref())?;
-    crate::daemon::run(&path).await?;
+    crate::daemon::run(&args.config.path()?).await?;
     Ok(ExitCode::from(super::EXIT_OK))
 }
 
 pub fn print_config(args: PrintConfigArgs) -> anyhow::Result<ExitCode> {
-    let path = config::default_config_path(args.config.as_deref())?;
-    let cfg = config::load(&path)?;
+    let cfg = config::load(&args.config.path()?)?;
     print!("{}", cfg.effective_toml());
     Ok(ExitCode::from(super::EXIT_OK))
 }
 
 pub fn config_command(cmd: ConfigCommand) -> anyhow::Result<ExitCode> {
     match cmd {
-        ConfigCommand::Check { file } => check(&file),
+        ConfigCommand::Check { config } => check(&config.path()?),
     }
 }
 

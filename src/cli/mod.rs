@@ -6,6 +6,7 @@ pub mod card;
 pub mod daemon;
 pub mod intake;
 pub mod keys;
+pub mod mcp;
 pub mod outbox;
 pub mod records;
 pub mod terms;
@@ -22,6 +23,44 @@ pub const EXIT_ERROR: u8 = 2;
 
 /// Print a one-line error and return exit code 2.
 pub fn fail(err: &anyhow::Error) -> ExitCode {
-    eprintln!("conduct-walker: error: {err:#}");
+    eprintln!("conduct-walker: error: {}", one_line(err));
     ExitCode::from(EXIT_ERROR)
+}
+
+/// An error and its causes on one line, each cause once: many errors quote their source in
+/// their own text ("cannot read FILE: No such file"), and repeating it reads as two failures.
+pub fn one_line(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let cause = cause.to_string();
+        if text.contains(&cause) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&cause);
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_already_quoted_is_not_repeated() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file or directory");
+        let err = anyhow::Error::new(crate::config::ConfigError::Read {
+            path: "/tmp/x.toml".into(),
+            source: io,
+        })
+        .context("config check");
+        assert_eq!(
+            one_line(&err),
+            "config check: cannot read the config file /tmp/x.toml: No such file or directory"
+        );
+        let err = anyhow::anyhow!("outer").context("wrapper");
+        assert_eq!(one_line(&err), "wrapper: outer");
+    }
 }

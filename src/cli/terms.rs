@@ -2,16 +2,13 @@
 
 use crate::cli::walk::NetArgs;
 use crate::cli::{EXIT_FINDING, EXIT_OK};
-use crate::net::HttpRequest;
 use crate::terms::{self, TERMS_EXTENSION_URI, summary};
 use anyhow::{Context, bail};
 use clap::{ArgGroup, Args, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Printed when the card does not list the extension. Absence states nothing (seed §7.3), so
-/// the text says exactly that and no more.
-pub const NO_EXTENSION_TEXT: &str = "the card does not list the terms extension: it is silent about terms, which states nothing (not free, not unencumbered); there is no proposal to verify";
+pub use crate::terms::NO_EXTENSION_TEXT;
 
 #[derive(Debug, Subcommand)]
 pub enum TermsCommand {
@@ -52,25 +49,10 @@ async fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let named: Vec<&str> = args.url.iter().map(String::as_str).collect();
     let transport = args.net.transport(&named)?;
     let card_bytes = match (&args.url, &args.file) {
-        (Some(url), _) => {
-            let exchange = transport
-                .fetch(&HttpRequest::get(
-                    url.clone(),
-                    &[("Accept", "application/json")],
-                ))
-                .await;
-            if let Some(text) = &exchange.transport_error {
-                bail!("cannot fetch the card at {url}: {text}");
-            }
-            if exchange.status != 200 {
-                bail!(
-                    "the card at {url} answered http {} (redirects are not followed)",
-                    exchange.status
-                );
-            }
-            exchange.body
-        }
-        (None, Some(path)) => std::fs::read(path)
+        (Some(url), _) => crate::card_signature::fetch::fetch_card(&transport, url)
+            .await
+            .map_err(anyhow::Error::msg)?,
+        (None, Some(path)) => crate::net::read_file_capped(path, crate::net::BODY_CAP_BYTES)
             .with_context(|| format!("cannot read the card file {}", path.display()))?,
         (None, None) => bail!("give --url CARD_URL or --file CARD"),
     };

@@ -177,15 +177,20 @@ impl WalkArgs {
     }
 }
 
-/// Refuse operator input that could never be walked, before sending anything.
-async fn check_operator_urls(transport: &Transport, request: &WalkRequest) -> anyhow::Result<()> {
+/// Refuse operator input that could never be walked or filed, before sending anything.
+async fn check_operator_urls(
+    transport: &Transport,
+    request: &WalkRequest,
+    intake: Option<&str>,
+) -> anyhow::Result<()> {
     for (flag, url) in [
         ("--origin", Some(request.origin.as_str())),
         ("--endpoint", request.endpoint.as_deref()),
+        ("--intake", intake),
     ] {
         let Some(url) = url else { continue };
         if !url.starts_with("https://") {
-            bail!("{flag} {url}: refused: only https:// URLs are walked");
+            bail!("{flag} {url}: refused: only https:// URLs are used");
         }
         transport
             .check_destination(url)
@@ -193,6 +198,21 @@ async fn check_operator_urls(transport: &Transport, request: &WalkRequest) -> an
             .map_err(|why| anyhow::anyhow!("{flag} {url}: {why}"))?;
     }
     Ok(())
+}
+
+/// An `--origin` with a path is walked as given (the card under that path, as the reference
+/// walker reads it, §2.1); say so, since most people mean the bare origin.
+fn origin_path_note(request: &WalkRequest) -> Option<String> {
+    let url = url::Url::parse(&request.origin).ok()?;
+    let path = url.path().trim_end_matches('/');
+    if path.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "--origin has a path ({path}): the card is read at {}, as the reference walker reads it; for the host's own card give the bare origin ({})",
+        request.card_url(),
+        url.origin().ascii_serialization()
+    ))
 }
 
 /// The origin's consent file: a decline stops the walk unless `--ignore-consent` (spec §11.6).
@@ -290,7 +310,10 @@ pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
     .flatten()
     .collect();
     let transport = args.net.transport(&named)?;
-    check_operator_urls(&transport, &request).await?;
+    check_operator_urls(&transport, &request, args.witness.intake.as_deref()).await?;
+    if let Some(note) = origin_path_note(&request) {
+        eprintln!("conduct-walker: note: {note}");
+    }
     if !consent_allows(&transport, &request.base(), args.ignore_consent).await {
         return Ok(ExitCode::from(super::EXIT_ERROR));
     }
@@ -399,7 +422,9 @@ fn queued_hint(s: &SubmissionReport, db: &std::path::Path) -> Option<String> {
 }
 
 pub fn submission_line(s: &SubmissionReport) -> String {
-    let mut line = format!("submission to {}: {}", s.intake_url, s.state);
+    // The stored state names, read aloud; a note that already says it is not repeated.
+    let state = s.state.replace('_', " ");
+    let mut line = format!("submission to {}: {state}", s.intake_url);
     if let Some(kind) = &s.answer_kind {
         line.push_str(&format!(" (answer {kind}"));
         if let Some(status) = s.status {
@@ -418,6 +443,7 @@ pub fn submission_line(s: &SubmissionReport) -> String {
         });
     }
     if let Some(err) = &s.error {
+        let err = err.strip_prefix(&format!("{state}: ")).unwrap_or(err);
         line.push_str(&format!(": {err}"));
     }
     line
@@ -683,6 +709,11 @@ pub struct RevealArgs {
 
 /// File the full record a commitment walk kept (§4.6): it is stored as its own record and filed.
 pub async fn reveal(args: RevealArgs) -> anyhow::Result<ExitCode> {
+    if let Some(intake) = &args.witness.intake
+        && let Err(why) = crate::net::https_url(intake)
+    {
+        bail!("--intake {intake}: refused: {why}");
+    }
     let signing = args.witness.signing()?;
     let named: Vec<&str> = args.witness.intake.as_deref().into_iter().collect();
     let transport = args.net.transport(&named)?;

@@ -1,6 +1,7 @@
 //! The loopback listener: `/healthz`, `/metrics`, and the read-only `/records` API for auditors
-//! (`GET /records?endpoint=&since=&outcome=` lists like `records list --json`;
-//! `GET /records/<sha prefix>` returns the record's exact canonical bytes).
+//! (`GET /records?endpoint=&since=&outcome=` lists like `records list --json`). The status
+//! pages (`crate::pages`: `/`, `/targets/..`, `/records/<sha prefix>` and its `/raw` bytes,
+//! `/endpoints`) are merged in by the daemon beside these routes.
 //!
 //! Every request opens the store read-only: the listener can never write, whatever it is asked.
 
@@ -8,7 +9,7 @@ use super::metrics::{RecordTally, Snapshot, render};
 use super::runner::JobRunner;
 use crate::store::{ListFilter, Store, StoreError};
 use axum::Router;
-use axum::extract::{Path as UrlPath, Query, State};
+use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -62,7 +63,6 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .route("/records", get(list))
-        .route("/records/{prefix}", get(raw))
         .with_state(state)
 }
 
@@ -193,24 +193,6 @@ async fn list(State(s): State<AppState>, Query(q): Query<ListQuery>) -> Response
     .await;
     match result {
         Ok(rows) => axum::Json(rows).into_response(),
-        Err(e) => e.into_response(),
-    }
-}
-
-async fn raw(State(s): State<AppState>, UrlPath(prefix): UrlPath<String>) -> Response {
-    let path = s.db_path.clone();
-    let result = blocking(move || {
-        let store = Store::open_read_only(&path).map_err(store_error)?;
-        store.get_by_prefix(&prefix).map_err(store_error)
-    })
-    .await;
-    match result {
-        Ok(rec) => (
-            StatusCode::OK,
-            [(header::CONTENT_TYPE, "application/json")],
-            rec.canonical,
-        )
-            .into_response(),
         Err(e) => e.into_response(),
     }
 }

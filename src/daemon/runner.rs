@@ -52,6 +52,11 @@ pub trait JobRunner: Send + Sync + 'static {
 
     /// Outbox depth, lanes, answers (blocking: reads the store).
     fn status(&self) -> Result<RunnerStatus, String>;
+
+    /// The limits each intake stated so far (for the status pages' lane caps).
+    fn stated_limits(&self) -> Vec<(String, crate::witness::lanes::Limits)> {
+        Vec::new()
+    }
 }
 
 /// The real runner: walk → sign → store with its outbox row → file within the lanes.
@@ -97,5 +102,9 @@ impl JobRunner for crate::pipeline::Pipeline {
             lanes_used_today: s.lanes_used_today,
             submissions_by_answer: s.submissions_by_answer,
         })
+    }
+
+    fn stated_limits(&self) -> Vec<(String, crate::witness::lanes::Limits)> {
+        crate::pipeline::Pipeline::stated_limits(self)
     }
 }

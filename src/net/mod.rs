@@ -27,3 +27,21 @@ pub fn https_url(raw: &str) -> Result<url::Url, String> {
     }
     Ok(u)
 }
+
+/// Read a local file that stands in for a fetched body (`card verify --file`, `--jwks`,
+/// `terms verify --file`) under the same cap as the network path: a 16 MB file must not cost
+/// gigabytes to parse.
+pub fn read_file_capped(path: &std::path::Path, cap: usize) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(cap as u64 + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() > cap {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("more than {cap} bytes, the cap for what the network path would read"),
+        ));
+    }
+    Ok(bytes)
+}

@@ -549,7 +549,7 @@ pub fn scenarios() -> Vec<Scenario> {
     vec![
         s(
             "honest-mcp",
-            "an honest agent walked in mcp mode",
+            "an honest agent answering an MCP initialize with JSON",
             Mcp,
             V1_0,
             d(),

@@ -13,6 +13,7 @@ pub mod group;
 pub mod meta;
 pub mod outbox;
 pub mod schema;
+pub mod status;
 pub mod transfer;
 pub mod verify;
 

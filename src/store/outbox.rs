@@ -173,7 +173,8 @@ pub struct AttemptResult<'a> {
 }
 
 /// Record an attempt's answer: the append-only log row and the submission's new state, in one
-/// transaction.
+/// transaction. An acceptance is final: a later answer is logged but never replaces it (a
+/// `duplicate` after an `accepted` would under-count the day's lane).
 pub fn record_attempt(
     conn: &Connection,
     id: i64,
@@ -185,6 +186,19 @@ pub fn record_attempt(
         "INSERT INTO submission_attempts (submission_id, attempted_at, answer, status, body) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?
     .execute(params![id, now, a.answer, a.status, a.body])?;
+    let accepted: bool = conn
+        .prepare_cached(
+            "SELECT coalesce(last_answer, '') = 'accepted' FROM submissions WHERE id = ?1",
+        )?
+        .query_row([id], |r| r.get(0))?;
+    if accepted {
+        conn.prepare_cached(
+            "UPDATE submissions SET state = 'filed', next_attempt_at = NULL, updated_at = ?2 WHERE id = ?1",
+        )?
+        .execute(params![id, now])?;
+        tx.commit()?;
+        return Ok(());
+    }
     conn.prepare_cached(
         "UPDATE submissions SET state = ?2, last_answer = ?3, last_status = ?4, last_error = ?5, \
          reason_code = coalesce(?6, reason_code), counted = coalesce(?7, counted), \

@@ -25,6 +25,14 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "daemon",
         sql: include_str!("migrations/0003_daemon.sql"),
     },
+    Migration {
+        name: "mcp",
+        sql: include_str!("migrations/0004_mcp.sql"),
+    },
+    Migration {
+        name: "status_pages",
+        sql: include_str!("migrations/0005_status_pages.sql"),
+    },
 ];
 
 /// The schema version this binary writes and understands.

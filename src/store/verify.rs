@@ -508,6 +508,32 @@ fn check_row(row: &RowData, keys: &mut KeyCache, problems: &mut Vec<Problem>) {
     }
 }
 
+/// A metadata column as an auditor reads it (not Rust `Debug` output).
+trait ColumnText {
+    fn column_text(&self) -> String;
+}
+
+impl ColumnText for String {
+    fn column_text(&self) -> String {
+        format!("\"{self}\"")
+    }
+}
+
+impl ColumnText for Option<String> {
+    fn column_text(&self) -> String {
+        self.as_ref()
+            .map_or("nothing".into(), ColumnText::column_text)
+    }
+}
+
+impl ColumnText for Option<super::meta::Verdict> {
+    fn column_text(&self) -> String {
+        self.as_ref().map_or("nothing".into(), |v| {
+            format!("{} {}/{} (ok {})", v.outcome, v.n_pass, v.n_total, v.ok)
+        })
+    }
+}
+
 /// Name the columns that disagree, stored vs derived.
 fn meta_diff(stored: &RecordMeta, derived: &RecordMeta) -> String {
     let mut parts = Vec::new();
@@ -515,10 +541,10 @@ fn meta_diff(stored: &RecordMeta, derived: &RecordMeta) -> String {
         ($($field:ident),*) => {$(
             if stored.$field != derived.$field {
                 parts.push(format!(
-                    "{} stored {:?} but the bytes say {:?}",
+                    "{} stored {} but the bytes say {}",
                     stringify!($field),
-                    stored.$field,
-                    derived.$field
+                    stored.$field.column_text(),
+                    derived.$field.column_text()
                 ));
             }
         )*};

@@ -29,6 +29,10 @@ pub use verify::{
 use crate::net::Transport;
 use futures_util::StreamExt;
 
+/// What `terms verify` (and the MCP server's `terms_verify`) say when the card does not list the
+/// extension. Absence states nothing (seed §7.3), so the text says exactly that and no more.
+pub const NO_EXTENSION_TEXT: &str = "the card does not list the terms extension: it is silent about terms, which states nothing (not free, not unencumbered); there is no proposal to verify";
+
 /// Proposals fetched per card. A card is untrusted input: without a bound, a card listing
 /// thousands of slow URLs would hold a walk for hours. Entries past it are `fetch_failed`.
 pub const MAX_PROPOSALS_FETCHED: usize = 16;

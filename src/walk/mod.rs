@@ -188,21 +188,46 @@ where
     F: FnOnce(Option<Value>, Vec<u8>) -> Fut,
     Fut: std::future::Future<Output = CardFindings>,
 {
+    run_with_steps(transport, request, clock, salt, card_findings, &|_| {}).await
+}
+
+/// Called with a node's number (0, 1, 3) just before its request is sent: how a face reports
+/// a long walk's progress.
+pub type OnNode<'a> = &'a (dyn Fn(u8) + Send + Sync);
+
+/// [`run`], telling `on_node` before each request leaves.
+pub async fn run_with_steps<F, Fut>(
+    transport: &Transport,
+    request: &WalkRequest,
+    clock: &dyn Clock,
+    salt: [u8; 32],
+    card_findings: F,
+    on_node: OnNode<'_>,
+) -> WalkOutcome
+where
+    F: FnOnce(Option<Value>, Vec<u8>) -> Fut,
+    Fut: std::future::Future<Output = CardFindings>,
+{
     let walked_at = walked_at(clock.now());
     let session = transport.session();
     let card_url = request.card_url();
+    on_node(0);
     let n0 = ObservedFetch::new(0, session.fetch(&card_request(&card_url)).await);
+    on_node(1);
     let n1 = ObservedFetch::new(1, session.fetch(&card_request(&card_url)).await);
     let card = parse_card(&n1);
     let declaration = declaration::locate_and_validate(card.as_ref());
     let target = declaration::choose_target(request.endpoint.as_deref(), &declaration);
     let n3 = match &target {
-        Some(t) => Some(ObservedFetch::new(
-            3,
-            session
-                .fetch(&n3_request(request.mode, request.wire, request.profile, t))
-                .await,
-        )),
+        Some(t) => {
+            on_node(3);
+            Some(ObservedFetch::new(
+                3,
+                session
+                    .fetch(&n3_request(request.mode, request.wire, request.profile, t))
+                    .await,
+            ))
+        }
         None => None,
     };
     if let Some(n3) = &n3 {

@@ -48,29 +48,97 @@ impl Answer {
     }
 }
 
-/// Classify an intake exchange.
-pub fn classify(ex: &Exchange) -> Answer {
-    let body: Value = crate::json::parse_lenient(&ex.body).unwrap_or(Value::Null);
-    let text = |k: &str| body.get(k).and_then(Value::as_str).map(str::to_string);
+/// The longest wait a `Retry-After` may impose: an intake (named by a stranger's card) must
+/// not park a record for years.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
+/// Intake text (error, reason_code) kept for a terminal, a log or the store, in characters.
+pub const MAX_INTAKE_TEXT_CHARS: usize = 200;
+
+/// A stranger's text made safe to print and store: at most [`MAX_INTAKE_TEXT_CHARS`]
+/// characters, control characters (terminal escape codes among them) escaped as `\u{..}`.
+pub fn sanitize_text(text: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in text.chars().enumerate() {
+        if i == MAX_INTAKE_TEXT_CHARS {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Classify an intake exchange for the record whose sha256 is `expected_sha`. An acceptance
+/// counts only when its body is JSON naming this record's sha256: anything else is recorded as
+/// an error and retried, never taken for "filed".
+pub fn classify(ex: &Exchange, expected_sha: &str) -> Answer {
+    let parsed = crate::json::parse_lenient(&ex.body).ok();
+    let body = parsed.clone().unwrap_or(Value::Null);
+    let text = |k: &str| body.get(k).and_then(Value::as_str).map(sanitize_text);
     let error = text("error").unwrap_or_else(|| match &ex.transport_error {
-        Some(t) => t.clone(),
+        Some(t) => sanitize_text(t),
         None => format!("http {}", ex.status),
     });
+    let names_this_record = || text("sha").is_some_and(|sha| sha == expected_sha);
+    let unconfirmed = |what: &str| Answer::Retry {
+        status: ex.status,
+        error: match (&parsed, text("sha")) {
+            (None, _) => format!(
+                "http {}: {what} whose body is not JSON; not counted as filed",
+                ex.status
+            ),
+            (Some(_), Some(sha)) => format!(
+                "http {}: {what} naming sha256 {sha}, not this record's; not counted as filed",
+                ex.status
+            ),
+            (Some(_), None) => format!(
+                "http {}: {what} naming no sha256; not counted as filed",
+                ex.status
+            ),
+        },
+        retry_after: None,
+    };
     match ex.status {
         0 => Answer::Retry {
             status: 0,
             error,
             retry_after: None,
         },
-        200 if body.get("dedup") == Some(&Value::Bool(true)) => Answer::Duplicate {
-            sha: text("sha").unwrap_or_default(),
-            status: text("status").unwrap_or_default(),
-        },
-        200 | 201 => Answer::Accepted {
-            sha: text("sha").unwrap_or_default(),
-            counted: body.get("counted").and_then(Value::as_bool).unwrap_or(true),
-            count_reason: text("count_reason"),
-            signed_domain: text("signed_domain"),
+        200 if body.get("dedup") == Some(&Value::Bool(true)) => {
+            if !names_this_record() {
+                return unconfirmed("a dedup answer");
+            }
+            Answer::Duplicate {
+                sha: expected_sha.to_string(),
+                status: text("status").unwrap_or_default(),
+            }
+        }
+        200 | 201 => {
+            if !names_this_record() {
+                return unconfirmed("an acceptance");
+            }
+            Answer::Accepted {
+                sha: expected_sha.to_string(),
+                counted: body.get("counted").and_then(Value::as_bool).unwrap_or(true),
+                count_reason: text("count_reason"),
+                signed_domain: text("signed_domain"),
+            }
+        }
+        // A redirect is not followed, and it says nothing against the record: try again.
+        300..=399 => Answer::Retry {
+            status: ex.status,
+            error: format!(
+                "http {}: redirected{} (not followed)",
+                ex.status,
+                ex.header("location")
+                    .map(|l| format!(" to {}", sanitize_text(l)))
+                    .unwrap_or_default()
+            ),
+            retry_after: None,
         },
         429 => Answer::LaneFull {
             error,
@@ -79,7 +147,7 @@ pub fn classify(ex: &Exchange) -> Answer {
         s if s >= 500 => Answer::Retry {
             status: s,
             error,
-            retry_after: retry_after(ex),
+            retry_after: retry_after(ex, chrono::Utc::now()),
         },
         s => Answer::Refused {
             status: s,
@@ -89,21 +157,27 @@ pub fn classify(ex: &Exchange) -> Answer {
     }
 }
 
-fn retry_after(ex: &Exchange) -> Option<Duration> {
+/// `Retry-After` as seconds or an HTTP date, relative to `now`, clamped to
+/// [`MAX_RETRY_AFTER`]; a date in the past means now, anything unreadable is ignored.
+fn retry_after(ex: &Exchange, now: chrono::DateTime<chrono::Utc>) -> Option<Duration> {
     let v = ex.header("retry-after")?.trim();
-    if let Ok(secs) = v.parse::<u64>() {
-        return Some(Duration::from_secs(secs));
-    }
-    let when = chrono::DateTime::parse_from_rfc2822(v).ok()?;
-    let secs = (when.timestamp() - chrono::Utc::now().timestamp()).max(0) as u64;
-    Some(Duration::from_secs(secs))
+    let secs = match v.parse::<u64>() {
+        Ok(secs) => secs,
+        Err(_) => {
+            let when = chrono::DateTime::parse_from_rfc2822(v).ok()?;
+            when.timestamp().saturating_sub(now.timestamp()).max(0) as u64
+        }
+    };
+    Some(Duration::from_secs(secs).min(MAX_RETRY_AFTER))
 }
 
-/// `POST <intake>` with the submission body (§5).
+/// `POST <intake>` with the submission body (§5); `sha256` is the record's identity, which an
+/// acceptance must name.
 pub async fn submit(
     transport: &Transport,
     intake_url: &str,
     body: &IntakeSubmission,
+    sha256: &str,
 ) -> (Answer, Exchange) {
     let bytes = serde_json::to_vec(body).expect("submission serialises");
     let request = HttpRequest::post(
@@ -115,7 +189,31 @@ pub async fn submit(
         bytes,
     );
     let ex = transport.fetch(&request).await;
-    (classify(&ex), ex)
+    (classify(&ex, sha256), ex)
+}
+
+/// `GET <intake>/<sha256>` (§6.6): whether the intake already holds this record (pending or
+/// anchored), as a [`Answer::Duplicate`]. `None` when it does not, or the answer says nothing
+/// reliable (not 200, not JSON, another sha256): then the record is sent as usual.
+pub async fn lookup(transport: &Transport, intake_url: &str, sha256: &str) -> Option<Answer> {
+    let url = format!("{}/{sha256}", intake_url.trim_end_matches('/'));
+    let ex = transport
+        .fetch(&HttpRequest::get(url, &[("Accept", "application/json")]))
+        .await;
+    if ex.status != 200 {
+        return None;
+    }
+    let body = crate::json::parse_lenient(&ex.body).ok()?;
+    let status = body.get("status").and_then(Value::as_str)?;
+    let named = body
+        .get("sha")
+        .or_else(|| body.get("record").and_then(|r| r.get("sha")))
+        .and_then(Value::as_str);
+    let holds_it = matches!(status, "pending" | "anchored") && named.is_none_or(|n| n == sha256);
+    holds_it.then(|| Answer::Duplicate {
+        sha: sha256.to_string(),
+        status: sanitize_text(status),
+    })
 }
 
 /// What `GET <intake>` found.
@@ -167,29 +265,38 @@ mod tests {
 
     #[test]
     fn every_answer_class() {
-        let a = classify(&ex(
-            201,
-            json!({"sha": "ab", "status": "pending", "counted": false, "count_reason": "same witness, same endpoint, same day; stored, not counted"}),
-            vec![],
-        ));
+        let a = classify(
+            &ex(
+                201,
+                json!({"sha": "ab", "status": "pending", "counted": false, "count_reason": "same witness, same endpoint, same day; stored, not counted"}),
+                vec![],
+            ),
+            "ab",
+        );
         assert!(
             matches!(a, Answer::Accepted { counted: false, ref count_reason, .. } if count_reason.as_deref().unwrap().starts_with("same witness"))
         );
         assert_eq!(
-            classify(&ex(
-                200,
-                json!({"sha": "ab", "status": "pending", "dedup": true}),
-                vec![]
-            ))
+            classify(
+                &ex(
+                    200,
+                    json!({"sha": "ab", "status": "pending", "dedup": true}),
+                    vec![]
+                ),
+                "ab"
+            )
             .kind(),
             "duplicate"
         );
         assert_eq!(
-            classify(&ex(
-                422,
-                json!({"error": "invalid_witness_record", "reason_code": "path_leaks_tool"}),
-                vec![]
-            )),
+            classify(
+                &ex(
+                    422,
+                    json!({"error": "invalid_witness_record", "reason_code": "path_leaks_tool"}),
+                    vec![]
+                ),
+                "ab"
+            ),
             Answer::Refused {
                 status: 422,
                 error: "invalid_witness_record".into(),
@@ -197,26 +304,32 @@ mod tests {
             }
         );
         assert_eq!(
-            classify(&ex(413, json!({"error": "too_large"}), vec![])).kind(),
+            classify(&ex(413, json!({"error": "too_large"}), vec![]), "ab").kind(),
             "refused"
         );
         assert_eq!(
-            classify(&ex(
-                429,
-                json!({"error": "daily_per_ip_cap_reached", "cap": 5}),
-                vec![]
-            )),
+            classify(
+                &ex(
+                    429,
+                    json!({"error": "daily_per_ip_cap_reached", "cap": 5}),
+                    vec![]
+                ),
+                "ab"
+            ),
             Answer::LaneFull {
                 error: "daily_per_ip_cap_reached".into(),
                 cap: Some(5)
             }
         );
         assert_eq!(
-            classify(&ex(
-                503,
-                json!({"error": "key_url_unreachable"}),
-                vec![("retry-after", "120")]
-            )),
+            classify(
+                &ex(
+                    503,
+                    json!({"error": "key_url_unreachable"}),
+                    vec![("retry-after", "120")]
+                ),
+                "ab"
+            ),
             Answer::Retry {
                 status: 503,
                 error: "key_url_unreachable".into(),
@@ -226,12 +339,92 @@ mod tests {
         let failed =
             Exchange::failure(HttpRequest::get("https://i/", &[]), "connection refused", 1);
         assert_eq!(
-            classify(&failed),
+            classify(&failed, "ab"),
             Answer::Retry {
                 status: 0,
                 error: "connection refused".into(),
                 retry_after: None
             }
         );
+    }
+
+    #[test]
+    fn an_acceptance_that_is_not_json_or_names_another_record_is_not_filed() {
+        let raw = |status: u16, body: &[u8]| Exchange {
+            body: body.to_vec(),
+            ..ex(status, json!(null), vec![])
+        };
+        for (answer, says) in [
+            (raw(201, b"OK"), "not JSON"),
+            (
+                ex(201, json!({"sha": "cd", "status": "pending"}), vec![]),
+                "sha256 cd",
+            ),
+            (
+                ex(200, json!({"sha": "cd", "dedup": true}), vec![]),
+                "sha256 cd",
+            ),
+            (ex(201, json!({"status": "pending"}), vec![]), "no sha256"),
+        ] {
+            match classify(&answer, "ab") {
+                Answer::Retry { error, .. } => assert!(error.contains(says), "{error}"),
+                other => panic!("{says}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn retry_after_is_clamped_and_dates_in_the_past_mean_now() {
+        let now: chrono::DateTime<chrono::Utc> = "2026-12-01T00:00:00Z".parse().unwrap();
+        let with = |v: &str| retry_after(&ex(503, json!({}), vec![("retry-after", v)]), now);
+        assert_eq!(with("315360000"), Some(MAX_RETRY_AFTER), "ten years");
+        assert_eq!(with("18446744073709551615"), Some(MAX_RETRY_AFTER));
+        assert_eq!(with("-5"), None);
+        assert_eq!(with("Mon, 30 Nov 2026 00:00:00 GMT"), Some(Duration::ZERO));
+        assert_eq!(
+            with("Tue, 01 Dec 2026 00:01:00 GMT"),
+            Some(Duration::from_secs(60))
+        );
+        assert_eq!(with("Mon, 01 Dec 2036 00:00:00 GMT"), Some(MAX_RETRY_AFTER));
+    }
+
+    #[test]
+    fn a_redirect_is_retried_not_a_refusal() {
+        let a = classify(
+            &ex(302, json!({}), vec![("location", "https://elsewhere/")]),
+            "ab",
+        );
+        assert!(
+            matches!(&a, Answer::Retry { status: 302, error, .. } if error.contains("https://elsewhere/")),
+            "{a:?}"
+        );
+    }
+
+    #[test]
+    fn intake_text_is_truncated_and_its_control_characters_escaped() {
+        let hostile = format!("\u{1b}[31mred\u{1b}[0m\r\n{}", "x".repeat(5000));
+        let a = classify(
+            &ex(
+                422,
+                json!({"error": hostile, "reason_code": "\u{7}bell"}),
+                vec![],
+            ),
+            "ab",
+        );
+        let Answer::Refused {
+            error, reason_code, ..
+        } = a
+        else {
+            panic!("{a:?}")
+        };
+        assert!(
+            error.starts_with("\\u{1b}[31mred\\u{1b}[0m\\u{d}\\u{a}x"),
+            "{error}"
+        );
+        assert!(!error.chars().any(char::is_control));
+        // 200 characters of the original (14 before the x's), then an ellipsis.
+        assert_eq!(error.matches('x').count(), MAX_INTAKE_TEXT_CHARS - 14);
+        assert!(error.ends_with('…'));
+        assert_eq!(reason_code.as_deref(), Some("\\u{7}bell"));
     }
 }

@@ -26,18 +26,33 @@ impl Default for Limits {
     }
 }
 
+/// The largest daily cap an intake's self-description is believed to state.
+pub const MAX_SANE_DAILY_CAP: u64 = 1_000_000;
+/// The largest record size an intake's self-description is believed to state.
+pub const MAX_SANE_RECORD_BYTES: u64 = 16 * 1024 * 1024;
+
 impl Limits {
-    /// Read `limits_stated_not_hidden` from a `GET /witness` answer; missing members keep the
-    /// spec constants.
+    /// Read `limits_stated_not_hidden` from a `GET /witness` answer. The intake is named by a
+    /// stranger's card, so each stated value is sanity-checked: a whole number within
+    /// [`MAX_SANE_DAILY_CAP`] (or [`MAX_SANE_RECORD_BYTES`]) is believed, lower or higher than
+    /// the spec's 65,536 / 500 / 5 / 50 (an intake may set its own caps, and its 429 still
+    /// bounds a cap stated too high); a missing, negative, fractional or absurd value keeps the
+    /// spec's constant (2^32 was once read as zero).
     pub fn from_self_description(doc: &Value) -> Option<Limits> {
         let l = doc.get("limits_stated_not_hidden")?.as_object()?;
         let d = Limits::default();
-        let n = |k: &str, default: u64| l.get(k).and_then(Value::as_u64).unwrap_or(default);
+        let n = |k: &str, spec: u64, sane: u64| {
+            l.get(k)
+                .and_then(Value::as_u64)
+                .filter(|&v| v <= sane)
+                .unwrap_or(spec)
+        };
+        let daily = |k: &str, spec: u32| n(k, spec as u64, MAX_SANE_DAILY_CAP) as u32;
         Some(Limits {
-            max_bytes: n("max_bytes", d.max_bytes as u64) as usize,
-            daily_global: n("daily_global", d.daily_global as u64) as u32,
-            daily_per_ip: n("daily_per_ip", d.daily_per_ip as u64) as u32,
-            daily_per_domain: n("daily_per_domain", d.daily_per_domain as u64) as u32,
+            max_bytes: n("max_bytes", d.max_bytes as u64, MAX_SANE_RECORD_BYTES) as usize,
+            daily_global: daily("daily_global", d.daily_global),
+            daily_per_ip: daily("daily_per_ip", d.daily_per_ip),
+            daily_per_domain: daily("daily_per_domain", d.daily_per_domain),
         })
     }
 
@@ -274,5 +289,19 @@ mod tests {
     #[test]
     fn size_is_counted_in_utf16_units() {
         assert_eq!(js_length("é🤖"), 3);
+    }
+
+    #[test]
+    fn absurd_stated_limits_keep_the_spec_constants() {
+        let doc = json!({"limits_stated_not_hidden": {"max_bytes": 4294967296u64,
+            "daily_global": -1, "daily_per_ip": 2.5, "daily_per_domain": 18446744073709551615u64}});
+        assert_eq!(
+            Limits::from_self_description(&doc),
+            Some(Limits::default()),
+            "2^32 is not read as zero, and nothing absurd is believed"
+        );
+        let own = json!({"limits_stated_not_hidden": {"daily_per_ip": 0, "daily_per_domain": 100}});
+        let l = Limits::from_self_description(&own).unwrap();
+        assert_eq!((l.daily_per_ip, l.daily_per_domain), (0, 100));
     }
 }

@@ -1,0 +1,232 @@
+//! `conduct-walker mcp`: an MCP server (the official Rust SDK, `rmcp`) that lets an AI agent be
+//! the witness. Stdio by default; Streamable HTTP on a loopback address with `--listen`.
+//!
+//! The operator's config file, not the model, decides who signs (identity and key), whether
+//! records are filed, which private hosts are reachable, where the store is and how many walks
+//! a day a model may start (`[mcp]` in [`crate::config`]). Every tool failure is a tool error
+//! (`isError: true` with a text saying what was wrong); the server itself never stops for one.
+//! Stdout carries protocol messages only: logs go to stderr.
+
+mod reads;
+mod stdio;
+mod tools;
+mod walk;
+
+use crate::card_signature::TrustStore;
+use crate::clock::{Clock, SystemClock};
+use crate::config::Config;
+use crate::net::Transport;
+use crate::pipeline::{Pipeline, PipelineConfig};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub use walk::default_daily_cap;
+
+/// What the model is told when it connects.
+pub const INSTRUCTIONS: &str = "conduct-walker witnesses how A2A agents behave in public. \
+witness_walk walks an agent (fetches its card twice, sends one request, evaluates the A2A \
+Conduct Extension's assertions), signs the record with the operator's key, stores it and files \
+it with the witness intake; it answers with the verdict, each assertion, the record and the \
+intake's answer. A walk never pays: an endpoint that answers 402 is recorded, never paid. \
+Origins that decline listing in /.well-known/mcp-conduct.json are not walked. The operator's \
+configuration fixes the witness identity and key, whether records are filed, which hosts are \
+reachable and how many walks a day may start. records_list, records_show and records_verify \
+read the local store; card_verify and terms_verify check an Agent Card's signatures and the \
+terms it offers.";
+
+/// How the server runs: the operator's config, and a clock (tests fix it).
+pub struct Options {
+    pub config: Config,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Options {
+    pub fn new(config: Config) -> Options {
+        Options {
+            config,
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+/// The MCP server: cheap to clone (one per Streamable HTTP session shares the same state).
+#[derive(Clone)]
+pub struct WitnessServer {
+    state: Arc<State>,
+}
+
+struct State {
+    config: Config,
+    database: PathBuf,
+    pipeline: Pipeline,
+    transport: Transport,
+    /// For `jku` fetches in `card_verify`: the JWKS body cap and deadline.
+    jwks_transport: Transport,
+    trust: TrustStore,
+    signed: bool,
+    daily_cap: u32,
+    clock: Arc<dyn Clock>,
+}
+
+impl WitnessServer {
+    /// Load the key, open the store and build the transports. A config that cannot work fails
+    /// here, before the first client connects.
+    pub fn new(options: Options) -> anyhow::Result<WitnessServer> {
+        use anyhow::Context as _;
+        let config = options.config;
+        let database = config.database_path()?;
+        let signing = match config.key.path().map_err(anyhow::Error::msg)? {
+            Some(path) => Some((
+                crate::witness::keys::load_signing_key(&path)?,
+                config.witness.key_url.clone(),
+            )),
+            None => None,
+        };
+        let signed = signing.is_some();
+        let transport = config.transport()?;
+        let mut jwks = crate::card_signature::jwks_transport_config(config.net_policy()?);
+        jwks.extra_roots = config.extra_roots()?;
+        let jwks_transport = Transport::new(jwks)?;
+        let trust = TrustStore::from_config(&config.file.card_signature)
+            .map_err(|e| anyhow::anyhow!("[card_signature]: {e}"))?;
+        let pipeline = Pipeline::new(PipelineConfig {
+            transport: transport.clone(),
+            store_path: database.clone(),
+            signing,
+            clock: options.clock.clone(),
+            intake_override: config.intake.clone(),
+            file_extra_walks: config.file_extra_walks,
+        })
+        .with_context(|| format!("cannot open the store {}", database.display()))?
+        .with_trust(trust.clone());
+        let daily_cap = config
+            .file
+            .mcp
+            .daily_walk_cap
+            .as_ref()
+            .map(|c| *c.get_ref())
+            .unwrap_or_else(|| default_daily_cap(config.witness.key_url.as_deref(), signed));
+        Ok(WitnessServer {
+            state: Arc::new(State {
+                config,
+                database,
+                pipeline,
+                transport,
+                jwks_transport,
+                trust,
+                signed,
+                daily_cap,
+                clock: options.clock,
+            }),
+        })
+    }
+}
+
+/// A tool's answer: structured content (matching the tool's `outputSchema`), a one-line summary
+/// first, and the JSON as text for clients that do not read `structuredContent`.
+fn answer(summary: String, value: Value) -> CallToolResult {
+    let mut result = CallToolResult::structured(value);
+    result.content.insert(0, ContentBlock::text(summary));
+    result
+}
+
+/// A tool error: the model reads the text and can correct itself.
+fn tool_error(text: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(text.into())])
+}
+
+impl ServerHandler for WitnessServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "conduct-walker",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools::all()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        tools::all().into_iter().find(|t| t.name == name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let state = &self.state;
+        let args = request.arguments;
+        let result = match request.name.as_ref() {
+            tools::WITNESS_WALK => walk::witness_walk(state, args, context).await,
+            tools::RECORDS_LIST => reads::records_list(state, args).await,
+            tools::RECORDS_SHOW => reads::records_show(state, args).await,
+            tools::RECORDS_VERIFY => reads::records_verify(state, args).await,
+            tools::CARD_VERIFY => reads::card_verify(state, args).await,
+            tools::TERMS_VERIFY => reads::terms_verify(state, args).await,
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!("no tool named {other:?}"),
+                    None,
+                ));
+            }
+        };
+        Ok(result.unwrap_or_else(tool_error).into())
+    }
+}
+
+/// Serve on stdio until the client closes it, or on Streamable HTTP at `listen` (loopback).
+pub async fn run(options: Options, listen: Option<SocketAddr>) -> anyhow::Result<()> {
+    let server = WitnessServer::new(options)?;
+    match listen {
+        None => stdio::serve(server).await,
+        Some(addr) => serve_http(server, addr).await,
+    }
+}
+
+async fn serve_http(server: WitnessServer, addr: SocketAddr) -> anyhow::Result<()> {
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    };
+    if !addr.ip().is_loopback() {
+        anyhow::bail!(
+            "--listen {addr}: not a loopback address; the MCP server walks and files under the operator's key, so it listens on loopback only"
+        );
+    }
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    tracing::info!(
+        "MCP Streamable HTTP on http://{}/mcp",
+        listener.local_addr()?
+    );
+    eprintln!(
+        "conduct-walker mcp: Streamable HTTP on http://{}/mcp",
+        listener.local_addr()?
+    );
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
+    Ok(())
+}

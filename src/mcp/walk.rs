@@ -1,0 +1,488 @@
+//! `witness_walk`: check the input and the operator's rules, read the origin's consent, take a
+//! place under the daily cap, then walk → sign → store → file through the shared pipeline,
+//! with progress notifications and cancellation up to the store's commit.
+
+use super::tools::Args;
+use super::{State, answer};
+use crate::consent::{self, Consent};
+use crate::digest::sha256_hex;
+use crate::pipeline::{Stage, WalkJob};
+use crate::store::outbox::{self, Submission};
+use crate::store::{Store, StoreError};
+use crate::walk::{Mode, Privacy, RequestProfile, WalkOutcome, WalkRequest, Wire};
+use crate::wire::Witness;
+use crate::witness::lanes::{self, Lane, Limits};
+use rmcp::RoleServer;
+use rmcp::model::{CallToolResult, JsonObject, ProgressNotificationParam};
+use rmcp::service::RequestContext;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+const INPUTS: &[&str] = &[
+    "origin",
+    "witness_name",
+    "vantage",
+    "mode",
+    "wire",
+    "endpoint",
+    "submit",
+    "privacy",
+    "request_profile",
+];
+
+/// The default daily cap: what the witness's lane at the intake takes in a UTC day, so a model
+/// cannot start more walks than could ever be filed.
+pub fn default_daily_cap(key_url: Option<&str>, signed: bool) -> u32 {
+    Limits::default().lane_cap(&Lane::of(key_url, signed))
+}
+
+/// Who the record names, and whether the model chose it.
+struct Identity {
+    witness: Witness,
+    from_model: bool,
+    note: Option<String>,
+}
+
+fn identity(
+    state: &State,
+    name: Option<String>,
+    vantage: Option<String>,
+) -> Result<Identity, String> {
+    let configured = state.config.witness.clone();
+    if name.is_none() && vantage.is_none() {
+        return Ok(Identity {
+            witness: configured,
+            from_model: false,
+            note: None,
+        });
+    }
+    if !state.config.file.mcp.allow_model_identity {
+        return Ok(Identity {
+            witness: configured,
+            from_model: false,
+            note: Some(
+                "the operator's config fixes the witness identity (mcp.allow_model_identity = false): the witness_name/vantage given were not used".into(),
+            ),
+        });
+    }
+    let pick = |given: Option<String>, configured: &str, what: &str| match given {
+        Some(s) if s.trim().is_empty() => Err(format!(
+            "{what} must not be empty (the intake refuses a record without one)"
+        )),
+        Some(s) => Ok(s),
+        None => Ok(configured.to_string()),
+    };
+    Ok(Identity {
+        witness: Witness {
+            name: pick(name, &configured.name, "witness_name")?,
+            vantage: pick(vantage, &configured.vantage, "vantage")?,
+            key_url: configured.key_url,
+        },
+        from_model: true,
+        note: None,
+    })
+}
+
+pub(super) async fn witness_walk(
+    state: &State,
+    args: Option<JsonObject>,
+    ctx: RequestContext<RoleServer>,
+) -> Result<CallToolResult, String> {
+    let a = Args::new(args, INPUTS)?;
+    let origin = a.required("origin")?;
+    let endpoint = a.string("endpoint")?;
+    for (name, url) in [("origin", Some(&origin)), ("endpoint", endpoint.as_ref())] {
+        if let Some(url) = url {
+            crate::net::https_url(url).map_err(|why| format!("{name} {url:?}: {why}"))?;
+        }
+    }
+    let mode = Mode::parse(a.choice("mode", &["a2a", "mcp"], "a2a")?).expect("listed");
+    let wire = Wire::parse(a.choice("wire", &["1.0", "0.3"], "1.0")?);
+    let privacy =
+        Privacy::parse(a.choice("privacy", &["full", "hash-only", "commitment"], "full")?)
+            .expect("listed");
+    let profile =
+        RequestProfile::parse(a.choice("request_profile", &RequestProfile::NAMES, "spec")?)
+            .expect("listed");
+    let submit_asked = a.boolean("submit", true)?;
+    let who = identity(state, a.string("witness_name")?, a.string("vantage")?)?;
+
+    // Private addresses only where the operator's config names the host (never a model's pick).
+    for (name, url) in [("origin", Some(&origin)), ("endpoint", endpoint.as_ref())] {
+        if let Some(url) = url {
+            state
+                .transport
+                .check_destination(url)
+                .await
+                .map_err(|why| format!("{name} {url}: {why}"))?;
+        }
+    }
+    let request = WalkRequest {
+        origin: origin.clone(),
+        endpoint,
+        mode,
+        wire,
+        witness: who.witness.clone(),
+        vantage_limitation: state.config.vantage_limitation.clone(),
+        contract_sha256: None,
+        privacy,
+        profile,
+    };
+    if let Consent::Declined { sha256 } = consent::fetch(&state.transport, &request.base()).await {
+        return Err(format!(
+            "not walked: {} says \"listing\": \"decline\" (sha256 {sha256}); the origin asks not to be walked, and conduct-walker honours that",
+            consent::consent_url(&request.base())
+        ));
+    }
+
+    let now = state.clock.now();
+    let day = lanes::utc_day(now);
+    let ledger = Ledger {
+        database: state.database.clone(),
+    };
+    let (walk_id, used) = ledger
+        .begin(
+            &day,
+            &crate::clock::walked_at(now),
+            &origin,
+            state.daily_cap,
+        )
+        .await?;
+
+    let allow_submit = state.config.file.mcp.allow_submit;
+    let submit = submit_asked && allow_submit;
+    let job = WalkJob { request, submit };
+    let report = match run_with_progress(state, &job, &ctx).await {
+        Some(Ok(report)) => report,
+        Some(Err(e)) => {
+            ledger
+                .finish(walk_id, "error", None, Some(e.to_string()))
+                .await;
+            return Err(format!("the walk could not be stored: {e}"));
+        }
+        None => {
+            ledger
+                .finish(
+                    walk_id,
+                    "cancelled",
+                    None,
+                    Some("cancelled by the client".into()),
+                )
+                .await;
+            return Err(
+                "cancelled by the client before the record was stored: nothing was stored or filed"
+                    .into(),
+            );
+        }
+    };
+    ledger
+        .finish(walk_id, "done", Some(report.outcome.sha256.clone()), None)
+        .await;
+
+    let submissions = state
+        .pipeline
+        .submissions_of(report.record_id)
+        .await
+        .map_err(|e| format!("the record is stored, but its filing state cannot be read: {e}"))?;
+    let submission = submissions.last();
+    let submit_note = if submit_asked && !allow_submit {
+        Some("not filed: the operator's config does not let a model file records (mcp.allow_submit = false); the record is stored".to_string())
+    } else if !submit_asked {
+        Some("not filed: submit was false; the record is stored".to_string())
+    } else if submission.is_none() {
+        Some("not filed: the card names no params.witness_intake and the config names no witness.intake; the record is stored".to_string())
+    } else {
+        None
+    };
+    let outcome = &report.outcome;
+    let record = outcome.record();
+    let sub = submission.map(submission_json);
+    let summary = format!(
+        "{} {}/{} sha256 {} stored in {}{}",
+        outcome.verdict.outcome(),
+        outcome.verdict.n_pass,
+        outcome.verdict.n_total,
+        outcome.sha256,
+        state.database.display(),
+        match (&sub, &submit_note) {
+            (Some(s), _) => format!("; {}", s["summary"].as_str().unwrap_or_default()),
+            (None, Some(note)) => format!("; {note}"),
+            (None, None) => String::new(),
+        }
+    );
+    let value = json!({
+        "sha256": outcome.sha256,
+        "verdict": {
+            "ok": outcome.verdict.ok,
+            "outcome": outcome.verdict.outcome(),
+            "n_pass": outcome.verdict.n_pass,
+            "n_total": outcome.verdict.n_total,
+        },
+        "assertions": outcome.assertions.iter().map(|a| json!({
+            "name": a.name,
+            "result": a.result,
+            "claim": a.claim,
+            "note": a.note,
+        })).collect::<Vec<_>>(),
+        "nodes": nodes_json(outcome),
+        "card_signature": record.get("card_signature").cloned().unwrap_or(Value::Null),
+        "terms": record.get("terms").cloned().unwrap_or(Value::Null),
+        "record": record,
+        "record_canonical": String::from_utf8_lossy(&outcome.canonical),
+        "identity": {
+            "witness_name": who.witness.name,
+            "vantage": who.witness.vantage,
+            "source": if who.from_model { "model" } else { "config" },
+            "note": who.note,
+        },
+        "stored": {
+            "database": state.database.display().to_string(),
+            "record_id": report.record_id,
+            "signed": state.signed,
+        },
+        "submission": sub,
+        "submit_note": submit_note,
+        "walks_today": { "used": used, "cap": state.daily_cap },
+    });
+    Ok(answer(summary, value))
+}
+
+fn nodes_json(outcome: &WalkOutcome) -> Vec<Value> {
+    outcome
+        .nodes
+        .iter()
+        .map(|n| {
+            let ex = &n.exchange;
+            json!({
+                "n": n.n,
+                "method": ex.request.method,
+                "url": ex.request.url,
+                "status": ex.status,
+                "body_sha256": sha256_hex(&ex.body),
+                "transport_error": ex.transport_error,
+            })
+        })
+        .collect()
+}
+
+/// The intake's answer, classified as a model should read it.
+fn submission_json(s: &Submission) -> Value {
+    let answer = s.last_answer.as_deref();
+    let (kind, summary) = match s.state.as_str() {
+        outbox::FILED if answer == Some("duplicate") => (
+            "duplicate",
+            "filed: the intake already had these exact bytes".to_string(),
+        ),
+        outbox::FILED if s.counted == Some(false) => (
+            "filed_not_counted",
+            format!(
+                "filed: stored by the intake, not counted ({})",
+                s.count_reason.as_deref().unwrap_or("no reason given")
+            ),
+        ),
+        outbox::FILED => ("filed_counted", "filed and counted".to_string()),
+        outbox::REFUSED => (
+            "refused",
+            format!(
+                "refused by the intake{}: {} (not retried)",
+                s.reason_code
+                    .as_deref()
+                    .map(|c| format!(" with reason_code {c}"))
+                    .unwrap_or_default(),
+                s.last_error.as_deref().unwrap_or("no reason given")
+            ),
+        ),
+        outbox::KEPT_LOCAL => (
+            "kept_local",
+            s.last_error
+                .clone()
+                .unwrap_or_else(|| "kept local, not filed".into()),
+        ),
+        outbox::HOST_OFFLINE => (
+            "host_offline",
+            s.last_error
+                .clone()
+                .unwrap_or_else(|| "host offline: not filed".into()),
+        ),
+        _ if answer == Some("lane_full") => (
+            "lane_full",
+            format!(
+                "lane full today: queued, to be filed from {} (the next UTC day)",
+                s.next_attempt_at.as_deref().unwrap_or("the next UTC day")
+            ),
+        ),
+        _ if answer.is_some() => (
+            "queued_for_retry",
+            format!(
+                "the intake did not take it now ({}): the record is kept and queued for retry at {}",
+                s.last_error.as_deref().unwrap_or("no answer"),
+                s.next_attempt_at.as_deref().unwrap_or("a later time")
+            ),
+        ),
+        _ => (
+            "not_sent",
+            "queued, not sent yet: the record is kept and will be filed by `conduct-walker outbox drain` or the daemon".to_string(),
+        ),
+    };
+    json!({
+        "answer": kind,
+        "state": s.state,
+        "intake_url": s.intake_url,
+        "http_status": s.last_status,
+        "reason_code": s.reason_code,
+        "error": s.last_error,
+        "counted": s.counted,
+        "count_reason": s.count_reason,
+        "next_attempt_at": s.next_attempt_at,
+        "summary": summary,
+    })
+}
+
+/// How a job ended: `None` when the client cancelled it before the commit began.
+type Walked = Option<Result<crate::pipeline::JobReport, crate::pipeline::PipelineError>>;
+
+fn describe(stage: Stage) -> String {
+    match stage {
+        Stage::Node(0) => "n0: GET the agent card".into(),
+        Stage::Node(1) => "n1: GET the agent card again".into(),
+        Stage::Node(n) => format!("n{n}: POST the measured endpoint"),
+        Stage::Signing => "signing the record".into(),
+        Stage::Storing => "storing the record".into(),
+        Stage::Filing => "filing the record with the intake".into(),
+    }
+}
+
+/// Run the job; report each stage as an MCP progress notification when the client sent a
+/// progress token; give up on cancellation until the record's commit begins. From then on the
+/// job finishes (the commit is one transaction, and a record is never left half-filed), so a
+/// cancelled walk leaves either nothing or a whole record.
+async fn run_with_progress(
+    state: &State,
+    job: &WalkJob,
+    ctx: &RequestContext<RoleServer>,
+) -> Walked {
+    let reached: Arc<Mutex<Option<Stage>>> = Arc::new(Mutex::new(None));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Stage>();
+    // Notifications go out in order from one task; the answer waits for it to finish, so every
+    // progress notification precedes the result.
+    let forward = ctx.meta.get_progress_token().map(|token| {
+        let peer = ctx.peer.clone();
+        tokio::spawn(async move {
+            let mut progress = 0.0;
+            while let Some(stage) = rx.recv().await {
+                progress += 1.0;
+                let note = ProgressNotificationParam::new(token.clone(), progress)
+                    .with_total(6.0)
+                    .with_message(describe(stage));
+                if let Err(e) = peer.notify_progress(note).await {
+                    tracing::debug!("progress notification not sent: {e}");
+                }
+            }
+        })
+    });
+    let seen = reached.clone();
+    let on_stage = move |stage: Stage| {
+        *seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(stage);
+        let _ = tx.send(stage);
+    };
+    let walked = {
+        let fut = state.pipeline.run_job_with_stages(job, &on_stage);
+        tokio::pin!(fut);
+        tokio::select! {
+            r = &mut fut => Some(r),
+            _ = ctx.ct.cancelled() => {
+                let at = *reached.lock().unwrap_or_else(|p| p.into_inner());
+                if at >= Some(Stage::Storing) {
+                    Some(fut.await)
+                } else {
+                    None
+                }
+            }
+        }
+    };
+    drop(on_stage);
+    if let Some(task) = forward {
+        let _ = task.await;
+    }
+    walked
+}
+
+/// The `mcp_walks` table: the daily cap counts its rows, so it holds across restarts.
+struct Ledger {
+    database: PathBuf,
+}
+
+impl Ledger {
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, String> {
+        let path = self.database.clone();
+        tokio::task::spawn_blocking(move || f(&Store::open(&path)?))
+            .await
+            .map_err(|e| format!("the store task failed: {e}"))?
+            .map_err(|e| format!("the store: {e}"))
+    }
+
+    /// Take a place under the cap (one transaction, so two calls cannot both take the last
+    /// place): the new row's id and the walks started today including this one.
+    async fn begin(
+        &self,
+        day: &str,
+        now: &str,
+        origin: &str,
+        cap: u32,
+    ) -> Result<(i64, u32), String> {
+        let (day, now, origin) = (day.to_string(), now.to_string(), origin.to_string());
+        let taken = self
+            .blocking(move |store| {
+                let conn = store.connection();
+                conn.execute_batch("BEGIN IMMEDIATE")?;
+                let result = (|| -> Result<Result<(i64, u32), u32>, StoreError> {
+                    let used: u32 = conn.query_row(
+                        "SELECT count(*) FROM mcp_walks WHERE day = ?1",
+                        [&day],
+                        |r| r.get(0),
+                    )?;
+                    if used >= cap {
+                        return Ok(Err(used));
+                    }
+                    conn.execute(
+                        "INSERT INTO mcp_walks (day, started_at, origin, state) VALUES (?1, ?2, ?3, 'running')",
+                        [&day, &now, &origin],
+                    )?;
+                    Ok(Ok((conn.last_insert_rowid(), used + 1)))
+                })();
+                match &result {
+                    Ok(Ok(_)) => conn.execute_batch("COMMIT")?,
+                    _ => conn.execute_batch("ROLLBACK")?,
+                }
+                result
+            })
+            .await?;
+        taken.map_err(|used| {
+            format!(
+                "not walked: the operator's daily cap of {cap} walks started through MCP is reached ({used} today, UTC); the next place opens at 00:00 UTC"
+            )
+        })
+    }
+
+    /// Note how a walk ended. Best effort: the walk's record (if any) is already stored.
+    async fn finish(&self, id: i64, state: &str, sha256: Option<String>, detail: Option<String>) {
+        let state = state.to_string();
+        let now = crate::clock::walked_at(chrono::Utc::now());
+        let done = self
+            .blocking(move |store| {
+                store.connection().execute(
+                    "UPDATE mcp_walks SET state = ?1, finished_at = ?2, record_sha256 = ?3, detail = ?4 WHERE id = ?5",
+                    rusqlite::params![state, now, sha256, detail, id],
+                )?;
+                Ok(())
+            })
+            .await;
+        if let Err(e) = done {
+            tracing::warn!("mcp_walks row {id} not updated: {e}");
+        }
+    }
+}

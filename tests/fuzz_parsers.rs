@@ -1,0 +1,296 @@
+//! Property-based fuzzing of every parser that reads a stranger's bytes (issue 14, section 2),
+//! on the stable toolchain with `proptest`. CI runs a short fixed-seed pass (the default case
+//! count below); a long run is `FUZZ_CASES=1000000 cargo test --release --test fuzz_parsers`,
+//! measured outside CI. Seeds: the shared vectors and shapes the sandbox's hostile cards use.
+//! Each property says what must hold besides "no panic".
+
+use conduct_walker::net::{Exchange, HttpRequest};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use serde_json::{Map, Value, json};
+
+/// Cases per target: small in CI, as many as asked for outside it.
+fn cases() -> u32 {
+    std::env::var("FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(512)
+}
+
+/// A fixed seed, so a CI failure reproduces; `FUZZ_SEED` varies it outside CI.
+fn runner() -> TestRunner {
+    let seed: u64 = std::env::var("FUZZ_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x5eed_c0de);
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    TestRunner::new_with_rng(
+        Config {
+            cases: cases(),
+            failure_persistence: None,
+            ..Config::default()
+        },
+        TestRng::from_seed(RngAlgorithm::ChaCha, &bytes),
+    )
+}
+
+/// JSON text that is often valid and often almost valid: a structured value rendered, then
+/// sometimes cut or spliced with hostile fragments (NaN, BOMs, deep nesting, surrogates).
+fn json_ish() -> impl Strategy<Value = Vec<u8>> {
+    let fragments = prop_oneof![
+        Just("NaN".to_string()),
+        Just("-Infinity".to_string()),
+        Just("\u{feff}".to_string()),
+        Just("\\ud800".to_string()),
+        Just("[".repeat(200)),
+        Just("{\"a\":".repeat(120)),
+        Just("1e400".to_string()),
+        Just("\"\\u0000\"".to_string()),
+        "[ -~]{0,8}",
+    ];
+    (value(), 0usize..64, fragments, any::<bool>()).prop_map(|(v, cut, frag, splice)| {
+        let mut text = serde_json::to_string(&v).unwrap();
+        if splice {
+            let at = cut.min(text.len());
+            let at = (0..=at)
+                .rev()
+                .find(|&i| text.is_char_boundary(i))
+                .unwrap_or(0);
+            text.insert_str(at, &frag);
+        }
+        text.into_bytes()
+    })
+}
+
+/// Random JSON values: strings with any scalar values, numbers of every form, nesting.
+fn value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(|f| json!(f)),
+        "\\PC{0,12}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 48, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::vec(("\\PC{0,6}", inner), 0..6)
+                .prop_map(|kv| Value::Object(kv.into_iter().collect::<Map<_, _>>())),
+        ]
+    })
+}
+
+fn exchange(status: u16, body: Vec<u8>, headers: Vec<(String, String)>) -> Exchange {
+    Exchange {
+        request: HttpRequest::get("https://intake.example/witness", &[]),
+        status,
+        response_headers: headers,
+        body,
+        duration_ms: 1,
+        transport_error: None,
+    }
+}
+
+#[test]
+fn lenient_json_reader_never_panics_and_reads_back_what_it_writes() {
+    runner()
+        .run(&json_ish(), |bytes| {
+            if let Ok(v) = conduct_walker::json::parse_lenient(&bytes) {
+                // What the canonical writer makes of it reads back to the same bytes.
+                let canonical = conduct_walker::canonical::to_bytes(&v);
+                let again = conduct_walker::json::parse_lenient(&canonical).unwrap();
+                prop_assert_eq!(conduct_walker::canonical::to_bytes(&again), canonical);
+            }
+            let _ = conduct_walker::json::parse_strict(&bytes);
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn rfc8785_writer_agrees_with_serde_jcs() {
+    runner()
+        .run(&value(), |v| {
+            let ours = conduct_walker::jcs::canonicalize(&v);
+            if let Ok(ours) = ours {
+                let theirs = serde_jcs::to_vec(&v).unwrap();
+                prop_assert_eq!(ours, theirs);
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn card_signature_header_reading_never_panics_and_keeps_the_block_shape() {
+    let protected = prop_oneof![
+        "[A-Za-z0-9_-]{0,80}",
+        "\\PC{0,40}",
+        value().prop_map(|v| {
+            use base64::Engine;
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
+        }),
+    ];
+    let strategy = (value(), protected, value());
+    runner()
+        .run(&strategy, |(card, protected, extra)| {
+            let mut card = card;
+            if let Value::Object(o) = &mut card {
+                o.insert(
+                    "signatures".into(),
+                    json!([{"protected": protected, "signature": "x", "header": extra}]),
+                );
+            }
+            let block =
+                conduct_walker::card_signature::read_header(Some(&card), "https://a.example");
+            prop_assert!(block.get("present").is_some() && block.get("verified").is_some());
+            for profile in conduct_walker::card_signature::Profile::ALL {
+                let _ = conduct_walker::card_signature::canonicalize_card(&card, profile);
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn intake_answers_are_classified_with_bounded_text() {
+    let headers = prop::collection::vec(
+        (
+            prop_oneof![
+                Just("retry-after".to_string()),
+                Just("location".to_string()),
+                "[a-z-]{1,12}"
+            ],
+            "\\PC{0,40}",
+        ),
+        0..4,
+    );
+    let strategy = (0u16..600, json_ish(), headers);
+    runner()
+        .run(&strategy, |(status, body, headers)| {
+            let answer =
+                conduct_walker::witness::intake::classify(&exchange(status, body, headers), "ab");
+            let text = format!("{answer:?}");
+            prop_assert!(
+                !text.contains('\u{1b}'),
+                "an escape code survived: {}",
+                text
+            );
+            if let conduct_walker::witness::intake::Answer::Retry {
+                retry_after: Some(d),
+                ..
+            } = answer
+            {
+                prop_assert!(d <= conduct_walker::witness::intake::MAX_RETRY_AFTER);
+            }
+            if let conduct_walker::witness::intake::Answer::Accepted { sha, .. } = answer {
+                prop_assert_eq!(sha, "ab");
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn consent_files_and_intake_self_descriptions_never_panic() {
+    runner()
+        .run(&(0u16..600, json_ish()), |(status, body)| {
+            let _ = conduct_walker::consent::classify(&exchange(status, body.clone(), vec![]));
+            if let Ok(v) = conduct_walker::json::parse_lenient(&body) {
+                let doc = json!({"limits_stated_not_hidden": v});
+                if let Some(l) = conduct_walker::witness::lanes::Limits::from_self_description(&doc)
+                {
+                    prop_assert!(
+                        u64::from(l.daily_per_ip)
+                            <= conduct_walker::witness::lanes::MAX_SANE_DAILY_CAP
+                    );
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn config_text_never_panics() {
+    let line = prop_oneof![
+        Just("[witness]".to_string()),
+        Just("[daemon]".to_string()),
+        Just("[network]".to_string()),
+        Just("[[target]]".to_string()),
+        Just("name = \"w\"".to_string()),
+        Just("vantage = \"v\"".to_string()),
+        Just("origin = \"https://a.example\"".to_string()),
+        (
+            "[a-z_]{1,20}",
+            prop_oneof![
+                any::<i64>().prop_map(|n| n.to_string()),
+                any::<u64>().prop_map(|n| n.to_string()),
+                "\"[ -~]{0,20}\"",
+                Just("\"0 0 31 2 *\"".to_string()),
+            ]
+        )
+            .prop_map(|(k, v)| format!("{k} = {v}")),
+        "\\PC{0,30}",
+    ];
+    runner()
+        .run(&prop::collection::vec(line, 0..24), |lines| {
+            let text = lines.join("\n");
+            let _ = conduct_walker::config::parse(std::path::Path::new("/tmp/fuzz.toml"), &text);
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn import_lines_and_event_streams_never_panic() {
+    runner()
+        .run(
+            &(json_ish(), prop::collection::vec(any::<u8>(), 0..256)),
+            |(line, raw)| {
+                let _ = conduct_walker::store::transfer::parse_line(&line, 1);
+                let _ = conduct_walker::store::transfer::parse_line(&raw, 2);
+                let mut stream = b"data: ".to_vec();
+                stream.extend_from_slice(&line);
+                stream.extend_from_slice(b"\n\n");
+                stream.extend_from_slice(&raw);
+                for s in [&stream, &raw] {
+                    if let Some(found) = conduct_walker::sse::find_response(s, 1) {
+                        prop_assert!(found.end <= s.len());
+                    }
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+}
+
+#[test]
+fn the_shared_vectors_survive_the_parsers() {
+    // Seed corpus: every JSON file of the shared vectors goes through every reader.
+    let root = conduct_walker::sandbox::shared_vectors("");
+    let mut seen = 0;
+    let mut stack = vec![root];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let bytes = std::fs::read(&path).unwrap();
+            let _ = conduct_walker::json::parse_lenient(&bytes);
+            let _ = conduct_walker::json::parse_strict(&bytes);
+            let _ = conduct_walker::store::transfer::parse_line(&bytes, 1);
+            let _ = conduct_walker::witness::intake::classify(
+                &exchange(201, bytes.clone(), vec![]),
+                "ab",
+            );
+            seen += 1;
+        }
+    }
+    assert!(seen >= 20, "{seen} vector files");
+}

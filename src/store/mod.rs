@@ -9,6 +9,7 @@
 //! The store derives its metadata columns (endpoint, verdict, ...) from the canonical bytes itself
 //! ([`meta::derive`]); callers hand over only the bytes, the signature and the key.
 
+pub mod group;
 pub mod meta;
 pub mod outbox;
 pub mod schema;
@@ -103,6 +104,8 @@ pub enum StoreError {
     },
     #[error("{0:?} is not a date: use YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ")]
     BadDate(String),
+    #[error("{0}")]
+    Batch(String),
     #[error("record {} of the batch: {source}", .index + 1)]
     InBatch {
         /// 0-based position in the slice given to [`Store::insert_many`].

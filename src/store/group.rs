@@ -155,12 +155,12 @@ fn writer<T>(store: &Mutex<Store>, jobs: &mpsc::Receiver<Job<T>>, transactions: 
 
 type Reply<T> = tokio::sync::oneshot::Sender<Result<Committed<T>, StoreError>>;
 
+/// Each job's reply with its answer, in the batch's order.
+type Answered<T> = Vec<(Reply<T>, Result<Committed<T>, StoreError>)>;
+
 /// One transaction for the whole batch, one savepoint per record; each job's reply with its
 /// answer, in order. Nothing is answered before the `COMMIT` returned.
-fn commit_batch<T>(
-    store: &Store,
-    batch: Vec<Job<T>>,
-) -> Vec<(Reply<T>, Result<Committed<T>, StoreError>)> {
+fn commit_batch<T>(store: &Store, batch: Vec<Job<T>>) -> Answered<T> {
     let tx = match store.begin_immediate() {
         Ok(tx) => tx,
         Err(e) => return failed_all(batch.into_iter().map(|j| j.reply), &e),
@@ -202,10 +202,7 @@ fn one_in_savepoint<T>(
     result
 }
 
-fn failed_all<T>(
-    replies: impl Iterator<Item = Reply<T>>,
-    e: &StoreError,
-) -> Vec<(Reply<T>, Result<Committed<T>, StoreError>)> {
+fn failed_all<T>(replies: impl Iterator<Item = Reply<T>>, e: &StoreError) -> Answered<T> {
     replies
         .map(|reply| {
             let why = format!(

@@ -32,6 +32,16 @@ pub enum PipelineError {
     NothingToReveal(String),
 }
 
+impl PipelineError {
+    /// Why the store cannot write, when this error is that (see [`StoreError::unwritable_reason`]).
+    pub fn unwritable_reason(&self) -> Option<String> {
+        match self {
+            PipelineError::Store(e) => e.unwritable_reason(),
+            _ => None,
+        }
+    }
+}
+
 /// How the pipeline is set up.
 pub struct PipelineConfig {
     pub transport: Transport,

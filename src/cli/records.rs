@@ -98,6 +98,11 @@ pub enum RecordsCommand {
     },
     /// Import an export file (either line form; "-" reads stdin) into the store at --db.
     /// Records already present are skipped; new rows are chained in the target store.
+    ///
+    /// All or nothing: every line is checked before anything is written (JSON, canonical form,
+    /// the record's fields, its signature, a kept record's commitment), and one bad line,
+    /// named by its line number, refuses the whole import. The new rows go in one transaction,
+    /// so an import that is killed leaves the store as it was.
     Import {
         /// The file written by `records export`.
         file: PathBuf,

@@ -7,6 +7,7 @@
 
 use super::metrics::{RecordTally, Snapshot, render};
 use super::runner::JobRunner;
+use super::store::WriteHealth;
 use crate::store::{ListFilter, Store, StoreError};
 use axum::Router;
 use axum::extract::{Query, State};
@@ -27,11 +28,14 @@ pub struct Live {
     /// Unix seconds of the loop's last turn (the health check's heartbeat).
     pub last_tick: AtomicI64,
     pub runner: RwLock<Arc<dyn JobRunner>>,
+    /// Whether the store takes writes (a full disk makes the daemon degraded, not dead).
+    pub store_health: Arc<WriteHealth>,
 }
 
 impl Live {
-    pub fn new(runner: Arc<dyn JobRunner>) -> Live {
+    pub fn new(runner: Arc<dyn JobRunner>, store_health: Arc<WriteHealth>) -> Live {
         Live {
+            store_health,
             targets: AtomicUsize::new(0),
             in_flight: AtomicUsize::new(0),
             next_fire: AtomicI64::new(i64::MIN),
@@ -107,18 +111,31 @@ async fn blocking<T: Send + 'static>(
 
 async fn healthz(State(s): State<AppState>) -> Response {
     let age = chrono::Utc::now().timestamp() - s.live.last_tick.load(Ordering::Relaxed);
-    let body = serde_json::json!({
-        "status": if age <= HEARTBEAT_STALE_SECS { "ok" } else { "stalled" },
+    let fault = s.live.store_health.fault();
+    // Stalled (the loop is stuck) outranks degraded (the loop runs but nothing can be stored).
+    let status = if age > HEARTBEAT_STALE_SECS {
+        "stalled"
+    } else if fault.is_some() {
+        "degraded"
+    } else {
+        "ok"
+    };
+    let mut body = serde_json::json!({
+        "status": status,
         "scheduler_heartbeat_age_secs": age,
         "targets": s.live.targets.load(Ordering::Relaxed),
         "walks_in_flight": s.live.in_flight.load(Ordering::Relaxed),
+        "store_writable": fault.is_none(),
     });
-    let status = if age <= HEARTBEAT_STALE_SECS {
+    if let Some(f) = fault {
+        body["store_fault"] = serde_json::json!({"reason": f.reason, "since": f.since});
+    }
+    let code = if status == "ok" {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    (status, axum::Json(body)).into_response()
+    (code, axum::Json(body)).into_response()
 }
 
 async fn metrics(State(s): State<AppState>) -> Response {

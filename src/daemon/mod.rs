@@ -184,7 +184,7 @@ pub async fn run_with(
     let built = build(cfg, &store, None, clock.clone()).await?;
     let mut cfg = built.config;
     let mut consent = built.consent;
-    let live = Arc::new(http::Live::new(built.runner.clone()));
+    let live = Arc::new(http::Live::new(built.runner.clone(), store.health()));
     let page_ctx = Arc::new(std::sync::RwLock::new(page_context(&cfg)));
     let mut sigterm = signal(SignalKind::terminate()).map_err(DaemonError::Signals)?;
     let mut sigint = signal(SignalKind::interrupt()).map_err(DaemonError::Signals)?;

@@ -18,6 +18,29 @@ pub struct JobDone {
     pub submission: Option<String>,
 }
 
+/// Why a job produced no record. `store_unwritable` says the store refused the write (disk full,
+/// I/O error): the daemon reports itself degraded until a record is stored again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobFailed {
+    pub text: String,
+    pub store_unwritable: Option<String>,
+}
+
+impl From<String> for JobFailed {
+    fn from(text: String) -> Self {
+        JobFailed {
+            text,
+            store_unwritable: None,
+        }
+    }
+}
+
+impl std::fmt::Display for JobFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
 /// One pass over the outbox.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Drained {
@@ -45,7 +68,7 @@ pub trait JobRunner: Send + Sync + 'static {
         &'a self,
         request: &'a WalkRequest,
         submit: bool,
-    ) -> BoxFut<'a, Result<JobDone, String>>;
+    ) -> BoxFut<'a, Result<JobDone, JobFailed>>;
 
     /// File what is due in the outbox.
     fn drain(&self) -> BoxFut<'_, Result<Drained, String>>;
@@ -65,7 +88,7 @@ impl JobRunner for crate::pipeline::Pipeline {
         &'a self,
         request: &'a WalkRequest,
         submit: bool,
-    ) -> BoxFut<'a, Result<JobDone, String>> {
+    ) -> BoxFut<'a, Result<JobDone, JobFailed>> {
         Box::pin(async move {
             let job = crate::pipeline::WalkJob {
                 request: request.clone(),
@@ -73,7 +96,10 @@ impl JobRunner for crate::pipeline::Pipeline {
             };
             let report = crate::pipeline::Pipeline::run_job(self, &job)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| JobFailed {
+                    text: e.to_string(),
+                    store_unwritable: e.unwritable_reason(),
+                })?;
             Ok(JobDone {
                 record_id: report.record_id,
                 sha256: report.outcome.sha256.clone(),

@@ -322,6 +322,7 @@ async fn fire_in_slot(
         let result = ctx.runner.run_job(&target.request, target.submit).await;
         let (end_state, sha, record_id, submission, detail) = match result {
             Ok(done) => {
+                ctx.store.health().wrote();
                 tracing::Span::current().record("sha", done.sha256.as_str());
                 tracing::info!(
                     outcome = done.outcome.as_deref().unwrap_or("-"),
@@ -339,7 +340,10 @@ async fn fire_in_slot(
             }
             Err(e) => {
                 tracing::error!(error = %e, "walk failed in the daemon (not the agent's failure)");
-                (state::ERROR, None, None, None, Some(e))
+                if let Some(why) = e.store_unwritable {
+                    ctx.store.health().refused(why);
+                }
+                (state::ERROR, None, None, None, Some(e.text))
             }
         };
         let r = ctx

@@ -161,6 +161,12 @@ type Answered<T> = Vec<(Reply<T>, Result<Committed<T>, StoreError>)>;
 /// One transaction for the whole batch, one savepoint per record; each job's reply with its
 /// answer, in order. Nothing is answered before the `COMMIT` returned.
 fn commit_batch<T>(store: &Store, batch: Vec<Job<T>>) -> Answered<T> {
+    // A failed COMMIT (a full disk) is rolled back when its transaction is dropped; should that
+    // rollback fail too, the connection stays inside the transaction and every later BEGIN
+    // would fail. End it here, so the writer recovers by itself once the disk takes writes.
+    if !store.conn.is_autocommit() {
+        let _ = store.conn.execute_batch("ROLLBACK");
+    }
     let tx = match store.begin_immediate() {
         Ok(tx) => tx,
         Err(e) => return failed_all(batch.into_iter().map(|j| j.reply), &e),
@@ -205,10 +211,13 @@ fn one_in_savepoint<T>(
 fn failed_all<T>(replies: impl Iterator<Item = Reply<T>>, e: &StoreError) -> Answered<T> {
     replies
         .map(|reply| {
-            let why = format!(
-                "the transaction holding this record failed, nothing of it was stored: {e}"
-            );
-            (reply, Err(StoreError::Batch(why)))
+            let answer = match e.unwritable_reason() {
+                Some(why) => StoreError::Unwritable(why),
+                None => StoreError::Batch(format!(
+                    "the transaction holding this record failed, nothing of it was stored: {e}"
+                )),
+            };
+            (reply, Err(answer))
         })
         .collect()
 }

@@ -7,6 +7,7 @@ pub mod daemon;
 pub mod intake;
 pub mod keys;
 pub mod mcp;
+pub mod net;
 pub mod outbox;
 pub mod records;
 pub mod terms;

@@ -50,8 +50,7 @@ pub enum Command {
     Mcp(super::mcp::McpArgs),
     /// Print a shell completion script (bash, zsh or fish) to stdout.
     Completions(super::docs::CompletionsArgs),
-    /// Write the man pages (every subcommand, and conduct-walker.toml(5)) into a directory; the
-    /// package build runs it (packaging/build-deb).
-    #[command(hide = true)]
+    /// Write the man pages (one per subcommand, and conduct-walker.toml(5)) into DIR/man1 and
+    /// DIR/man5: `--out /usr/local/share/man` installs them by hand; the package build uses it.
     Man(super::docs::ManArgs),
 }

@@ -1,4 +1,4 @@
-//! `conduct-walker completions SHELL` and the hidden `conduct-walker man --out DIR`: shell
+//! `conduct-walker completions SHELL` and `conduct-walker man --out DIR`: shell
 //! completions (clap_complete) and man pages (clap_mangen) generated from the clap definitions
 //! the binary parses, plus `conduct-walker.toml(5)` generated from the config parser's own
 //! schema (`config::documented_tables`). Nothing here is written by hand that could drift.
@@ -18,7 +18,8 @@ pub struct CompletionsArgs {
 
 #[derive(Debug, Args)]
 pub struct ManArgs {
-    /// The directory to write the pages into (created if missing).
+    /// A man directory (such as /usr/local/share/man): the pages go into its man1 and man5
+    /// subdirectories, created if missing.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
 }
@@ -39,29 +40,38 @@ pub fn completions(args: CompletionsArgs) -> anyhow::Result<ExitCode> {
 
 pub fn man(args: ManArgs) -> anyhow::Result<ExitCode> {
     let written = write_man_pages(&args.out)?;
-    println!("wrote {} man pages to {}", written, args.out.display());
+    println!(
+        "wrote {} man pages under {}",
+        written.len(),
+        args.out.display()
+    );
     Ok(ExitCode::from(super::EXIT_OK))
 }
 
-/// Write `conduct-walker.1`, one `conduct-walker-SUB[-SUB].1` per visible subcommand, and
-/// `conduct-walker.toml.5` into `dir`; returns how many pages were written.
-pub fn write_man_pages(dir: &Path) -> anyhow::Result<usize> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    // clap_mangen walks the subcommand tree itself (hidden ones, like `man`, are skipped).
-    clap_mangen::generate_to(super::Cli::command(), dir)
-        .with_context(|| format!("cannot write man pages into {}", dir.display()))?;
-    let config_page = dir.join(CONFIG_PAGE);
+/// Write `man1/conduct-walker.1`, one `man1/conduct-walker-SUB[-SUB].1` per visible
+/// subcommand, and `man5/conduct-walker.toml.5` under `dir`; returns the pages written.
+pub fn write_man_pages(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let (man1, man5) = (dir.join("man1"), dir.join("man5"));
+    for d in [&man1, &man5] {
+        std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
+    }
+    // clap_mangen walks the subcommand tree itself (hidden ones are skipped).
+    clap_mangen::generate_to(super::Cli::command(), &man1)
+        .with_context(|| format!("cannot write man pages into {}", man1.display()))?;
+    let config_page = man5.join(CONFIG_PAGE);
     std::fs::write(&config_page, config_man_page())
         .with_context(|| format!("cannot write {}", config_page.display()))?;
-    let pages = std::fs::read_dir(dir)
-        .with_context(|| format!("cannot list {}", dir.display()))?
-        .filter_map(Result::ok)
-        .filter(|e| {
-            let name = e.file_name();
-            let name = name.to_string_lossy();
-            name.starts_with("conduct-walker") && (name.ends_with(".1") || name.ends_with(".5"))
-        })
-        .count();
+    let mut pages = Vec::new();
+    for d in [&man1, &man5] {
+        for entry in std::fs::read_dir(d).with_context(|| format!("cannot list {}", d.display()))? {
+            let path = entry?.path();
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            if name.starts_with("conduct-walker") {
+                pages.push(path);
+            }
+        }
+    }
+    pages.sort();
     Ok(pages)
 }
 

@@ -4,6 +4,9 @@
 use clap::{Parser, Subcommand};
 
 /// Witnesses how A2A agents behave in public: walks, records, signs and files.
+///
+/// Every subcommand has its man page, conduct-walker-SUBCOMMAND(1), and the daemon's config file
+/// has conduct-walker.toml(5).
 #[derive(Debug, Parser)]
 #[command(name = "conduct-walker", version, about)]
 pub struct Cli {
@@ -50,7 +53,9 @@ pub enum Command {
     Mcp(super::mcp::McpArgs),
     /// Print a shell completion script (bash, zsh or fish) to stdout.
     Completions(super::docs::CompletionsArgs),
-    /// Write the man pages (one per subcommand, and conduct-walker.toml(5)) into DIR/man1 and
-    /// DIR/man5: `--out /usr/local/share/man` installs them by hand; the package build uses it.
+    /// Write the man pages: one per subcommand, and conduct-walker.toml(5).
+    ///
+    /// They go into DIR/man1 and DIR/man5, so `--out /usr/local/share/man` installs them by hand;
+    /// packaging/build-deb uses it for the Debian package.
     Man(super::docs::ManArgs),
 }

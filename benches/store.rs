@@ -14,11 +14,12 @@ mod cpu;
 #[path = "../tests/store_support/mod.rs"]
 mod store_support;
 
-use conduct_walker::store::{Store, verify};
+use conduct_walker::store::group::GroupCommit;
+use conduct_walker::store::{NewRecord, Store, verify};
 use cpu::thread_cpu_time;
 use criterion::{BatchSize, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use store_support::*;
 
@@ -123,6 +124,86 @@ fn insert_two_writers(c: &mut Criterion) {
         })
     });
     group.finish();
+}
+
+/// Issue 17's target: 64 producers at once, each checking its signed record
+/// (`NewRecord::prepare`) on its own thread and handing it to the group-commit writer, which
+/// commits whatever is queued in one transaction (`synchronous=FULL`). Throughput is records
+/// acknowledged durable per second; the lone-record bench is the latency one record pays.
+fn group_commit(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Mutex::new(
+        Store::open(&dir.path().join("walker.db")).unwrap(),
+    ));
+    let writer = GroupCommit::<()>::start(store).unwrap();
+    let k = key(6);
+    let mut next = 0u64;
+    let mut fresh = |n: u64| -> Vec<NewRecord> {
+        (0..n)
+            .map(|_| {
+                next += 1;
+                signed(record_bytes(next, !next.is_multiple_of(3)), &k)
+            })
+            .collect()
+    };
+    let mut group = c.benchmark_group("store");
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("group_commit_one_signed_sync_full", |b| {
+        b.iter_custom(|iters| {
+            let recs = fresh(iters);
+            let start = Instant::now();
+            for rec in recs {
+                writer
+                    .commit_blocking(rec.prepare().unwrap(), Box::new(|_, _, _| Ok(())))
+                    .unwrap();
+            }
+            start.elapsed()
+        })
+    });
+    const PRODUCERS: usize = 64;
+    let before = writer.transactions();
+    let mut records = 0u64;
+    // The whole process's CPU over the timed sections: what one record costs all threads
+    // (checks, commit, the writer's share), so the figure on a loaded machine can be read as
+    // capacity per free core.
+    let mut process_cpu = Duration::ZERO;
+    group.sample_size(20);
+    group.bench_function("group_commit_signed_sync_full_64_producers", |b| {
+        b.iter_custom(|iters| {
+            // Each producer owns its share, built before the clock starts.
+            let mut shares: Vec<Vec<NewRecord>> = vec![Vec::new(); PRODUCERS];
+            for (n, rec) in fresh(iters).into_iter().enumerate() {
+                shares[n % PRODUCERS].push(rec);
+            }
+            records += iters;
+            let cpu_start = cpu::process_cpu_time();
+            let start = Instant::now();
+            std::thread::scope(|s| {
+                for share in shares {
+                    let writer = writer.clone();
+                    s.spawn(move || {
+                        for rec in share {
+                            writer
+                                .commit_blocking(rec.prepare().unwrap(), Box::new(|_, _, _| Ok(())))
+                                .unwrap();
+                        }
+                    });
+                }
+            });
+            let elapsed = start.elapsed();
+            process_cpu += cpu::process_cpu_time() - cpu_start;
+            elapsed
+        })
+    });
+    group.finish();
+    eprintln!(
+        "group commit, 64 producers: {records} records in {} transactions; process CPU {:.1} µs per record; load average {}",
+        writer.transactions() - before,
+        process_cpu.as_secs_f64() * 1e6 / records.max(1) as f64,
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .trim()
+    );
 }
 
 /// The disk's floor for one durable SQLite transaction, with the store's own pragmas (WAL,
@@ -242,6 +323,7 @@ criterion_group!(
     commit_floor,
     insert_one,
     insert_two_writers,
+    group_commit,
     verify_store
 );
 criterion_main!(benches);

@@ -14,6 +14,7 @@ use std::fmt;
 /// `NaN` / `Infinity` / `-Infinity` accepted (§8.3 item 18). A UTF-8 BOM is a parse failure
 /// (Python's reader rejects it too).
 pub fn parse_lenient(bytes: &[u8]) -> Result<Value, serde_json::Error> {
+    check_budget(bytes).map_err(<serde_json::Error as de::Error>::custom)?;
     match serde_json::from_slice(bytes) {
         Ok(v) => Ok(v),
         Err(first) => match replace_python_constants(bytes) {
@@ -21,6 +22,66 @@ pub fn parse_lenient(bytes: &[u8]) -> Result<Value, serde_json::Error> {
             None => Err(first),
         },
     }
+}
+
+/// What the tree built from one document may cost in memory, in bytes. Every document a walk
+/// parses comes from a stranger and is under a body cap of at most 1 MiB, but a tree costs far
+/// more than its text: a one-key object (`{"a":`, five bytes) is a B-tree node of about 640
+/// bytes, so a 1 MB card of deep one-key chains took 100 MiB per parse and ~270 MiB per walk
+/// (issue 14). Ordinary JSON costs about 10 times its text (a 1 MB card of skills: ~9 MiB, an
+/// estimate of ~18 MiB), real cards, terms documents and key sets are a few KB; a document whose
+/// estimate is over the budget is refused as "not JSON" before anything is built.
+pub const PARSE_BUDGET_BYTES: usize = 16 * 1024 * 1024;
+
+/// Costs [`estimated_tree_bytes`] charges: an object's first B-tree node (11 slots of key and
+/// value), every value or key (its slot, an array's doubling slack, a small heap block), and the
+/// text of strings and numbers (with `arbitrary_precision` a number keeps its text).
+const OBJECT_NODE_BYTES: usize = 640;
+const ITEM_BYTES: usize = 96;
+
+/// An upper estimate of the heap serde_json's `Value` tree for `bytes` would take, from one scan
+/// of the text that allocates nothing.
+pub fn estimated_tree_bytes(bytes: &[u8]) -> usize {
+    let (mut cost, mut in_string, mut escaped) = (ITEM_BYTES, false, false);
+    for &b in bytes {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            cost += 1;
+            continue;
+        }
+        cost += match b {
+            b'"' => {
+                in_string = true;
+                0
+            }
+            b'{' => OBJECT_NODE_BYTES + ITEM_BYTES,
+            b'[' | b',' | b':' => ITEM_BYTES,
+            b' ' | b'\t' | b'\n' | b'\r' | b'}' | b']' => 0,
+            _ => 1,
+        };
+    }
+    cost
+}
+
+/// Refuse a document whose tree would exceed [`PARSE_BUDGET_BYTES`].
+fn check_budget(bytes: &[u8]) -> Result<(), String> {
+    let estimate = estimated_tree_bytes(bytes);
+    if estimate > PARSE_BUDGET_BYTES {
+        return Err(format!(
+            "too costly to parse: its {} bytes would take about {} MiB as a tree, over the {} MiB \
+             budget for a document from a stranger (deeply nested or very many small values)",
+            bytes.len(),
+            estimate / (1024 * 1024),
+            PARSE_BUDGET_BYTES / (1024 * 1024)
+        ));
+    }
+    Ok(())
 }
 
 /// Number text standing for Python's `NaN` (it parses as a float; [`crate::canonical`] writes it
@@ -91,6 +152,7 @@ pub enum StrictJsonError {
 
 /// Parse refusing duplicate member names at any depth.
 pub fn parse_strict(bytes: &[u8]) -> Result<Value, StrictJsonError> {
+    check_budget(bytes).map_err(StrictJsonError::Syntax)?;
     let mut de = serde_json::Deserializer::from_slice(bytes);
     match NoDuplicates::deserialize(&mut de).and_then(|_| de.end()) {
         Ok(()) => {}

@@ -18,6 +18,7 @@ pub mod jcs;
 pub mod json;
 pub mod mcp;
 pub mod net;
+pub mod pages;
 pub mod pipeline;
 pub mod sandbox;
 pub mod sse;

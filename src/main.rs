@@ -2,6 +2,11 @@ use clap::Parser as _;
 use conduct_walker::cli::{self, Cli, Command};
 use std::process::ExitCode;
 
+/// Threads for blocking work (SQLite, record checks). The store is one connection behind a lock,
+/// so more threads only wait for it; tokio's default of 512 let a daemon with 10,000 targets due
+/// at once grow to 72 threads, each keeping its own stack and malloc arena (issue 17, note 10).
+const MAX_BLOCKING_THREADS: usize = 16;
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -17,6 +22,7 @@ fn main() -> ExitCode {
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .max_blocking_threads(MAX_BLOCKING_THREADS)
         .build()
     {
         Ok(rt) => rt,

@@ -7,6 +7,7 @@
 
 use crate::clock::{Clock, walked_at as rfc3339_seconds};
 use crate::net::Transport;
+use crate::store::group::{GroupCommit, Then};
 use crate::store::outbox::{self, AttemptResult, NewSubmission, Submission};
 use crate::store::{KeptFull, NewRecord, Store, StoreError};
 use crate::walk::{WalkOutcome, WalkRequest};
@@ -29,6 +30,16 @@ pub enum PipelineError {
     KeptNotJson(String),
     #[error("record {0} has no kept full record to reveal (it was not a commitment walk)")]
     NothingToReveal(String),
+}
+
+impl PipelineError {
+    /// Why the store cannot write, when this error is that (see [`StoreError::unwritable_reason`]).
+    pub fn unwritable_reason(&self) -> Option<String> {
+        match self {
+            PipelineError::Store(e) => e.unwritable_reason(),
+            _ => None,
+        }
+    }
 }
 
 /// How the pipeline is set up.
@@ -127,7 +138,9 @@ pub struct Pipeline {
 
 struct Inner {
     transport: Transport,
-    store: Mutex<Store>,
+    store: Arc<Mutex<Store>>,
+    /// Every record goes through here: walks finishing together share one transaction.
+    writer: GroupCommit<Option<Submission>>,
     signing: Option<(SigningKey, Option<String>)>,
     clock: Arc<dyn Clock>,
     intake_override: Option<String>,
@@ -180,11 +193,14 @@ impl Drop for InFlightClaim<'_> {
 
 impl Pipeline {
     pub fn new(cfg: PipelineConfig) -> Result<Pipeline, PipelineError> {
-        let store = Store::open(&cfg.store_path)?;
+        let store = Arc::new(Mutex::new(Store::open(&cfg.store_path)?));
+        let writer = GroupCommit::start(store.clone())
+            .map_err(|e| PipelineError::Join(format!("cannot start the store's writer: {e}")))?;
         Ok(Pipeline {
             inner: Arc::new(Inner {
                 transport: cfg.transport,
-                store: Mutex::new(store),
+                store,
+                writer,
                 signing: cfg.signing,
                 clock: cfg.clock,
                 intake_override: cfg.intake_override,
@@ -215,24 +231,6 @@ impl Pipeline {
         tokio::task::spawn_blocking(move || {
             let store = inner.store.lock().unwrap_or_else(|p| p.into_inner());
             f(&store)
-        })
-        .await
-        .map_err(|e| PipelineError::Join(e.to_string()))?
-        .map_err(PipelineError::from)
-    }
-
-    /// [`Pipeline::with_store`], running `before` on the blocking thread without the lock and
-    /// handing its value to `f`, which runs under the lock.
-    async fn with_store_after<P, T: Send + 'static>(
-        &self,
-        before: impl FnOnce() -> Result<P, StoreError> + Send + 'static,
-        f: impl FnOnce(&Store, P) -> Result<T, StoreError> + Send + 'static,
-    ) -> Result<T, PipelineError> {
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || {
-            let ready = before()?;
-            let store = inner.store.lock().unwrap_or_else(|p| p.into_inner());
-            f(&store, ready)
         })
         .await
         .map_err(|e| PipelineError::Join(e.to_string()))?
@@ -336,41 +334,36 @@ impl Pipeline {
         let now = self.now();
         let (today, file_extra_walks) = (self.today(), self.inner.file_extra_walks);
         on_stage(Stage::Storing);
-        let (record_id, submission) = self
-            .with_store_after(
-                // The record's checks (signature included) run before the store's lock is
-                // taken: concurrent walks then wait for each other only during the commit.
-                move || new_record.prepare(),
-                move |store, prepared| {
-                    let (inserted, submission) =
-                        store.insert_prepared_then(&prepared, |conn, id, _new| {
-                            let Some(mut plan) = plan else {
-                                return Ok(None);
-                            };
-                            if !file_extra_walks {
-                                plan.keep_local_if_planned_today(conn, &today)?;
-                            }
-                            let row = outbox::insert(
-                                conn,
-                                &NewSubmission {
-                                    record_id: id,
-                                    intake_url: &plan.intake_url,
-                                    lane: &plan.lane.key(),
-                                    identity: &plan.identity,
-                                    endpoint: &plan.endpoint,
-                                    state: plan.state,
-                                    next_attempt_at: (plan.state == outbox::QUEUED)
-                                        .then_some(now.as_str()),
-                                    last_error: plan.note.as_deref(),
-                                    now: &now,
-                                },
-                            )?;
-                            Ok(Some(row))
-                        })?;
-                    Ok((inserted.record.row.id, submission))
+        // The record's checks (signature included) run here, in parallel with other walks;
+        // the writer then commits every record that arrived meanwhile in one transaction.
+        let prepared = tokio::task::spawn_blocking(move || new_record.prepare())
+            .await
+            .map_err(|e| PipelineError::Join(e.to_string()))??;
+        let then: Then<Option<Submission>> = Box::new(move |conn, id, _new| {
+            let Some(mut plan) = plan else {
+                return Ok(None);
+            };
+            if !file_extra_walks {
+                plan.keep_local_if_planned_today(conn, &today)?;
+            }
+            let row = outbox::insert(
+                conn,
+                &NewSubmission {
+                    record_id: id,
+                    intake_url: &plan.intake_url,
+                    lane: &plan.lane.key(),
+                    identity: &plan.identity,
+                    endpoint: &plan.endpoint,
+                    state: plan.state,
+                    next_attempt_at: (plan.state == outbox::QUEUED).then_some(now.as_str()),
+                    last_error: plan.note.as_deref(),
+                    now: &now,
                 },
-            )
-            .await?;
+            )?;
+            Ok(Some(row))
+        });
+        let committed = self.inner.writer.commit(prepared, then).await?;
+        let (record_id, submission) = (committed.id, committed.extra);
         let submission = match submission {
             Some(row) if row.state == outbox::QUEUED => {
                 on_stage(Stage::Filing);
@@ -726,6 +719,20 @@ impl Pipeline {
             lanes_used_today: outbox::lanes_used(conn, &self.today())?,
             submissions_by_answer: outbox::by_answer(conn)?,
         })
+    }
+
+    /// The limits each intake stated (`GET /witness`) during this run, by intake URL.
+    pub fn stated_limits(&self) -> Vec<(String, Limits)> {
+        let mut v: Vec<(String, Limits)> = self
+            .inner
+            .limits
+            .lock()
+            .expect("limits lock")
+            .iter()
+            .map(|(k, l)| (k.clone(), *l))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
     }
 
     /// The submissions of a stored record.

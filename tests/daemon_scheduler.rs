@@ -1,11 +1,14 @@
 //! The scheduler with a fake job runner: bounded concurrency, a target's walks never overlap,
-//! shutdown cuts off walks past the grace period and records them as aborted.
+//! shutdown cuts off walks past the grace period and records them as aborted, and a clock that
+//! steps forward or back neither bursts missed runs nor repeats a fire.
 
 use chrono::Utc;
 use conduct_walker::config;
 use conduct_walker::daemon::consent::ConsentGate;
 use conduct_walker::daemon::db;
-use conduct_walker::daemon::runner::{BoxFut, Drained, JobDone, JobRunner, RunnerStatus};
+use conduct_walker::daemon::runner::{
+    BoxFut, Drained, JobDone, JobFailed, JobRunner, RunnerStatus,
+};
 use conduct_walker::daemon::scheduler::{FireContext, Scheduler};
 use conduct_walker::daemon::store::DaemonStore;
 use conduct_walker::net::{NetPolicy, Transport, TransportConfig};
@@ -53,7 +56,7 @@ impl JobRunner for FakeRunner {
         &'a self,
         request: &'a WalkRequest,
         _submit: bool,
-    ) -> BoxFut<'a, Result<JobDone, String>> {
+    ) -> BoxFut<'a, Result<JobDone, JobFailed>> {
         Box::pin(async move {
             let n = self.now.fetch_add(1, Ordering::SeqCst) + 1;
             self.max.fetch_max(n, Ordering::SeqCst);
@@ -244,4 +247,74 @@ async fn a_fire_left_running_by_a_crash_is_aborted_at_the_next_start() {
             .unwrap()
             .contains("found running")
     );
+}
+
+/// Fire at `at` (a clock reading, not the real time) and wait until every started fire has
+/// ended (its walk and its `daemon_walks` row), as the daemon's loop joins them.
+async fn fire_at(s: &mut Scheduler, at: chrono::DateTime<Utc>) -> usize {
+    let started = s.fire_due(at);
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while s.in_flight() > 0 {
+            s.join_next().await;
+        }
+    })
+    .await
+    .expect("fires did not end");
+    started
+}
+
+// The clock steps (issue 14, section 4). The scheduler reads the clock only through the `now`
+// it is given, so these drive it with readings a host whose clock jumps would give.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clock_stepped_forward_across_midnight_fires_each_target_once_not_every_missed_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let runner = FakeRunner::new(Duration::from_millis(1));
+    let (ctx, store) = setup(runner.clone(), 8, dir.path()).await;
+    let t0: chrono::DateTime<Utc> = "2026-11-30T23:58:00Z".parse().unwrap();
+    // Every minute at second 0: 2,160 runs are missed in the 36 hours the clock jumps.
+    let mut s = Scheduler::new(targets(3, "0 * * * * *"), ctx, t0);
+    let stepped = t0 + chrono::Duration::hours(36);
+    assert_eq!(fire_at(&mut s, stepped).await, 3);
+    assert_eq!(fire_at(&mut s, stepped).await, 0);
+    let (next, _) = s.next_fire().unwrap();
+    assert!(
+        next > stepped && next <= stepped + chrono::Duration::minutes(1),
+        "{next}"
+    );
+    assert_eq!(fire_at(&mut s, next).await, 3);
+    s.shutdown(Duration::from_secs(5)).await;
+    let walks = store.with(db::walks).await.unwrap();
+    assert_eq!(walks.len(), 6, "{walks:?}");
+    assert!(walks.iter().all(|w| w.state == "done"), "{walks:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clock_stepped_back_across_midnight_does_not_run_a_fire_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let runner = FakeRunner::new(Duration::from_millis(1));
+    let (ctx, store) = setup(runner.clone(), 8, dir.path()).await;
+    let midnight: chrono::DateTime<Utc> = "2026-12-01T00:00:00Z".parse().unwrap();
+    let mut s = Scheduler::new(
+        targets(2, "0 * * * * *"),
+        ctx,
+        midnight - chrono::Duration::seconds(1),
+    );
+    assert_eq!(fire_at(&mut s, midnight).await, 2);
+    // NTP steps the clock back ten minutes, into the previous UTC day: the fires of
+    // 23:51 ... 00:00 are not run a second time; the next is the one after the last fire.
+    let back = midnight - chrono::Duration::minutes(10);
+    for t in [back, back + chrono::Duration::minutes(9), midnight] {
+        assert_eq!(fire_at(&mut s, t).await, 0, "at {t}");
+    }
+    assert_eq!(
+        s.next_fire().map(|(t, _)| t),
+        Some(midnight + chrono::Duration::minutes(1))
+    );
+    assert_eq!(
+        fire_at(&mut s, midnight + chrono::Duration::minutes(1)).await,
+        2
+    );
+    s.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(store.with(db::walks).await.unwrap().len(), 4);
 }

@@ -294,3 +294,51 @@ fn the_shared_vectors_survive_the_parsers() {
     }
     assert!(seen >= 20, "{seen} vector files");
 }
+
+#[test]
+fn terms_documents_declarations_and_nkeys_never_panic() {
+    // A standing proposal's usual shape, with strangers' values in its places, or any bytes.
+    let sow_document = (value(), value(), "\\PC{0,60}").prop_map(|(parties, terms, key)| {
+        json!({
+            "sow": "sow-v1",
+            "parties": parties,
+            "terms": terms,
+            "signatures": [{"signer": key, "alg": "ed25519-nkey", "sig": "AAAA"}],
+        })
+        .to_string()
+        .into_bytes()
+    });
+    let body = prop_oneof![json_ish(), sow_document];
+    let nkey = prop_oneof!["U[A-Z2-7]{0,60}", "\\PC{0,70}"];
+    let digest = prop_oneof!["sha256:[0-9a-f]{64}", "\\PC{0,80}"];
+    runner()
+        .run(
+            &(body, nkey, digest, value()),
+            |(body, nkey, digest, card)| {
+                let verified = conduct_walker::terms::verify::verify_document(&body, Some(&digest));
+                // A document only verifies under the digest of its own canonical form.
+                if verified.is_ok() {
+                    let doc = conduct_walker::jcs::parse_i_json(&body).unwrap();
+                    prop_assert_eq!(
+                        conduct_walker::terms::sow::terms_digest(&doc).unwrap(),
+                        digest.clone()
+                    );
+                }
+                if let Ok(doc) = conduct_walker::jcs::parse_i_json(&body) {
+                    let _ = conduct_walker::terms::sow::check_standing_shape(&doc);
+                }
+                if let Ok(raw) = conduct_walker::terms::nkey::decode_public(&nkey)
+                    && nkey.starts_with('U')
+                {
+                    // A user key that decodes encodes back to the same text.
+                    prop_assert_eq!(conduct_walker::terms::nkey::encode_user_public(&raw), nkey);
+                }
+                let _ = conduct_walker::terms::declaration::locate(&card);
+                if conduct_walker::terms::declaration::digest_well_formed(&digest) {
+                    prop_assert_eq!(digest.len(), "sha256:".len() + 64);
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+}

@@ -372,6 +372,8 @@ async fn submit_false_files_nothing_and_allow_submit_false_overrides_the_model()
     assert_eq!(w.records_in_store(), 1);
     drop(client);
 
+    // The clock is fixed: a second walk at the same instant would be the same record.
+    w.clock.advance(chrono::Duration::minutes(1));
     let client = w.connect(&[&o], "allow_submit = false").await;
     let r = call(
         &client,
@@ -461,6 +463,8 @@ async fn the_daily_cap_is_enforced_across_server_restarts() {
         )
         .await;
         assert_eq!(ok(&r)["walks_today"], json!({"used": used, "cap": 2}));
+        // Each walk its own record (the clock is fixed), within the same UTC day.
+        w.clock.advance(chrono::Duration::minutes(1));
     }
     drop(client);
     // A new session (a new server process, for a stdio client) counts the same day.

@@ -610,3 +610,87 @@ fn a_store_with_an_unread_write_ahead_log_in_a_read_only_directory_says_what_to_
         stderr(list)
     );
 }
+
+#[test]
+fn import_of_a_line_whose_signature_does_not_check_names_it_and_imports_nothing() {
+    let (dir, path, _bytes) = populated();
+    let export = run(&["records", "export", "--with-signatures", "--db", db(&path)]).stdout;
+    let mut lines: Vec<String> = String::from_utf8(export)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    // Line 4 carries another key's signature over the same bytes: well formed, not valid.
+    let mut line: serde_json::Value = serde_json::from_str(&lines[3]).unwrap();
+    let record = line["record_canonical"].as_str().unwrap().to_string();
+    line["signature_ed25519_b64"] = sign_b64(&key(77), record.as_bytes()).into();
+    lines[3] = String::from_utf8(conduct_walker::canonical::to_bytes(&line)).unwrap();
+    let file = dir.path().join("forged.jsonl");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let target = dir.path().join("t.db");
+    let o = run(&[
+        "records",
+        "import",
+        file.to_str().unwrap(),
+        "--db",
+        db(&target),
+    ]);
+    assert_eq!(code(&o), 2);
+    let err = stderr(&o);
+    assert!(err.contains("line 4") && err.contains("signature"), "{err}");
+    assert!(err.contains("nothing was imported"), "{err}");
+    assert!(!target.exists());
+}
+
+#[test]
+fn an_import_killed_midway_leaves_a_store_that_verifies() {
+    let (dir, path, _bytes) = populated();
+    // 20,000 distinct records (unsigned bare lines), enough for the import to be cut off.
+    let mut text = String::new();
+    for i in 0..20_000u64 {
+        let v = record_value(
+            100 + i,
+            "https://bulk.example",
+            "https://bulk.example/a2a",
+            i % 2 == 0,
+            &walked_at(i),
+        );
+        text.push_str(std::str::from_utf8(&conduct_walker::canonical::to_bytes(&v)).unwrap());
+        text.push('\n');
+    }
+    let file = dir.path().join("bulk.jsonl");
+    std::fs::write(&file, text).unwrap();
+    let mut outcomes = Vec::new();
+    for delay_ms in [150u64, 400, 900] {
+        let mut child = Command::new(BIN)
+            .args([
+                "records",
+                "import",
+                file.to_str().unwrap(),
+                "--db",
+                db(&path),
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let killed = child.try_wait().unwrap().is_none();
+        if killed {
+            child.kill().unwrap(); // SIGKILL
+        }
+        child.wait().unwrap();
+        let o = run(&["records", "verify", "--db", db(&path)]);
+        assert_eq!(code(&o), 0, "after a kill at {delay_ms} ms: {}", stdout(&o));
+        let count = Store::open_read_only(&path).unwrap().count().unwrap();
+        assert!(
+            count == 4 || count == 20_004,
+            "all or nothing, found {count} records"
+        );
+        outcomes.push((killed, count));
+    }
+    assert!(
+        outcomes.iter().any(|(killed, _)| *killed),
+        "no import was still running when killed: {outcomes:?}"
+    );
+}

@@ -154,6 +154,43 @@ async fn second_walk_the_same_day_is_kept_local_by_default_and_uncounted_when_fi
 }
 
 #[tokio::test]
+async fn a_clock_stepping_across_midnight_files_one_counted_record_per_utc_day_and_none_twice() {
+    // The witness and the intake read the same clock here, so its steps are the UTC day both
+    // count in (issue 14, section 4: NTP corrections forward and back across midnight).
+    let w = world().await;
+    let p = pipeline(&w, None, false);
+    let mut walked = Vec::new();
+    for (at, expected) in [
+        ("2026-11-30T23:59:30Z", "filed"),
+        // Forward across midnight: a new UTC day, so a new counted record.
+        ("2026-12-01T00:00:30Z", "filed"),
+        // Back into the previous day, whose record was filed: this one stays local.
+        ("2026-11-30T23:59:40Z", "kept_local"),
+        // Forward again: the new day has its record too.
+        ("2026-12-01T00:00:40Z", "kept_local"),
+    ] {
+        w.clock.set(at.parse().unwrap());
+        let r = p.run_job(&job(&w, Privacy::Full)).await.unwrap();
+        let sub = r.submission.unwrap();
+        assert_eq!(sub.state, expected, "walk at {at}");
+        if expected == "filed" {
+            assert_eq!(sub.counted, Some(true), "walk at {at}");
+        }
+        walked.push(r.record_id);
+    }
+    assert_eq!(p.drain_outbox().await.unwrap().attempted, 0);
+    assert_eq!(w.emulator.stored_count(), 2);
+    for id in walked {
+        let subs = p.submissions_of(id).await.unwrap();
+        assert_eq!(
+            subs.len(),
+            1,
+            "record {id}: one submission row, never a second"
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_submission_killed_in_flight_is_not_resent_and_keeps_its_acceptance() {
     let w = world().await;
     let p = pipeline(&w, None, false);

@@ -6,6 +6,18 @@
 use criterion::measurement::{Measurement, ValueFormatter, WallTime};
 use std::time::Duration;
 
+/// CPU time of the whole process, every thread (`CLOCK_PROCESS_CPUTIME_ID`).
+pub fn process_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes the timespec we pass.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "CLOCK_PROCESS_CPUTIME_ID unavailable");
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
 /// CPU time of the calling thread (`CLOCK_THREAD_CPUTIME_ID`).
 pub fn thread_cpu_time() -> Duration {
     let mut ts = libc::timespec {

@@ -98,6 +98,11 @@ pub enum RecordsCommand {
     },
     /// Import an export file (either line form; "-" reads stdin) into the store at --db.
     /// Records already present are skipped; new rows are chained in the target store.
+    ///
+    /// All or nothing: every line is checked before anything is written (JSON, canonical form,
+    /// the record's fields, its signature, a kept record's commitment), and one bad line,
+    /// named by its line number, refuses the whole import. The new rows go in one transaction,
+    /// so an import that is killed leaves the store as it was.
     Import {
         /// The file written by `records export`.
         file: PathBuf,
@@ -109,6 +114,22 @@ pub enum RecordsCommand {
     Verify {
         #[command(flatten)]
         db: DbArg,
+    },
+    /// Serve the status pages (overview, targets, records, endpoints) over this store,
+    /// read-only, until interrupted. Works on any copy: an auditor's, a merged fleet store.
+    Serve {
+        #[command(flatten)]
+        db: DbArg,
+        /// Address to listen on. Loopback only unless --allow-non-loopback (then put an
+        /// authenticating reverse proxy in front: README, "Status pages").
+        #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:9465")]
+        listen: std::net::SocketAddr,
+        /// Accept a --listen address that is not loopback.
+        #[arg(long)]
+        allow_non_loopback: bool,
+        /// A daemon config: its witness and targets' schedules are shown too.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
     },
     /// Check an Ed25519 signature over a file's exact bytes and print the file's sha256.
     VerifyFile {
@@ -124,6 +145,15 @@ pub enum RecordsCommand {
 }
 
 pub async fn run(command: RecordsCommand) -> anyhow::Result<ExitCode> {
+    if let RecordsCommand::Serve {
+        db,
+        listen,
+        allow_non_loopback,
+        config,
+    } = command
+    {
+        return serve(&db, listen, allow_non_loopback, config.as_deref()).await;
+    }
     // SQLite and hashing block; keep them off the async workers.
     tokio::task::spawn_blocking(move || run_blocking(command))
         .await
@@ -154,6 +184,7 @@ fn run_blocking(command: RecordsCommand) -> anyhow::Result<ExitCode> {
             signature,
             public_key,
         } => verify_file(&file, &signature, &public_key),
+        RecordsCommand::Serve { .. } => unreachable!("served by run"),
     };
     match result {
         // A reader that went away (`records list | head`) is not an error.
@@ -431,4 +462,46 @@ fn verify_file(file: &Path, signature: &str, public_key: &str) -> anyhow::Result
             Ok(ExitCode::from(EXIT_FINDING))
         }
     }
+}
+
+/// `records serve`: the status pages over a store opened read-only on every request.
+async fn serve(
+    db: &DbArg,
+    listen: std::net::SocketAddr,
+    allow_non_loopback: bool,
+    config: Option<&Path>,
+) -> anyhow::Result<ExitCode> {
+    if !listen.ip().is_loopback() && !allow_non_loopback {
+        anyhow::bail!(
+            "{listen} is not a loopback address: the pages show the whole store; pass --allow-non-loopback and put an authenticating reverse proxy in front"
+        );
+    }
+    let path = db.path()?;
+    // Fail now, not on the first request, when the store cannot be read.
+    drop(Store::open_read_only(&path)?);
+    let context = match config {
+        None => crate::pages::Context::default(),
+        Some(c) => {
+            let cfg = crate::config::load(c)?;
+            crate::pages::Context::from_config(&cfg, None)
+        }
+    };
+    let state = crate::pages::PagesState::new(
+        path.clone(),
+        std::sync::Arc::new(move || context.clone()),
+        "conduct-walker records serve",
+    );
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    let bound = listener.local_addr()?;
+    // One line a script (and the tests) can wait for.
+    println!("serving {} read-only at http://{bound}/", path.display());
+    std::io::stdout().flush()?;
+    axum::serve(listener, crate::pages::router(state))
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
+    Ok(ExitCode::from(EXIT_OK))
 }

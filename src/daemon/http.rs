@@ -1,14 +1,16 @@
 //! The loopback listener: `/healthz`, `/metrics`, and the read-only `/records` API for auditors
-//! (`GET /records?endpoint=&since=&outcome=` lists like `records list --json`;
-//! `GET /records/<sha prefix>` returns the record's exact canonical bytes).
+//! (`GET /records?endpoint=&since=&outcome=` lists like `records list --json`). The status
+//! pages (`crate::pages`: `/`, `/targets/..`, `/records/<sha prefix>` and its `/raw` bytes,
+//! `/endpoints`) are merged in by the daemon beside these routes.
 //!
 //! Every request opens the store read-only: the listener can never write, whatever it is asked.
 
 use super::metrics::{RecordTally, Snapshot, render};
 use super::runner::JobRunner;
+use super::store::WriteHealth;
 use crate::store::{ListFilter, Store, StoreError};
 use axum::Router;
-use axum::extract::{Path as UrlPath, Query, State};
+use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -26,11 +28,14 @@ pub struct Live {
     /// Unix seconds of the loop's last turn (the health check's heartbeat).
     pub last_tick: AtomicI64,
     pub runner: RwLock<Arc<dyn JobRunner>>,
+    /// Whether the store takes writes (a full disk makes the daemon degraded, not dead).
+    pub store_health: Arc<WriteHealth>,
 }
 
 impl Live {
-    pub fn new(runner: Arc<dyn JobRunner>) -> Live {
+    pub fn new(runner: Arc<dyn JobRunner>, store_health: Arc<WriteHealth>) -> Live {
         Live {
+            store_health,
             targets: AtomicUsize::new(0),
             in_flight: AtomicUsize::new(0),
             next_fire: AtomicI64::new(i64::MIN),
@@ -62,7 +67,6 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .route("/records", get(list))
-        .route("/records/{prefix}", get(raw))
         .with_state(state)
 }
 
@@ -107,18 +111,31 @@ async fn blocking<T: Send + 'static>(
 
 async fn healthz(State(s): State<AppState>) -> Response {
     let age = chrono::Utc::now().timestamp() - s.live.last_tick.load(Ordering::Relaxed);
-    let body = serde_json::json!({
-        "status": if age <= HEARTBEAT_STALE_SECS { "ok" } else { "stalled" },
+    let fault = s.live.store_health.fault();
+    // Stalled (the loop is stuck) outranks degraded (the loop runs but nothing can be stored).
+    let status = if age > HEARTBEAT_STALE_SECS {
+        "stalled"
+    } else if fault.is_some() {
+        "degraded"
+    } else {
+        "ok"
+    };
+    let mut body = serde_json::json!({
+        "status": status,
         "scheduler_heartbeat_age_secs": age,
         "targets": s.live.targets.load(Ordering::Relaxed),
         "walks_in_flight": s.live.in_flight.load(Ordering::Relaxed),
+        "store_writable": fault.is_none(),
     });
-    let status = if age <= HEARTBEAT_STALE_SECS {
+    if let Some(f) = fault {
+        body["store_fault"] = serde_json::json!({"reason": f.reason, "since": f.since});
+    }
+    let code = if status == "ok" {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    (status, axum::Json(body)).into_response()
+    (code, axum::Json(body)).into_response()
 }
 
 async fn metrics(State(s): State<AppState>) -> Response {
@@ -193,24 +210,6 @@ async fn list(State(s): State<AppState>, Query(q): Query<ListQuery>) -> Response
     .await;
     match result {
         Ok(rows) => axum::Json(rows).into_response(),
-        Err(e) => e.into_response(),
-    }
-}
-
-async fn raw(State(s): State<AppState>, UrlPath(prefix): UrlPath<String>) -> Response {
-    let path = s.db_path.clone();
-    let result = blocking(move || {
-        let store = Store::open_read_only(&path).map_err(store_error)?;
-        store.get_by_prefix(&prefix).map_err(store_error)
-    })
-    .await;
-    match result {
-        Ok(rec) => (
-            StatusCode::OK,
-            [(header::CONTENT_TYPE, "application/json")],
-            rec.canonical,
-        )
-            .into_response(),
         Err(e) => e.into_response(),
     }
 }

@@ -80,6 +80,17 @@ pub fn load_key(cfg: &Config) -> Result<Option<SigningKey>, DaemonError> {
     }
 }
 
+/// What the status pages show of a configuration: the witness (with its public key, when the
+/// key can be read) and the targets' schedules.
+fn page_context(cfg: &Config) -> crate::pages::Context {
+    use base64::Engine as _;
+    let public = load_key(cfg)
+        .ok()
+        .flatten()
+        .map(|k| base64::engine::general_purpose::STANDARD.encode(k.verifying_key().to_bytes()));
+    crate::pages::Context::from_config(cfg, public)
+}
+
 /// Everything a configuration turns into, built before it replaces the running one.
 struct Built {
     config: Config,
@@ -173,7 +184,8 @@ pub async fn run_with(
     let built = build(cfg, &store, None, clock.clone()).await?;
     let mut cfg = built.config;
     let mut consent = built.consent;
-    let live = Arc::new(http::Live::new(built.runner.clone()));
+    let live = Arc::new(http::Live::new(built.runner.clone(), store.health()));
+    let page_ctx = Arc::new(std::sync::RwLock::new(page_context(&cfg)));
     let mut sigterm = signal(SignalKind::terminate()).map_err(DaemonError::Signals)?;
     let mut sigint = signal(SignalKind::interrupt()).map_err(DaemonError::Signals)?;
     let mut sighup = signal(SignalKind::hangup()).map_err(DaemonError::Signals)?;
@@ -186,12 +198,23 @@ pub async fn run_with(
                 .await
                 .map_err(|source| DaemonError::Listen { addr, source })?;
             let bound = listener.local_addr().unwrap_or(addr);
-            tracing::info!(listen = %bound, "serving /healthz, /metrics and /records");
+            tracing::info!(listen = %bound, "serving /healthz, /metrics, /records and the status pages");
+            let (ctx_now, live_now) = (page_ctx.clone(), live.clone());
+            let pages = crate::pages::PagesState::new(
+                db_path.clone(),
+                Arc::new(move || {
+                    let mut c = ctx_now.read().unwrap_or_else(|p| p.into_inner()).clone();
+                    c.limits = live_now.runner().stated_limits();
+                    c
+                }),
+                "the daemon (conduct-walker run)",
+            );
             let app = http::router(http::AppState {
                 db_path: db_path.clone(),
                 live: live.clone(),
                 tally: Default::default(),
-            });
+            })
+            .merge(crate::pages::router(pages));
             let mut stopped = http_stopped.clone();
             Some(tokio::spawn(async move {
                 let r = axum::serve(listener, app)
@@ -315,6 +338,7 @@ pub async fn run_with(
                         tracing::info!(targets = b.config.targets.len(), "configuration reloaded");
                         resize_permits(&semaphore, cfg.concurrency, b.config.concurrency);
                         cfg = b.config;
+                        *page_ctx.write().unwrap_or_else(|p| p.into_inner()) = page_context(&cfg);
                         consent = b.consent;
                         *live.runner.write().unwrap_or_else(|p| p.into_inner()) = b.runner.clone();
                         fire_ctx = ctx(b.runner, consent.clone());

@@ -18,6 +18,29 @@ pub struct JobDone {
     pub submission: Option<String>,
 }
 
+/// Why a job produced no record. `store_unwritable` says the store refused the write (disk full,
+/// I/O error): the daemon reports itself degraded until a record is stored again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobFailed {
+    pub text: String,
+    pub store_unwritable: Option<String>,
+}
+
+impl From<String> for JobFailed {
+    fn from(text: String) -> Self {
+        JobFailed {
+            text,
+            store_unwritable: None,
+        }
+    }
+}
+
+impl std::fmt::Display for JobFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
 /// One pass over the outbox.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Drained {
@@ -45,13 +68,18 @@ pub trait JobRunner: Send + Sync + 'static {
         &'a self,
         request: &'a WalkRequest,
         submit: bool,
-    ) -> BoxFut<'a, Result<JobDone, String>>;
+    ) -> BoxFut<'a, Result<JobDone, JobFailed>>;
 
     /// File what is due in the outbox.
     fn drain(&self) -> BoxFut<'_, Result<Drained, String>>;
 
     /// Outbox depth, lanes, answers (blocking: reads the store).
     fn status(&self) -> Result<RunnerStatus, String>;
+
+    /// The limits each intake stated so far (for the status pages' lane caps).
+    fn stated_limits(&self) -> Vec<(String, crate::witness::lanes::Limits)> {
+        Vec::new()
+    }
 }
 
 /// The real runner: walk → sign → store with its outbox row → file within the lanes.
@@ -60,7 +88,7 @@ impl JobRunner for crate::pipeline::Pipeline {
         &'a self,
         request: &'a WalkRequest,
         submit: bool,
-    ) -> BoxFut<'a, Result<JobDone, String>> {
+    ) -> BoxFut<'a, Result<JobDone, JobFailed>> {
         Box::pin(async move {
             let job = crate::pipeline::WalkJob {
                 request: request.clone(),
@@ -68,7 +96,10 @@ impl JobRunner for crate::pipeline::Pipeline {
             };
             let report = crate::pipeline::Pipeline::run_job(self, &job)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| JobFailed {
+                    text: e.to_string(),
+                    store_unwritable: e.unwritable_reason(),
+                })?;
             Ok(JobDone {
                 record_id: report.record_id,
                 sha256: report.outcome.sha256.clone(),
@@ -97,5 +128,9 @@ impl JobRunner for crate::pipeline::Pipeline {
             lanes_used_today: s.lanes_used_today,
             submissions_by_answer: s.submissions_by_answer,
         })
+    }
+
+    fn stated_limits(&self) -> Vec<(String, crate::witness::lanes::Limits)> {
+        crate::pipeline::Pipeline::stated_limits(self)
     }
 }

@@ -3,6 +3,7 @@
 //! deadline, body cap) and turns whatever happens into plain data ([`Exchange`]).
 
 pub mod policy;
+mod roots;
 mod transport;
 
 pub use policy::{NetPolicy, non_public_kind};

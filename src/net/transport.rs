@@ -177,8 +177,7 @@ impl Transport {
         let mut roots = rustls::RootCertStore::empty();
         // System roots are best effort: a machine without them can still walk operator-trusted
         // hosts through --ca-cert.
-        let native = rustls_native_certs::load_native_certs();
-        for cert in native.certs {
+        for cert in super::roots::system_roots() {
             let _ = roots.add(cert);
         }
         for cert in &config.extra_roots {

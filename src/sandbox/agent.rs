@@ -130,6 +130,8 @@ pub struct Behaviour {
     /// The listing says `required: true` (a data-only extension must not).
     pub extension_required: bool,
     pub mcp: McpServing,
+    /// Served at `/.well-known/mcp-conduct.json` (the origin's consent file); 404 when `None`.
+    pub consent: Option<Value>,
 }
 
 pub const DEFAULT_CONDUCT_RECORD: &str = "https://gate.horizonshield.dev/history?endpoint=sandbox";
@@ -244,6 +246,11 @@ fn respond(b: &Behaviour, counts: &Counts, req: Req) -> Resp {
     if req.method == "GET" && req.path == crate::walk::spec::CARD_PATH {
         let nth = counts.card_fetches.fetch_add(1, Ordering::SeqCst);
         return card_response(b, &req.base, nth);
+    }
+    if let (Some(consent), "GET", crate::consent::CONSENT_PATH) =
+        (&b.consent, req.method.as_str(), req.path.as_str())
+    {
+        return Resp::json(200, consent);
     }
     if req.method == "POST" {
         return endpoint_response(b, &req);

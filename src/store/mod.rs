@@ -9,9 +9,11 @@
 //! The store derives its metadata columns (endpoint, verdict, ...) from the canonical bytes itself
 //! ([`meta::derive`]); callers hand over only the bytes, the signature and the key.
 
+pub mod group;
 pub mod meta;
 pub mod outbox;
 pub mod schema;
+pub mod status;
 pub mod transfer;
 pub mod verify;
 
@@ -102,12 +104,48 @@ pub enum StoreError {
     },
     #[error("{0:?} is not a date: use YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ")]
     BadDate(String),
+    #[error("{0}")]
+    Batch(String),
+    /// The transaction holding a record could not be written (disk full, I/O error, read-only
+    /// file): nothing of it was stored. Kept apart from [`StoreError::Batch`] so the daemon can
+    /// tell a store that cannot write from a record that was wrong.
+    #[error(
+        "the transaction holding this record could not be written, nothing of it was stored: {0}"
+    )]
+    Unwritable(String),
     #[error("record {} of the batch: {source}", .index + 1)]
     InBatch {
         /// 0-based position in the slice given to [`Store::insert_many`].
         index: usize,
         source: Box<StoreError>,
     },
+}
+
+impl StoreError {
+    /// Why the store cannot write, when that is what this error means: SQLite ran out of disk
+    /// (`SQLITE_FULL`), the file system failed a write or a sync (`SQLITE_IOERR`, which is what
+    /// a write past a file-size limit gives), or the file became read-only. None for everything
+    /// else (a bad record, a constraint, a busy lock): those say nothing about the disk.
+    pub fn unwritable_reason(&self) -> Option<String> {
+        use rusqlite::ErrorCode;
+        match self {
+            StoreError::Unwritable(why) => Some(why.clone()),
+            StoreError::InBatch { source, .. } => source.unwritable_reason(),
+            StoreError::Sql(rusqlite::Error::SqliteFailure(e, msg)) => {
+                let what = match e.code {
+                    ErrorCode::DiskFull => "the disk is full",
+                    ErrorCode::SystemIoFailure => "the file system failed a write",
+                    ErrorCode::ReadOnly => "the database has become read-only",
+                    _ => return None,
+                };
+                Some(match msg {
+                    Some(m) => format!("{what} ({m}, SQLite code {})", e.extended_code),
+                    None => format!("{what} (SQLite code {})", e.extended_code),
+                })
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The database path: `--db` wins, else `$STATE_DIRECTORY/walker.db` (the first directory when

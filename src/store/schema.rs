@@ -29,6 +29,10 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "mcp",
         sql: include_str!("migrations/0004_mcp.sql"),
     },
+    Migration {
+        name: "status_pages",
+        sql: include_str!("migrations/0005_status_pages.sql"),
+    },
 ];
 
 /// The schema version this binary writes and understands.

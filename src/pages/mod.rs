@@ -1,0 +1,422 @@
+//! Status pages: what the walker saw, as read-only HTML for operators and auditors.
+//!
+//! `/` (overview), `/targets/<name>`, `/records/<sha>` (HTML for a browser, the exact bytes for
+//! anything else, as before), `/records/<sha>/raw`, `/endpoints?url=...`. Rendered on the server
+//! with maud (every string escaped by the template engine: record strings come from strangers'
+//! servers), charts as inline SVG, one stylesheet served from the binary, no script at all.
+//! Every response carries a strict Content-Security-Policy and `nosniff`.
+//!
+//! This module sits below the faces: the daemon's listener (`crate::daemon::http`) and
+//! `conduct-walker records serve` (`crate::cli::records`) both mount [`router`]. Each request
+//! opens the store read-only ([`Store::open_read_only`]), so no page can change anything.
+
+pub mod render;
+pub mod svg;
+
+use crate::config::{Config, Schedule};
+use crate::store::{Store, StoreError};
+use crate::witness::lanes::Limits;
+use axum::Router;
+use axum::extract::{Path as UrlPath, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde::Deserialize;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// No script, no frames, no plugins; styles and images only from this listener (the one
+/// stylesheet). SVG charts are inline markup with presentation attributes, which CSP allows.
+pub const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; \
+     base-uri 'none'; frame-ancestors 'none'";
+
+const STYLE: &str = include_str!("style.css");
+
+/// Who the witness is, as the config or the newest record says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WitnessInfo {
+    pub name: String,
+    pub vantage: String,
+    pub key_url: Option<String>,
+    /// Standard base64 of the raw Ed25519 public key, when known.
+    pub public_key_b64: Option<String>,
+}
+
+/// A configured target.
+#[derive(Debug, Clone)]
+pub struct TargetInfo {
+    pub name: String,
+    pub origin: String,
+    pub endpoint: Option<String>,
+    pub schedule: Schedule,
+}
+
+/// What the face serving the pages knows beyond the store.
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    /// From the config; `None`: taken from the newest record.
+    pub witness: Option<WitnessInfo>,
+    /// Configured targets (their schedules); targets only the store knows are shown too.
+    pub targets: Vec<TargetInfo>,
+    /// Limits each intake stated (`GET /witness`); others show the spec's constants.
+    pub limits: Vec<(String, Limits)>,
+}
+
+impl Context {
+    /// The witness and targets a config names (`public_key_b64` from its key, when readable).
+    pub fn from_config(cfg: &Config, public_key_b64: Option<String>) -> Context {
+        Context {
+            witness: Some(WitnessInfo {
+                name: cfg.witness.name.clone(),
+                vantage: cfg.witness.vantage.clone(),
+                key_url: cfg.witness.key_url.clone(),
+                public_key_b64,
+            }),
+            targets: cfg
+                .targets
+                .iter()
+                .map(|t| TargetInfo {
+                    name: t.name.clone(),
+                    origin: t.request.origin.clone(),
+                    endpoint: t.request.endpoint.clone(),
+                    schedule: t.schedule.clone(),
+                })
+                .collect(),
+            limits: Vec::new(),
+        }
+    }
+}
+
+/// The last `records verify` the pages ran over this store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifySummary {
+    pub finished_at: String,
+    pub rows: u64,
+    pub signed: u64,
+    pub problems: Vec<String>,
+    pub head: Option<(i64, String)>,
+}
+
+/// Verification runs in the background (100,000 records take seconds) at most once an hour,
+/// started by a visit to the overview; the page shows the last finished run.
+#[derive(Default)]
+pub struct VerifyCache {
+    last: Mutex<Option<VerifySummary>>,
+    running: AtomicBool,
+}
+
+const VERIFY_EVERY_SECS: i64 = 3600;
+
+impl VerifyCache {
+    pub fn last(&self) -> Option<VerifySummary> {
+        self.last.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.running.load(Ordering::SeqCst)
+    }
+
+    /// Start a run unless one is running or the last is recent.
+    fn refresh_if_stale(self: &Arc<Self>, db: PathBuf) {
+        let stale = match self.last() {
+            None => true,
+            Some(s) => chrono::DateTime::parse_from_rfc3339(&s.finished_at)
+                .map(|t| chrono::Utc::now().timestamp() - t.timestamp() > VERIFY_EVERY_SECS)
+                .unwrap_or(true),
+        };
+        if !stale || self.running.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let me = self.clone();
+        // A plain thread: this may run outside a tokio runtime's blocking pool budget, and
+        // verification's own workers are threads too.
+        std::thread::spawn(move || {
+            let summary = Store::open_read_only(&db)
+                .and_then(|s| crate::store::verify_all(&s, |_, _| {}))
+                .map(|r| VerifySummary {
+                    finished_at: chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+                    rows: r.rows,
+                    signed: r.signed,
+                    problems: r
+                        .problems
+                        .iter()
+                        .map(|p| format!("row {}: {}: {}", p.row, p.kind, p.detail))
+                        .collect(),
+                    head: r.head.clone(),
+                });
+            match summary {
+                Ok(s) => *me.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(s),
+                Err(e) => tracing::warn!(error = %e, "status pages: verify failed to run"),
+            }
+            me.running.store(false, Ordering::SeqCst);
+        });
+    }
+
+    /// Run verification now, in this thread (tests and `records serve --verify-now`).
+    pub fn run_now(&self, db: &std::path::Path) -> Result<(), StoreError> {
+        let store = Store::open_read_only(db)?;
+        let r = crate::store::verify_all(&store, |_, _| {})?;
+        *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(VerifySummary {
+            finished_at: chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+            rows: r.rows,
+            signed: r.signed,
+            problems: r
+                .problems
+                .iter()
+                .map(|p| format!("row {}: {}: {}", p.row, p.kind, p.detail))
+                .collect(),
+            head: r.head.clone(),
+        });
+        Ok(())
+    }
+}
+
+/// A face's way to say what it knows now (the daemon's config changes on reload).
+pub type ContextFn = Arc<dyn Fn() -> Context + Send + Sync>;
+
+#[derive(Clone)]
+pub struct PagesState {
+    pub db_path: PathBuf,
+    pub context: ContextFn,
+    pub verify: Arc<VerifyCache>,
+    /// `daemon` or `records serve`: named in every page's footer.
+    pub served_by: &'static str,
+}
+
+impl PagesState {
+    pub fn new(db_path: PathBuf, context: ContextFn, served_by: &'static str) -> PagesState {
+        PagesState {
+            db_path,
+            context,
+            verify: Arc::new(VerifyCache::default()),
+            served_by,
+        }
+    }
+}
+
+/// The pages' routes, with the security headers on every answer.
+pub fn router(state: PagesState) -> Router {
+    Router::new()
+        .route("/", get(overview))
+        .route("/assets/style.css", get(style))
+        .route("/targets/{name}", get(target))
+        .route("/records/{prefix}", get(record))
+        .route("/records/{prefix}/raw", get(raw))
+        .route("/endpoints", get(endpoints))
+        .with_state(state)
+        .layer(axum::middleware::map_response(security_headers))
+}
+
+async fn security_headers(mut r: Response) -> Response {
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    r
+}
+
+/// An error answer as a small page (or text for the raw route).
+pub struct PageError(pub StatusCode, pub String);
+
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        (
+            self.0,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            self.1,
+        )
+            .into_response()
+    }
+}
+
+impl From<StoreError> for PageError {
+    fn from(e: StoreError) -> PageError {
+        let status = match &e {
+            StoreError::BadPrefix(_) | StoreError::BadDate(_) => StatusCode::BAD_REQUEST,
+            StoreError::UnknownPrefix(_) => StatusCode::NOT_FOUND,
+            StoreError::AmbiguousPrefix { .. } => StatusCode::CONFLICT,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        PageError(status, format!("{e}\n"))
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, PageError> + Send + 'static,
+) -> Result<T, PageError> {
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
+        Err(PageError(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("internal error: {e}\n"),
+        ))
+    })
+}
+
+fn html(body: String) -> Response {
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        body,
+    )
+        .into_response()
+}
+
+async fn style() -> Response {
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
+        STYLE,
+    )
+        .into_response()
+}
+
+#[derive(Debug, Deserialize)]
+pub struct OverviewQuery {
+    page: Option<usize>,
+}
+
+async fn overview(State(s): State<PagesState>, Query(q): Query<OverviewQuery>) -> Response {
+    s.verify.refresh_if_stale(s.db_path.clone());
+    let ctx = (s.context)();
+    let verify = (s.verify.last(), s.verify.is_running());
+    let path = s.db_path.clone();
+    let by = s.served_by;
+    let result = blocking(move || {
+        let store = Store::open_read_only(&path)?;
+        let page = q.page.unwrap_or(1).max(1);
+        Ok(render::overview(
+            store.connection(),
+            &ctx,
+            &verify,
+            page,
+            chrono::Utc::now(),
+            by,
+        )?)
+    })
+    .await;
+    match result {
+        Ok(body) => html(body),
+        Err(e) => e.into_response(),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct TargetQuery {
+    day: Option<String>,
+}
+
+async fn target(
+    State(s): State<PagesState>,
+    UrlPath(name): UrlPath<String>,
+    Query(q): Query<TargetQuery>,
+) -> Response {
+    let ctx = (s.context)();
+    let path = s.db_path.clone();
+    let by = s.served_by;
+    let result = blocking(move || {
+        let day = match q.day.as_deref().filter(|d| !d.is_empty()) {
+            None => None,
+            Some(d) => Some(
+                chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d")
+                    .map_err(|_| PageError::from(StoreError::BadDate(d.to_string())))?,
+            ),
+        };
+        let store = Store::open_read_only(&path)?;
+        render::target(store.connection(), &ctx, &name, day, chrono::Utc::now(), by)?.ok_or_else(
+            || {
+                PageError(
+                    StatusCode::NOT_FOUND,
+                    format!("no target named {name:?} is configured or has fired\n"),
+                )
+            },
+        )
+    })
+    .await;
+    match result {
+        Ok(body) => html(body),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// A browser (which asks for `text/html`) gets the page; anything else the exact bytes, as
+/// `GET /records/<sha prefix>` always answered.
+fn wants_html(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("text/html"))
+}
+
+async fn record(
+    State(s): State<PagesState>,
+    UrlPath(prefix): UrlPath<String>,
+    headers: HeaderMap,
+) -> Response {
+    if !wants_html(&headers) {
+        return raw(State(s), UrlPath(prefix)).await;
+    }
+    let path = s.db_path.clone();
+    let by = s.served_by;
+    let result = blocking(move || {
+        let store = Store::open_read_only(&path)?;
+        Ok(render::record(&store, &prefix, by)?)
+    })
+    .await;
+    match result {
+        Ok(body) => html(body),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn raw(State(s): State<PagesState>, UrlPath(prefix): UrlPath<String>) -> Response {
+    let path = s.db_path.clone();
+    let result = blocking(move || {
+        let store = Store::open_read_only(&path)?;
+        Ok(store.get_by_prefix(&prefix)?)
+    })
+    .await;
+    match result {
+        Ok(rec) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            rec.canonical,
+        )
+            .into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct EndpointQuery {
+    url: Option<String>,
+}
+
+async fn endpoints(State(s): State<PagesState>, Query(q): Query<EndpointQuery>) -> Response {
+    let path = s.db_path.clone();
+    let by = s.served_by;
+    let result = blocking(move || {
+        let store = Store::open_read_only(&path)?;
+        Ok(render::endpoints(
+            store.connection(),
+            q.url.as_deref().filter(|u| !u.is_empty()),
+            by,
+        )?)
+    })
+    .await;
+    match result {
+        Ok(body) => html(body),
+        Err(e) => e.into_response(),
+    }
+}

@@ -554,7 +554,9 @@ fn config_path_from(
 #[derive(Debug, Clone)]
 pub struct Schedule {
     pub pattern: String,
-    cron: croner::Cron,
+    /// Shared by every target with this pattern: one parsed pattern holds about 5 KB of
+    /// bit tables, so 10,000 targets each with their own copy held 50 MB per copy of the config.
+    cron: std::sync::Arc<croner::Cron>,
     /// The seeded jitter: this target always fires this long after its cron times.
     pub offset: Duration,
 }
@@ -576,7 +578,7 @@ impl Schedule {
             .map_err(|e| format!("not a cron pattern ({e}): {pattern:?}"))?;
         Ok(Schedule {
             pattern: pattern.to_string(),
-            cron,
+            cron: std::sync::Arc::new(cron),
             offset,
         })
     }
@@ -844,14 +846,14 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
         (
             "network.request_deadline_secs",
             n.request_deadline_secs,
-            1,
-            300,
+            crate::net::options::DEADLINE_SECS_RANGE.0,
+            crate::net::options::DEADLINE_SECS_RANGE.1,
         ),
         (
             "network.body_cap_bytes",
             n.body_cap_bytes as u64,
-            1024,
-            64 << 20,
+            crate::net::options::BODY_CAP_RANGE.0,
+            crate::net::options::BODY_CAP_RANGE.1,
         ),
         (
             "daemon.concurrency",
@@ -928,7 +930,8 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
     let jitter_max = Duration::from_secs(d.jitter_secs);
     let mut targets: Vec<Target> = Vec::new();
     // Each distinct pattern's "does it ever fire" answer (an offset does not change it).
-    let mut fires: std::collections::HashMap<String, Result<(), String>> = Default::default();
+    let mut schedules: std::collections::HashMap<String, Result<Schedule, String>> =
+        Default::default();
     for t in &file.targets {
         let origin = t.origin.get_ref();
         if let Err(why) = crate::net::https_url(origin) {
@@ -958,13 +961,15 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
             );
         }
         let offset = jitter_offset(d.jitter_seed, &name, jitter_max);
-        let checked = Schedule::parse_pattern(t.schedule.get_ref(), offset).and_then(|s| {
-            fires
-                .entry(s.pattern.clone())
-                .or_insert_with(|| s.check_fires())
-                .clone()
-                .map(|()| s)
-        });
+        // Each distinct pattern is parsed and searched once; its targets share the result.
+        let checked = schedules
+            .entry(t.schedule.get_ref().clone())
+            .or_insert_with(|| {
+                Schedule::parse_pattern(t.schedule.get_ref(), Duration::ZERO)
+                    .and_then(|s| s.check_fires().map(|()| s))
+            })
+            .clone()
+            .map(|s| Schedule { offset, ..s });
         let schedule = match checked {
             Ok(s) => s,
             Err(why) => {
@@ -1043,38 +1048,36 @@ impl Config {
         urls
     }
 
+    /// The `[network]` section as the options every transport is built from.
+    pub fn network_options(&self) -> crate::net::NetworkOptions {
+        crate::net::NetworkOptions {
+            allow_private_network: self.allow_private_network,
+            allow_hosts: self.allow_hosts.clone(),
+            extra_ca: self.extra_ca.clone(),
+            deadline: self.request_deadline,
+            body_cap: self.body_cap,
+        }
+    }
+
     /// The transport every walk, consent read and submission uses.
     pub fn transport(&self) -> Result<crate::net::Transport, ConfigTransportError> {
-        let mut tc = crate::net::TransportConfig::new(self.net_policy()?);
-        tc.deadline = self.request_deadline;
-        tc.body_cap = self.body_cap;
-        tc.extra_roots = self.extra_roots()?;
-        Ok(crate::net::Transport::new(tc)?)
+        let named = self.named_urls();
+        let named: Vec<&str> = named.iter().map(String::as_str).collect();
+        self.network_options().transport(&named)
     }
 
     /// The destination rules: private addresses only at the hosts this file names.
     pub fn net_policy(&self) -> Result<crate::net::NetPolicy, ConfigTransportError> {
-        let mut policy = crate::net::NetPolicy::new(self.allow_private_network);
-        for u in self.named_urls() {
-            policy.allow_url(&u);
-        }
-        for h in &self.allow_hosts {
-            policy
-                .allow_host_port(h)
-                .map_err(ConfigTransportError::AllowHost)?;
-        }
-        Ok(policy)
+        let named = self.named_urls();
+        let named: Vec<&str> = named.iter().map(String::as_str).collect();
+        self.network_options().policy(&named)
     }
 
     /// The trust roots this file adds to the system's (`network.extra_ca`).
     pub fn extra_roots(
         &self,
     ) -> Result<Vec<rustls_pki_types::CertificateDer<'static>>, ConfigTransportError> {
-        let mut roots = Vec::new();
-        for p in &self.extra_ca {
-            roots.extend(crate::net::load_pem_certs(p)?);
-        }
-        Ok(roots)
+        self.network_options().roots()
     }
 
     /// The effective configuration as TOML: defaults filled, paths resolved.
@@ -1109,13 +1112,8 @@ impl Config {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigTransportError {
-    #[error("{0}")]
-    AllowHost(String),
-    #[error(transparent)]
-    Setup(#[from] crate::net::TransportSetupError),
-}
+/// Why the `[network]` section gives no transport (the same reasons as the flags').
+pub type ConfigTransportError = crate::net::NetworkOptionsError;
 
 #[cfg(test)]
 mod tests {

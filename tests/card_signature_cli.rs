@@ -276,3 +276,54 @@ async fn card_and_jwks_files_have_the_network_paths_caps() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("more than 65536 bytes"), "{err}");
 }
+
+#[tokio::test]
+async fn every_fetching_command_takes_the_same_network_flags() {
+    // --ca-cert is repeatable for card verify as for walk, and each file is read.
+    let dir = tempfile::tempdir().unwrap();
+    let ca = SandboxCa::generate();
+    let good = dir.path().join("ca.pem");
+    ca.write_pem(&good).unwrap();
+    let missing = dir.path().join("missing.pem");
+    let (code, _, err) = run(&[
+        "card",
+        "verify",
+        "--url",
+        "https://127.0.0.1:9",
+        "--ca-cert",
+        good.to_str().unwrap(),
+        "--ca-cert",
+        missing.to_str().unwrap(),
+    ])
+    .await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("missing.pem"), "{err}");
+    // The deadline and body cap have the config keys' ranges, on every command.
+    for command in [
+        &["card", "verify", "--url", "https://a.example"][..],
+        &["terms", "verify", "--url", "https://a.example"][..],
+        &[
+            "walk",
+            "--origin",
+            "https://a.example",
+            "--witness-name",
+            "w",
+            "--vantage",
+            "v",
+        ][..],
+    ] {
+        let mut args = command.to_vec();
+        args.extend(["--request-deadline-secs", "0"]);
+        let (code, _, err) = run(&args).await;
+        assert_eq!(code, 2, "{command:?}: {err}");
+        assert!(
+            err.contains("--request-deadline-secs") && err.contains("1..=300"),
+            "{command:?}: {err}"
+        );
+        let mut args = command.to_vec();
+        args.extend(["--body-cap-bytes", "10"]);
+        let (code, _, err) = run(&args).await;
+        assert_eq!(code, 2, "{command:?}: {err}");
+        assert!(err.contains("--body-cap-bytes"), "{command:?}: {err}");
+    }
+}

@@ -7,7 +7,8 @@
 
 use super::{EXIT_FINDING, EXIT_OK};
 use crate::card_signature::{self, CardVerification, TrustStore};
-use crate::net::{NetPolicy, Transport, TransportConfig, load_pem_certs};
+use crate::cli::net::NetArgs;
+use crate::net::Transport;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
@@ -37,15 +38,10 @@ pub struct VerifyArgs {
     /// A JWK Set file whose keys are pinned for the card's origin (no jku fetch is needed for them).
     #[arg(long, value_name = "FILE")]
     pub jwks: Option<PathBuf>,
-    /// Extra CA certificate(s) (PEM) trusted for the card and jku fetches.
-    #[arg(long, value_name = "FILE")]
-    pub ca_cert: Option<PathBuf>,
-    /// Admit private, loopback and link-local addresses, at the --url host and --allow-host hosts only.
-    #[arg(long)]
-    pub allow_private_network: bool,
-    /// Another HOST:PORT where --allow-private-network applies (a jku host, say). Repeatable.
-    #[arg(long, value_name = "HOST:PORT")]
-    pub allow_host: Vec<String>,
+    /// The network flags (private addresses only at the --url host and --allow-host hosts, a
+    /// jku host say; --ca-cert roots trusted for the card and jku fetches).
+    #[command(flatten)]
+    pub net: NetArgs,
     /// Print the record's card_signature block (JSON) instead of the per-entry lines.
     #[arg(long)]
     pub json: bool,
@@ -70,20 +66,10 @@ async fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         (None, None) => String::new(),
     };
 
-    let mut policy = NetPolicy::new(args.allow_private_network);
-    if let Some(u) = &fetch_url {
-        policy.allow_url(u);
-    }
-    for spec in &args.allow_host {
-        policy.allow_host_port(spec).map_err(anyhow::Error::msg)?;
-    }
-    let mut config = TransportConfig::new(policy.clone());
-    let mut jwks_config = card_signature::jwks_transport_config(policy);
-    if let Some(path) = &args.ca_cert {
-        let roots = load_pem_certs(path)?;
-        config.extra_roots = roots.clone();
-        jwks_config.extra_roots = roots;
-    }
+    let named: Vec<&str> = fetch_url.iter().map(String::as_str).collect();
+    let config = args.net.transport_config(&named)?;
+    let mut jwks_config = card_signature::jwks_transport_config(config.policy.clone());
+    jwks_config.extra_roots = config.extra_roots.clone();
     let transport = Transport::new(config)?;
     let jwks_transport = Transport::new(jwks_config)?;
 

@@ -1,10 +1,10 @@
 //! `conduct-walker intake-emulator`: a local witness intake (spec §6) for tests and demos.
 
 use crate::cli::EXIT_OK;
-use crate::cli::walk::NetArgs;
+use crate::cli::net::NetArgs;
 use crate::intake_emulator::constants::{DEFAULT_LEDGER_HOST, KEY_FETCH_TIMEOUT_SECS};
 use crate::intake_emulator::{Emulator, EmulatorConfig};
-use crate::net::{NetPolicy, Transport, TransportConfig, load_pem_certs};
+use crate::net::Transport;
 use crate::sandbox::SandboxCa;
 use anyhow::{Context, bail};
 use clap::Args;
@@ -74,15 +74,8 @@ pub async fn run(args: IntakeEmulatorArgs) -> anyhow::Result<ExitCode> {
 /// The transport for key_url fetches: the operator's roots and address rules, and the spec's
 /// 5 s deadline (§6.1).
 fn key_transport(net: &NetArgs) -> anyhow::Result<Transport> {
-    let mut policy = NetPolicy::new(net.allow_private_network);
-    for spec in &net.allow_host {
-        policy.allow_host_port(spec).map_err(anyhow::Error::msg)?;
-    }
-    let mut config = TransportConfig::new(policy);
+    let mut config = net.transport_config(&[])?;
     config.deadline = Duration::from_secs(KEY_FETCH_TIMEOUT_SECS);
-    for path in &net.ca_cert {
-        config.extra_roots.extend(load_pem_certs(path)?);
-    }
     Ok(Transport::new(config)?)
 }
 

@@ -9,6 +9,7 @@ pub mod docs;
 pub mod intake;
 pub mod keys;
 pub mod mcp;
+pub mod net;
 pub mod outbox;
 pub mod records;
 pub mod terms;

@@ -1,8 +1,8 @@
 //! `conduct-walker outbox ...`: the submissions a store still has to file, for witnesses who
 //! do not run the daemon (which drains the outbox by itself every `drain_interval_secs`).
 
+use crate::cli::net::NetArgs;
 use crate::cli::records::DbArg;
-use crate::cli::walk::NetArgs;
 use crate::cli::{EXIT_FINDING, EXIT_OK};
 use crate::clock::SystemClock;
 use crate::pipeline::{Pipeline, PipelineConfig};

@@ -1,6 +1,6 @@
 //! `conduct-walker terms ...`: verify the standing proposals a card publishes.
 
-use crate::cli::walk::NetArgs;
+use crate::cli::net::NetArgs;
 use crate::cli::{EXIT_FINDING, EXIT_OK};
 use crate::terms::{self, TERMS_EXTENSION_URI, summary};
 use anyhow::{Context, bail};

@@ -1,7 +1,8 @@
 //! `conduct-walker walk` and `conduct-walker demo`.
 
+use crate::cli::net::NetArgs;
 use crate::clock::SystemClock;
-use crate::net::{NetPolicy, Transport, TransportConfig, load_pem_certs};
+use crate::net::{NetPolicy, Transport, TransportConfig};
 use crate::pipeline::{Pipeline, PipelineConfig, SubmissionReport, WalkJob};
 use crate::sandbox::{SandboxAgent, SandboxCa, scenarios};
 use crate::walk::assertions::Assertion;
@@ -14,39 +15,6 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-
-/// Network options shared by every command that fetches.
-#[derive(Debug, Clone, Args)]
-pub struct NetArgs {
-    /// Extra trust roots (PEM, may hold several certificates), added to the system roots.
-    #[arg(long = "ca-cert", value_name = "FILE")]
-    pub ca_cert: Vec<PathBuf>,
-    /// Admit private, loopback and link-local addresses, but only at hosts named on the command
-    /// line (never at a private host that only a card names).
-    #[arg(long)]
-    pub allow_private_network: bool,
-    /// Name one more HOST:PORT at which private addresses are admitted (with --allow-private-network).
-    #[arg(long = "allow-host", value_name = "HOST:PORT")]
-    pub allow_host: Vec<String>,
-}
-
-impl NetArgs {
-    /// Build the transport; `named` are the URLs the operator gave (origin, endpoint, intake).
-    pub fn transport(&self, named: &[&str]) -> anyhow::Result<Transport> {
-        let mut policy = NetPolicy::new(self.allow_private_network);
-        for url in named {
-            policy.allow_url(url);
-        }
-        for spec in &self.allow_host {
-            policy.allow_host_port(spec).map_err(anyhow::Error::msg)?;
-        }
-        let mut config = TransportConfig::new(policy);
-        for path in &self.ca_cert {
-            config.extra_roots.extend(load_pem_certs(path)?);
-        }
-        Ok(Transport::new(config)?)
-    }
-}
 
 #[derive(Debug, Args)]
 pub struct WalkArgs {

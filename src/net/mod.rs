@@ -2,10 +2,12 @@
 //! [`Transport`], which enforces the security rules (https only, no redirects, address policy,
 //! deadline, body cap) and turns whatever happens into plain data ([`Exchange`]).
 
+pub mod options;
 pub mod policy;
 mod roots;
 mod transport;
 
+pub use options::{NetworkOptions, NetworkOptionsError};
 pub use policy::{NetPolicy, non_public_kind};
 pub use transport::{
     BODY_CAP_BYTES, BodyRead, Exchange, HttpRequest, REQUEST_DEADLINE, Session, Transport,

@@ -13,6 +13,7 @@
 use crate::walk::{Mode, Privacy, RequestProfile, WalkRequest, Wire};
 use crate::wire::Witness;
 use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -26,7 +27,7 @@ pub const CONFIG_FILE_NAME: &str = "walker.toml";
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
 
 /// The file as written (plus serde defaults), kept for `print-config`.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {
     pub witness: WitnessSection,
@@ -40,34 +41,50 @@ pub struct ConfigFile {
     /// `[mcp]`: what a model may do through `conduct-walker mcp`.
     #[serde(default)]
     pub mcp: McpSection,
+    /// One per agent to walk, each on its own schedule; with none the daemon idles.
     #[serde(default, rename = "target", skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<TargetSection>,
 }
 
 /// `[witness]`: who signs and files, and how.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WitnessSection {
+    /// The witness's name, written into every record (must not be empty).
+    #[schemars(with = "String")]
     pub name: Spanned<String>,
+    /// Where the witness walks from (place, network), written into every record (must not be
+    /// empty).
+    #[schemars(with = "String")]
     pub vantage: Spanned<String>,
+    /// What this vantage cannot see.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vantage_limitation: Option<String>,
-    /// PKCS#8 PEM Ed25519 key file (mode 0600).
+    /// PKCS#8 PEM Ed25519 key file (mode 0600); not together with `key_credential`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<PathBuf>")]
     pub key: Option<Spanned<PathBuf>>,
-    /// Name of a systemd credential (`LoadCredential=NAME:...`) holding the key.
+    /// Name of a systemd credential (`LoadCredential=NAME:...`) holding the key, read from
+    /// `$CREDENTIALS_DIRECTORY`. With neither this nor `key`, the `signing-key` credential is
+    /// used when present; with no key at all records are filed unsigned (address lane).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
     pub key_credential: Option<Spanned<String>>,
+    /// https URL, on a domain you control, serving `{"public_key_ed25519_b64": ...}`
+    /// (`conduct-walker pubkey` prints it); makes records domain-signed (domain lane). Needs a key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
     pub key_url: Option<Spanned<String>>,
+    /// Privacy of filed records unless a target says otherwise.
     #[serde(default)]
     pub privacy: PrivacyName,
     /// How n3 is asked in mcp mode, for every target that does not say (§2.6.1): `spec`
     /// (MCP Streamable HTTP) or `reference` (byte-identical with the reference walker).
     #[serde(default)]
     pub request_profile: RequestProfileName,
-    /// File every record here instead of the intake the card names.
+    /// File every record with this https intake instead of the one each agent's card names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
     pub intake: Option<Spanned<String>>,
     /// File more than one record per identity × endpoint × UTC day (the intake stores but does
     /// not count the extra ones, and they use up the lane).
@@ -76,7 +93,7 @@ pub struct WitnessSection {
 }
 
 /// `[network]`: the transport rules every walk, consent read and submission follows.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NetworkSection {
     /// Extra trust roots (PEM files), added to the system's.
@@ -88,6 +105,7 @@ pub struct NetworkSection {
     pub allow_private_network: bool,
     /// More `HOST:PORT` pairs at which private addresses are admitted.
     #[serde(default)]
+    #[schemars(with = "Vec<String>")]
     pub allow_hosts: Vec<Spanned<String>>,
     /// Per-request deadline covering connect, headers and body.
     #[serde(default = "default_deadline")]
@@ -110,7 +128,7 @@ impl Default for NetworkSection {
 }
 
 /// `[daemon]`: how the service runs.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DaemonSection {
     /// The store; default `$STATE_DIRECTORY/walker.db`.
@@ -118,14 +136,17 @@ pub struct DaemonSection {
     pub database: Option<PathBuf>,
     /// Loopback address of `/healthz`, `/metrics` and `/records`; `"off"` disables it.
     #[serde(default = "default_listen")]
+    #[schemars(with = "String")]
     pub listen: Spanned<String>,
     /// Walks running at once, over all targets.
     #[serde(default = "default_concurrency")]
+    #[schemars(with = "usize")]
     pub concurrency: Spanned<usize>,
     /// Each target fires up to this many seconds after its cron time (a fixed offset per
     /// target, derived from `jitter_seed` and the target's name).
     #[serde(default = "default_jitter")]
     pub jitter_secs: u64,
+    /// Seed of the per-target jitter offsets (change it to move every target's offset).
     #[serde(default)]
     pub jitter_seed: u64,
     /// How often the outbox is drained (records whose filing is due are sent).
@@ -152,7 +173,7 @@ impl Default for DaemonSection {
 
 /// `[mcp]`: the operator's limits on what a model may do through the MCP server. Identity,
 /// key, store and network rules are the rest of this file; a model never chooses them.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct McpSection {
     /// Whether a tool call may file records with the intake at all (false: store only).
@@ -165,6 +186,7 @@ pub struct McpSection {
     /// Walks a model may start per UTC day; default: the witness's lane budget at the intake
     /// (5 unsigned or address-signed, 50 domain-signed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<u32>")]
     pub daily_walk_cap: Option<Spanned<u32>>,
 }
 
@@ -179,17 +201,25 @@ impl Default for McpSection {
 }
 
 /// One `[[target]]`.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TargetSection {
     /// Label in logs, metrics and status; default: the endpoint, else the origin.
+    /// Unique among the targets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
     pub name: Option<Spanned<String>>,
+    /// The agent's https origin; its card is at ORIGIN/.well-known/agent-card.json.
+    #[schemars(with = "String")]
     pub origin: Spanned<String>,
+    /// Walk this https endpoint instead of the card's first measured endpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
     pub endpoint: Option<Spanned<String>>,
+    /// `mcp` (an MCP initialize) or `a2a` (an A2A message).
     #[serde(default)]
     pub mode: ModeName,
+    /// A2A wire version.
     #[serde(default)]
     pub wire: WireName,
     /// Default: `witness.privacy`.
@@ -201,10 +231,13 @@ pub struct TargetSection {
     /// File the records with the intake (false: store only).
     #[serde(default = "yes")]
     pub submit: bool,
+    /// Cron pattern in UTC: "min hour day month weekday", or with seconds first
+    /// "sec min hour day month weekday"; `@daily`, `@hourly` also work.
+    #[schemars(with = "String")]
     pub schedule: Spanned<String>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ModeName {
     #[default]
@@ -212,7 +245,7 @@ pub enum ModeName {
     A2a,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 pub enum WireName {
     #[default]
     #[serde(rename = "1.0")]
@@ -221,7 +254,7 @@ pub enum WireName {
     V0_3,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum PrivacyName {
     #[default]
@@ -230,7 +263,7 @@ pub enum PrivacyName {
     Commitment,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RequestProfileName {
     #[default]
@@ -301,6 +334,160 @@ fn default_grace() -> u64 {
 }
 fn yes() -> bool {
     true
+}
+
+/// One table of the config file as `conduct-walker.toml(5)` documents it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableDoc {
+    /// Dotted name: `witness`, `target`, `card_signature.pinned`; empty for top-level keys.
+    pub name: String,
+    /// An array of tables (`[[target]]`), written once per entry.
+    pub array: bool,
+    pub description: String,
+    pub keys: Vec<KeyDoc>,
+}
+
+/// One key of a table: what the parser accepts there and what it means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyDoc {
+    /// Dotted full name: `daemon.listen`.
+    pub name: String,
+    /// `string`, `integer`, `boolean`, `array of string`, `one of "a" | "b"`, ...
+    pub kind: String,
+    /// `None`: required. Otherwise the default as TOML writes it, or `unset`.
+    pub default: Option<String>,
+    pub description: String,
+}
+
+/// Every table and key of the config file, read from the JSON Schema that `schemars` derives
+/// from the very structs (and serde attributes and doc comments) the parser deserializes into:
+/// the man page cannot list a key the parser refuses, or miss one it accepts.
+pub fn documented_tables() -> Vec<TableDoc> {
+    let settings =
+        schemars::generate::SchemaSettings::draft2020_12().with(|s| s.inline_subschemas = true);
+    let root = settings
+        .into_generator()
+        .into_root_schema_for::<ConfigFile>();
+    let mut out = Vec::new();
+    collect_tables(root.as_value(), "", false, &mut out);
+    out
+}
+
+fn collect_tables(schema: &serde_json::Value, name: &str, array: bool, out: &mut Vec<TableDoc>) {
+    use serde_json::Value;
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut keys = Vec::new();
+    let mut nested = Vec::new();
+    for (key, prop) in schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        let path = if name.is_empty() {
+            key.clone()
+        } else {
+            format!("{name}.{key}")
+        };
+        // A struct-valued key is a table of its own (`[daemon]`), a list of structs an array of
+        // tables (`[[target]]`).
+        let is_table = |s: &Value| s.get("properties").is_some();
+        if is_table(prop) {
+            nested.push((path, prop, false, description(prop)));
+            continue;
+        }
+        if let Some(items) = prop.get("items").filter(|i| is_table(i)) {
+            let d = Some(description(prop)).filter(|d| !d.is_empty());
+            nested.push((path, items, true, d.unwrap_or_else(|| description(items))));
+            continue;
+        }
+        let default = match prop.get("default") {
+            Some(Value::Null) => Some("unset".to_string()),
+            Some(v) => Some(v.to_string()),
+            None if required.contains(&key.as_str()) => None,
+            None => Some("unset".to_string()),
+        };
+        keys.push(KeyDoc {
+            name: path,
+            kind: kind(prop),
+            default,
+            description: description(prop),
+        });
+    }
+    if !name.is_empty() || !keys.is_empty() {
+        out.push(TableDoc {
+            name: name.to_string(),
+            array,
+            description: description(schema),
+            keys,
+        });
+    }
+    for (path, s, arr, d) in nested {
+        let at = out.len();
+        collect_tables(s, &path, arr, out);
+        // The field's doc comment says more about this use of the table than the struct's.
+        if !d.is_empty() {
+            out[at].description = d;
+        }
+    }
+}
+
+fn description(s: &serde_json::Value) -> String {
+    s.get("description")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("")
+        .to_string()
+}
+
+fn kind(s: &serde_json::Value) -> String {
+    use serde_json::Value;
+    // An `Option` is "this or null" in JSON Schema; in TOML it is this, or the key left out.
+    let is_null = |v: &Value| v.get("type").and_then(Value::as_str) == Some("null");
+    if let Some(alts) = s.get("anyOf").and_then(Value::as_array)
+        && let [a, b] = alts.as_slice()
+        && (is_null(a) || is_null(b))
+    {
+        return kind(if is_null(a) { b } else { a });
+    }
+    if let Some(Value::Array(types)) = s.get("type") {
+        let mut s = s.clone();
+        let types: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+        s["type"] = match types.as_slice() {
+            [one] => one.clone(),
+            many => {
+                let names: Vec<String> = many.iter().map(|t| t.to_string()).collect();
+                return names.join(" or ");
+            }
+        };
+        if let Some(Value::Array(values)) = s.get_mut("enum") {
+            values.retain(|v| !v.is_null());
+        }
+        return kind(&s);
+    }
+    if let Some(values) = s.get("enum").and_then(Value::as_array) {
+        let v: Vec<String> = values.iter().map(Value::to_string).collect();
+        return format!("one of {}", v.join(" | "));
+    }
+    if let Some(variants) = s.get("oneOf").and_then(Value::as_array) {
+        let v: Vec<String> = variants
+            .iter()
+            .filter_map(|v| v.get("const").map(Value::to_string))
+            .collect();
+        return format!("one of {}", v.join(" | "));
+    }
+    match s.get("type") {
+        Some(Value::String(t)) if t == "array" => match s.get("items") {
+            Some(items) => format!("array of {}", kind(items)),
+            None => "array".into(),
+        },
+        Some(Value::String(t)) if t == "object" => "table".into(),
+        Some(Value::String(t)) => t.clone(),
+        _ => "any TOML value".into(),
+    }
 }
 
 /// One problem in a config file, located.

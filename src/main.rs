@@ -1,53 +1,6 @@
-use clap::{Parser, Subcommand};
-use conduct_walker::cli;
+use clap::Parser as _;
+use conduct_walker::cli::{self, Cli, Command};
 use std::process::ExitCode;
-
-/// Witnesses how A2A agents behave in public: walks, records, signs and files.
-#[derive(Debug, Parser)]
-#[command(name = "conduct-walker", version, about)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Walk one agent (n0–n3) and write its canonical record.
-    Walk(Box<cli::walk::WalkArgs>),
-    /// Start loopback sandbox agents and walk an honest one and a few misbehaving ones.
-    Demo(cli::walk::DemoArgs),
-    /// File the full record a commitment walk kept.
-    Reveal(cli::walk::RevealArgs),
-    /// Create an Ed25519 witness key (PKCS#8 PEM, mode 0600).
-    Keygen(cli::keys::KeygenArgs),
-    /// Print the key_url document for a key: {"public_key_ed25519_b64": ...}.
-    Pubkey(cli::keys::PubkeyArgs),
-    /// Auditor commands over the record store (read-only unless importing).
-    #[command(subcommand)]
-    Records(cli::records::RecordsCommand),
-    /// The submissions a store still has to file: list them, or file what is due.
-    #[command(subcommand)]
-    Outbox(cli::outbox::OutboxCommand),
-    /// Verify an Agent Card's JWS signatures.
-    #[command(subcommand)]
-    Card(cli::card::CardCommand),
-    /// Verify the standing proposals a card publishes (A2A Terms extension).
-    #[command(subcommand)]
-    Terms(cli::terms::TermsCommand),
-    /// Run the daemon: walk every configured target on its schedule (systemd Type=notify).
-    Run(cli::daemon::RunArgs),
-    /// Daemon config commands.
-    #[command(subcommand)]
-    Config(cli::daemon::ConfigCommand),
-    /// Print the effective daemon config (defaults filled in, paths resolved).
-    PrintConfig(cli::daemon::PrintConfigArgs),
-    /// Run a local witness intake (spec §6) for tests and demos
-    IntakeEmulator(cli::intake::IntakeEmulatorArgs),
-    /// Measure end-to-end walk throughput against loopback sandbox agents.
-    Bench(cli::bench::BenchArgs),
-    /// Serve MCP (stdio, or Streamable HTTP with --listen): let an AI agent be the witness.
-    Mcp(cli::mcp::McpArgs),
-}
 
 /// Threads for blocking work (SQLite, record checks). The store is one connection behind a lock,
 /// so more threads only wait for it; tokio's default of 512 let a daemon with 10,000 targets due
@@ -92,6 +45,8 @@ fn main() -> ExitCode {
             Command::IntakeEmulator(args) => cli::intake::run(args).await,
             Command::Bench(args) => cli::bench::run(args).await,
             Command::Mcp(args) => cli::mcp::run(args).await,
+            Command::Completions(args) => cli::docs::completions(args),
+            Command::Man(args) => cli::docs::man(args),
         }
     });
     result.unwrap_or_else(|e| cli::fail(&e))

@@ -282,9 +282,27 @@ fn print_config_fills_defaults_and_follows_configuration_directory() {
 
 #[test]
 fn the_shipped_example_is_valid() {
+    // As shipped (and installed by the package) its targets are commented out: it is valid and
+    // the daemon idles on it.
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/walker.toml");
     let c = config::load(&path).unwrap();
-    assert!(!c.targets.is_empty());
+    assert!(c.targets.is_empty());
+    // Its commented `[[target]]` examples are valid once uncommented.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut in_target = false;
+    let mut uncommented = String::new();
+    for line in text.lines() {
+        in_target = line == "# [[target]]" || (in_target && !line.is_empty());
+        let line = if in_target {
+            line.strip_prefix("# ").unwrap_or(line)
+        } else {
+            line
+        };
+        uncommented.push_str(line);
+        uncommented.push('\n');
+    }
+    let c = config::parse(&path, &uncommented).unwrap();
+    assert_eq!(c.targets.len(), 2);
 }
 
 #[test]

@@ -103,9 +103,10 @@ pub enum TrustStoreError {
 /// revoked_kids = ["old-key-2025"]
 /// revoked_thumbprints = ["NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs"]
 /// ```
-#[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TrustConfig {
+    /// Keys pinned per origin (`[[card_signature.pinned]]`), used instead of the card's `jku`.
     #[serde(default)]
     pub pinned: Vec<PinnedOrigin>,
     /// `kid` values never to use, whatever set they appear in.
@@ -117,12 +118,15 @@ pub struct TrustConfig {
 }
 
 /// Keys pinned for one origin: a JWK Set inline, in a file, or both.
-#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PinnedOrigin {
+    /// The origin whose card signatures these keys verify.
     pub origin: String,
+    /// A JWK Set file (relative paths are relative to the config file).
     #[serde(default)]
     pub jwks_file: Option<PathBuf>,
+    /// A JWK Set inline, as a TOML table: `{ keys = [ ... ] }`.
     #[serde(default)]
     pub jwks: Option<Value>,
 }

@@ -1,9 +1,11 @@
 //! One subcommand per user task. Each maps its errors to exit codes: 0 success/PASS, 1 a finding
 //! (FAIL, a failed verification), 2 usage or I/O errors.
 
+pub mod app;
 pub mod bench;
 pub mod card;
 pub mod daemon;
+pub mod docs;
 pub mod intake;
 pub mod keys;
 pub mod mcp;
@@ -12,6 +14,8 @@ pub mod outbox;
 pub mod records;
 pub mod terms;
 pub mod walk;
+
+pub use app::{Cli, Command};
 
 use std::process::ExitCode;
 

@@ -252,6 +252,7 @@ pub async fn run_with(
         watchdog = ?watchdog,
         "conduct-walker daemon ready"
     );
+    warn_if_idle(&cfg);
     let mut status = StatusLine::default();
     notify(&[
         NotifyState::Ready,
@@ -342,6 +343,7 @@ pub async fn run_with(
                         *live.runner.write().unwrap_or_else(|p| p.into_inner()) = b.runner.clone();
                         fire_ctx = ctx(b.runner, consent.clone());
                         sched.replace(cfg.targets.clone(), fire_ctx.clone(), clock.now());
+                        warn_if_idle(&cfg);
                     }
                     Err(e) => tracing::error!(
                         error = %e,
@@ -466,6 +468,17 @@ fn resize_permits(semaphore: &Arc<Semaphore>, from: usize, to: usize) {
                 taken.forget();
             }
         });
+    }
+}
+
+/// A config with no `[[target]]` (the packaged example, as installed) is valid: the daemon runs
+/// and idles, and says why it walks nothing.
+fn warn_if_idle(cfg: &Config) {
+    if cfg.targets.is_empty() {
+        tracing::warn!(
+            config = %cfg.path.display(),
+            "no [[target]] configured: walking nothing until targets are added and the config is reloaded"
+        );
     }
 }
 

@@ -1,0 +1,262 @@
+//! The generated documentation keeps up with the code: `conduct-walker.toml(5)` and the example
+//! config name every key the parser accepts (and nothing it refuses), every subcommand has its
+//! man page, and the shell completions name every subcommand.
+//!
+//! The parser's accepted keys are read from the parser itself, not from the schema the page is
+//! generated from: each table is given an unknown key, and serde's refusal lists every key the
+//! table expected. A key added to a config struct without reaching the page fails here.
+
+use clap::CommandFactory as _;
+use conduct_walker::cli::{Cli, docs};
+use conduct_walker::config::{self, ConfigError};
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_conduct-walker");
+const UNKNOWN: &str = "zz_not_a_key";
+
+/// A table path: each step's key and whether it is an array of tables (`[[target]]`).
+type TablePath = Vec<(String, bool)>;
+
+fn dotted(path: &[(String, bool)]) -> String {
+    path.iter()
+        .map(|(k, _)| k.as_str())
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// The TOML headers that open the table at `path` (arrays of tables on the way opened too).
+fn headers(path: &[(String, bool)]) -> String {
+    let mut out = String::new();
+    for i in 0..path.len() {
+        let name = dotted(&path[..=i]);
+        let last = i + 1 == path.len();
+        match (path[i].1, last) {
+            (true, _) => out.push_str(&format!("[[{name}]]\n")),
+            (false, true) => out.push_str(&format!("[{name}]\n")),
+            (false, false) => {}
+        }
+    }
+    out
+}
+
+/// The keys the parser accepts in the table at `path`, from its refusal of an unknown key;
+/// `None` when `path` is not a table (or not this kind of table).
+fn accepted_fields(path: &[(String, bool)]) -> Option<Vec<String>> {
+    let text = format!("{}{UNKNOWN} = 1\n", headers(path));
+    let problems = match config::parse(Path::new("/tmp/probe.toml"), &text) {
+        Err(ConfigError::Invalid { problems, .. }) => problems,
+        _ => return None,
+    };
+    problems.iter().find_map(|p| {
+        let rest = p
+            .message
+            .strip_prefix(&format!("unknown field `{UNKNOWN}`, "))?;
+        if rest.starts_with("there are no fields") {
+            return Some(Vec::new());
+        }
+        let list = rest
+            .strip_prefix("expected one of ")
+            .or_else(|| rest.strip_prefix("expected "))?;
+        Some(
+            list.split(", ")
+                .map(|f| f.trim().trim_matches('`').to_string())
+                .collect(),
+        )
+    })
+}
+
+/// Every table and key the parser accepts, as dotted paths; tables also listed in `tables`
+/// with whether they are arrays of tables.
+fn parser_keys() -> (BTreeSet<String>, Vec<(String, bool)>) {
+    fn walk(path: TablePath, keys: &mut BTreeSet<String>, tables: &mut Vec<(String, bool)>) {
+        let fields = accepted_fields(&path).expect("a table");
+        assert!(!fields.is_empty(), "{} accepts no keys", dotted(&path));
+        for field in fields {
+            let mut child = path.clone();
+            child.push((field, false));
+            keys.insert(dotted(&child));
+            for array in [false, true] {
+                child.last_mut().unwrap().1 = array;
+                if accepted_fields(&child).is_some() {
+                    tables.push((dotted(&child), array));
+                    walk(child, keys, tables);
+                    break;
+                }
+            }
+        }
+    }
+    let mut keys = BTreeSet::new();
+    let mut tables = Vec::new();
+    walk(Vec::new(), &mut keys, &mut tables);
+    (keys, tables)
+}
+
+/// The tables and keys the example config shows, commented-out ones included (`#key = ...`).
+fn example_keys() -> BTreeSet<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/walker.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let is_name = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_lowercase() || c == '_' || c == '.')
+    };
+    let mut table = String::new();
+    let mut keys = BTreeSet::new();
+    for line in text.lines() {
+        let l = line.trim_start_matches('#').trim();
+        let header = l
+            .strip_prefix("[[")
+            .and_then(|h| h.strip_suffix("]]"))
+            .or_else(|| l.strip_prefix('[').and_then(|h| h.strip_suffix(']')));
+        if let Some(h) = header.filter(|h| is_name(h)) {
+            table = h.to_string();
+            keys.insert(table.clone());
+            continue;
+        }
+        if let Some((k, _)) = l.split_once('=')
+            && is_name(k.trim())
+        {
+            let k = k.trim();
+            keys.insert(if table.is_empty() {
+                k.to_string()
+            } else {
+                format!("{table}.{k}")
+            });
+        }
+    }
+    keys
+}
+
+#[test]
+fn every_key_the_parser_accepts_is_on_the_config_man_page() {
+    let (keys, tables) = parser_keys();
+    // Sanity of the probe itself: it found the tables and keys we know of.
+    assert!(tables.contains(&("target".into(), true)), "{tables:?}");
+    assert!(tables.contains(&("card_signature.pinned".into(), true)));
+    assert!(keys.contains("daemon.listen") && keys.contains("target.schedule"));
+
+    let page = docs::config_man_page();
+    let table_names: BTreeSet<&str> = tables.iter().map(|(t, _)| t.as_str()).collect();
+    for (table, array) in &tables {
+        let header = if *array {
+            format!(".SS [[{table}]]\n")
+        } else {
+            format!(".SS [{table}]\n")
+        };
+        assert!(page.contains(&header), "{header:?} missing from the page");
+    }
+    for key in keys.iter().filter(|k| !table_names.contains(k.as_str())) {
+        assert!(
+            page.contains(&format!("\\fB{key}\\fR")),
+            "{key} is accepted by the parser but missing from conduct-walker.toml(5)"
+        );
+    }
+    // And the page documents nothing the parser would refuse.
+    for table in config::documented_tables() {
+        for key in &table.keys {
+            assert!(
+                keys.contains(&key.name),
+                "{} is documented but refused",
+                key.name
+            );
+            assert!(
+                !key.description.is_empty(),
+                "{} has no description",
+                key.name
+            );
+        }
+    }
+}
+
+#[test]
+fn the_example_config_shows_every_key_and_only_accepted_ones() {
+    let (keys, _) = parser_keys();
+    let example = example_keys();
+    let missing: Vec<_> = keys.difference(&example).collect();
+    assert!(
+        missing.is_empty(),
+        "config/walker.toml does not show {missing:?}"
+    );
+    let refused: Vec<_> = example.difference(&keys).collect();
+    assert!(
+        refused.is_empty(),
+        "config/walker.toml shows keys the parser refuses: {refused:?}"
+    );
+}
+
+/// Every visible subcommand at any depth, as the words typed: ["records", "list"].
+fn subcommand_paths() -> Vec<Vec<String>> {
+    fn walk(cmd: &clap::Command, prefix: &[String], out: &mut Vec<Vec<String>>) {
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+            let mut path = prefix.to_vec();
+            path.push(sub.get_name().to_string());
+            walk(sub, &path, out);
+            out.push(path);
+        }
+    }
+    let mut out = Vec::new();
+    walk(&Cli::command(), &[], &mut out);
+    out
+}
+
+#[test]
+fn every_subcommand_has_a_man_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let written = docs::write_man_pages(dir.path()).unwrap();
+    let paths = subcommand_paths();
+    assert!(paths.contains(&vec!["records".to_string(), "list".to_string()]));
+    assert!(paths.contains(&vec!["outbox".to_string(), "drain".to_string()]));
+    assert!(paths.contains(&vec!["mcp".to_string()]));
+    let mut expected: Vec<_> = paths
+        .iter()
+        .map(|p| {
+            dir.path()
+                .join(format!("man1/conduct-walker-{}.1", p.join("-")))
+        })
+        .collect();
+    expected.push(dir.path().join("man1/conduct-walker.1"));
+    expected.push(dir.path().join("man5").join(docs::CONFIG_PAGE));
+    for path in &expected {
+        let page = std::fs::read_to_string(path)
+            .unwrap_or_else(|e| panic!("no man page {}: {e}", path.display()));
+        assert!(
+            page.contains(".TH "),
+            "{} is not a man page",
+            path.display()
+        );
+    }
+    expected.sort();
+    assert_eq!(written, expected, "pages written vs expected");
+}
+
+#[test]
+fn shell_completions_name_every_subcommand() {
+    let run = |shell: &str| {
+        let out = Command::new(BIN)
+            .args(["completions", shell])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{shell}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let bash = run("bash");
+    for path in subcommand_paths() {
+        // clap_complete's bash script moves to a subcommand's state on a case pattern
+        // `PARENT,NAME)`: every subcommand needs one.
+        let pattern = format!(",{})", path.last().unwrap());
+        assert!(
+            bash.contains(&pattern),
+            "bash completion does not name `{}` (no {pattern:?})",
+            path.join(" ")
+        );
+    }
+    assert!(run("zsh").contains("#compdef conduct-walker"));
+    assert!(run("fish").contains("complete -c conduct-walker"));
+    let bad = Command::new(BIN)
+        .args(["completions", "tcsh"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}

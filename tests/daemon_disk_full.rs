@@ -7,10 +7,10 @@
 
 mod daemon_support;
 
-use conduct_walker::intake_emulator::{Emulator, EmulatorConfig, RunningEmulator};
-use conduct_walker::net::{NetPolicy, Transport, TransportConfig};
-use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa};
-use daemon_support::{BIN, Daemon, config, free_port, target};
+use conduct_walker::sandbox::SandboxCa;
+use daemon_support::{
+    BIN, Daemon, any_port, config, free_port, runtime, start_intake, submitting_agents,
+};
 use std::io::Read;
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
@@ -37,37 +37,12 @@ fn a_full_disk_degrades_the_daemon_loses_nothing_and_it_recovers_by_itself() {
         eprintln!("SKIPPED: no prlimit (util-linux) to limit the daemon's file size");
         return;
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let ca = SandboxCa::generate();
     let state = tempfile::tempdir().unwrap();
-    let emulator: RunningEmulator = rt
-        .block_on(Emulator::start(
-            EmulatorConfig::new(
-                state.path().join("intake.db"),
-                Transport::new(TransportConfig::new(NetPolicy::new(false))).unwrap(),
-            ),
-            &ca,
-            "127.0.0.1:0".parse().unwrap(),
-        ))
-        .unwrap();
-    let agents: Vec<SandboxAgent> = (0..2)
-        .map(|_| {
-            rt.block_on(SandboxAgent::start(&ca, Behaviour::default()))
-                .unwrap()
-        })
-        .collect();
-    let targets: String = agents
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            target(&format!("agent{i}"), &a.origin(), "", "* * * * * *")
-                .replace("submit = false", "submit = true")
-        })
-        .collect();
+    let emulator = start_intake(&rt, &ca, state.path(), any_port(), None);
+    // Kept alive (each agent is a server) though not looked at again.
+    let (_agents, targets) = submitting_agents(&rt, &ca, 2);
     let listen: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let text = config(listen, 20, &targets).replace(
         "vantage = \"loopback\"\n",

@@ -4,72 +4,14 @@
 
 mod daemon_support;
 
-use conduct_walker::intake_emulator::{Emulator, EmulatorConfig, Limits, RunningEmulator};
-use conduct_walker::net::{NetPolicy, Transport, TransportConfig};
-use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa};
+use conduct_walker::sandbox::SandboxCa;
 use conduct_walker::store::ListFilter;
-use daemon_support::{Daemon, config, free_port, metric, target};
+use daemon_support::{
+    Daemon, any_port, config, free_port, metric, runtime, start_intake, submitting_agents,
+};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::Path;
 use std::time::Duration;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-fn any_port() -> SocketAddr {
-    "127.0.0.1:0".parse().unwrap()
-}
-
-/// The intake emulator at `addr`, its state in `state`; `daily_per_ip` raises the address lane.
-fn start_intake(
-    rt: &tokio::runtime::Runtime,
-    ca: &SandboxCa,
-    state: &Path,
-    addr: SocketAddr,
-    daily_per_ip: Option<u64>,
-) -> RunningEmulator {
-    let mut cfg = EmulatorConfig::new(
-        state.join("intake.db"),
-        Transport::new(TransportConfig::new(NetPolicy::new(false))).unwrap(),
-    );
-    if let Some(n) = daily_per_ip {
-        cfg.limits = Limits {
-            daily_per_ip: n,
-            ..Limits::default()
-        };
-    }
-    rt.block_on(Emulator::start(cfg, ca, addr)).unwrap()
-}
-
-/// `n` honest agents and their `[[target]]`s (`agent0`, `agent1`, ...), walked every second
-/// and filed.
-fn submitting_agents(
-    rt: &tokio::runtime::Runtime,
-    ca: &SandboxCa,
-    n: usize,
-) -> (Vec<SandboxAgent>, String) {
-    let agents: Vec<SandboxAgent> = (0..n)
-        .map(|_| {
-            rt.block_on(SandboxAgent::start(ca, Behaviour::default()))
-                .unwrap()
-        })
-        .collect();
-    let targets = agents
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            target(&format!("agent{i}"), &a.origin(), "", "* * * * * *")
-                .replace("submit = false", "submit = true")
-        })
-        .collect();
-    (agents, targets)
-}
 
 /// A daemon config filing with `intake_url`; `witness_extra` adds `[witness]` lines.
 fn filing_config(

@@ -56,6 +56,17 @@ fn populated() -> (tempfile::TempDir, PathBuf, Vec<Vec<u8>>) {
     (dir, path, bytes)
 }
 
+/// `records import FILE --db INTO`.
+fn import(file: &Path, into: &Path) -> Output {
+    run(&[
+        "records",
+        "import",
+        file.to_str().unwrap(),
+        "--db",
+        db(into),
+    ])
+}
+
 fn db(path: &Path) -> &str {
     path.to_str().unwrap()
 }
@@ -172,23 +183,11 @@ fn export_import_round_trip_is_byte_identical() {
         let file = dir.path().join(format!("walks{n}.jsonl"));
         std::fs::write(&file, &export).unwrap();
         let target = dir.path().join(format!("copy{n}.db"));
-        let o = run(&[
-            "records",
-            "import",
-            file.to_str().unwrap(),
-            "--db",
-            db(&target),
-        ]);
+        let o = import(&file, &target);
         assert_eq!(code(&o), 0, "{}", stderr(&o));
         assert!(stdout(&o).contains("imported 4 records, 0 already present"));
         // Importing again adds nothing.
-        let o = run(&[
-            "records",
-            "import",
-            file.to_str().unwrap(),
-            "--db",
-            db(&target),
-        ]);
+        let o = import(&file, &target);
         assert!(stdout(&o).contains("imported 0 records, 4 already present"));
 
         let mut back_args = vec!["records", "export", "--db", db(&target)];
@@ -216,13 +215,7 @@ fn import_of_a_bad_line_imports_nothing() {
     let file = dir.path().join("bad.jsonl");
     std::fs::write(&file, text).unwrap();
     let target = dir.path().join("t.db");
-    let o = run(&[
-        "records",
-        "import",
-        file.to_str().unwrap(),
-        "--db",
-        db(&target),
-    ]);
+    let o = import(&file, &target);
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("line 5"), "{}", stderr(&o));
     assert!(
@@ -230,13 +223,7 @@ fn import_of_a_bad_line_imports_nothing() {
         "an import that brings nothing leaves no empty store behind"
     );
     // Into an existing store: nothing changes there either.
-    let o = run(&[
-        "records",
-        "import",
-        file.to_str().unwrap(),
-        "--db",
-        db(&path),
-    ]);
+    let o = import(&file, &path);
     assert_eq!(code(&o), 2);
     assert_eq!(Store::open_read_only(&path).unwrap().count().unwrap(), 4);
 }
@@ -628,13 +615,7 @@ fn import_of_a_line_whose_signature_does_not_check_names_it_and_imports_nothing(
     let file = dir.path().join("forged.jsonl");
     std::fs::write(&file, lines.join("\n") + "\n").unwrap();
     let target = dir.path().join("t.db");
-    let o = run(&[
-        "records",
-        "import",
-        file.to_str().unwrap(),
-        "--db",
-        db(&target),
-    ]);
+    let o = import(&file, &target);
     assert_eq!(code(&o), 2);
     let err = stderr(&o);
     assert!(err.contains("line 4") && err.contains("signature"), "{err}");

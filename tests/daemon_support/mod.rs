@@ -2,7 +2,9 @@
 #![allow(dead_code)]
 
 use conduct_walker::daemon::db;
-use conduct_walker::sandbox::SandboxCa;
+use conduct_walker::intake_emulator::{Emulator, EmulatorConfig, Limits, RunningEmulator};
+use conduct_walker::net::{NetPolicy, Transport, TransportConfig};
+use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa};
 use conduct_walker::store::Store;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -266,4 +268,63 @@ pub fn metric(text: &str, name: &str) -> Vec<(String, f64)> {
 
 pub fn path_exists(p: &Path) -> bool {
     p.exists()
+}
+
+// Sandbox agents and the intake emulator for daemon tests that file.
+
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+pub fn any_port() -> SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+/// The intake emulator at `addr`, its state in `state`; `daily_per_ip` raises the address lane.
+pub fn start_intake(
+    rt: &tokio::runtime::Runtime,
+    ca: &SandboxCa,
+    state: &Path,
+    addr: SocketAddr,
+    daily_per_ip: Option<u64>,
+) -> RunningEmulator {
+    let mut cfg = EmulatorConfig::new(
+        state.join("intake.db"),
+        Transport::new(TransportConfig::new(NetPolicy::new(false))).unwrap(),
+    );
+    if let Some(n) = daily_per_ip {
+        cfg.limits = Limits {
+            daily_per_ip: n,
+            ..Limits::default()
+        };
+    }
+    rt.block_on(Emulator::start(cfg, ca, addr)).unwrap()
+}
+
+/// `n` honest agents and their `[[target]]`s (`agent0`, `agent1`, ...), walked every second
+/// and filed.
+pub fn submitting_agents(
+    rt: &tokio::runtime::Runtime,
+    ca: &SandboxCa,
+    n: usize,
+) -> (Vec<SandboxAgent>, String) {
+    let agents: Vec<SandboxAgent> = (0..n)
+        .map(|_| {
+            rt.block_on(SandboxAgent::start(ca, Behaviour::default()))
+                .unwrap()
+        })
+        .collect();
+    let targets = agents
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            target(&format!("agent{i}"), &a.origin(), "", "* * * * * *")
+                .replace("submit = false", "submit = true")
+        })
+        .collect();
+    (agents, targets)
 }

@@ -3,18 +3,15 @@
 //! `concurrency = 64`, and sample the daemon's VmRSS/VmHWM from /proc for a while.
 //! `cargo bench --bench daemon_rss` (uses the bench profile's binary).
 
+#[path = "support/daemon.rs"]
+mod daemon;
 use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa};
-use std::process::{Command, Stdio};
+use daemon::status_kb;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const TARGETS: usize = 64;
 const SAMPLE_FOR: Duration = Duration::from_secs(20);
-
-fn status_kb(pid: u32, field: &str) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = text.lines().find(|l| l.starts_with(field))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
@@ -45,15 +42,7 @@ async fn main() {
         ));
     }
     std::fs::write(dir.path().join("walker.toml"), text).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_conduct-walker"))
-        .args(["run", "--config"])
-        .arg(dir.path().join("walker.toml"))
-        .env_remove("NOTIFY_SOCKET")
-        .env_remove("WATCHDOG_USEC")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = daemon::spawn(&dir.path().join("walker.toml"));
     let pid = child.id();
     let started = Instant::now();
     let mut max_rss = 0;

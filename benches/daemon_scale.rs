@@ -10,12 +10,15 @@
 //! state, the daemon's peak RSS (VmHWM), its CPU during the wave and, once the wave has passed,
 //! while idle with every target scheduled, and `records verify` over the result.
 
+#[path = "support/daemon.rs"]
+mod daemon;
 use conduct_walker::intake_emulator::{Emulator, EmulatorConfig, Limits};
 use conduct_walker::net::{NetPolicy, Transport, TransportConfig};
 use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa};
+use daemon::status_kb;
 use serde_json::json;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn env_or(name: &str, default: u64) -> u64 {
@@ -23,12 +26,6 @@ fn env_or(name: &str, default: u64) -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-fn status_kb(pid: u32, field: &str) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = text.lines().find(|l| l.starts_with(field))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// utime + stime of a process, in clock ticks.
@@ -135,15 +132,7 @@ async fn main() {
     }
     std::fs::write(dir.path().join("walker.toml"), text).unwrap();
     let db = dir.path().join("walker.db");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_conduct-walker"))
-        .args(["run", "--config"])
-        .arg(dir.path().join("walker.toml"))
-        .env_remove("NOTIFY_SOCKET")
-        .env_remove("WATCHDOG_USEC")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = daemon::spawn(&dir.path().join("walker.toml"));
     let pid = child.id();
     println!("load average at start: {}", loadavg());
 

@@ -132,20 +132,7 @@ impl VerifyCache {
         // A plain thread: this may run outside a tokio runtime's blocking pool budget, and
         // verification's own workers are threads too.
         std::thread::spawn(move || {
-            let summary = Store::open_read_only(&db)
-                .and_then(|s| crate::store::verify_all(&s, |_, _| {}))
-                .map(|r| VerifySummary {
-                    finished_at: chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
-                    rows: r.rows,
-                    signed: r.signed,
-                    problems: r
-                        .problems
-                        .iter()
-                        .map(|p| format!("row {}: {}: {}", p.row, p.kind, p.detail))
-                        .collect(),
-                    head: r.head.clone(),
-                });
-            match summary {
+            match verify_summary(&db) {
                 Ok(s) => *me.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(s),
                 Err(e) => tracing::warn!(error = %e, "status pages: verify failed to run"),
             }
@@ -155,21 +142,26 @@ impl VerifyCache {
 
     /// Run verification now, in this thread (tests and `records serve --verify-now`).
     pub fn run_now(&self, db: &std::path::Path) -> Result<(), StoreError> {
-        let store = Store::open_read_only(db)?;
-        let r = crate::store::verify_all(&store, |_, _| {})?;
-        *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(VerifySummary {
-            finished_at: chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
-            rows: r.rows,
-            signed: r.signed,
-            problems: r
-                .problems
-                .iter()
-                .map(|p| format!("row {}: {}: {}", p.row, p.kind, p.detail))
-                .collect(),
-            head: r.head.clone(),
-        });
+        *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(verify_summary(db)?);
         Ok(())
     }
+}
+
+/// `records verify` over the store at `db`, read-only, as the overview shows it.
+fn verify_summary(db: &std::path::Path) -> Result<VerifySummary, StoreError> {
+    let store = Store::open_read_only(db)?;
+    let r = crate::store::verify_all(&store, |_, _| {})?;
+    Ok(VerifySummary {
+        finished_at: chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        rows: r.rows,
+        signed: r.signed,
+        problems: r
+            .problems
+            .iter()
+            .map(|p| format!("row {}: {}: {}", p.row, p.kind, p.detail))
+            .collect(),
+        head: r.head.clone(),
+    })
 }
 
 /// A face's way to say what it knows now (the daemon's config changes on reload).

@@ -302,7 +302,7 @@ async fn target_page_shows_the_per_assertion_timeline_and_filters_by_day() {
     let store = Store::open_read_only(&w.db()).unwrap();
     let failed = failed_assertions(&store.get_by_prefix(&failing[0]).unwrap().canonical);
     // Every failed assertion is red in both columns; the others never are.
-    for name in conduct_walker::pages::render::ASSERTIONS {
+    for name in conduct_walker::walk::spec::ASSERTION_NAMES {
         let states: Vec<&str> = doc
             .select(&sel(&format!("rect.tl[data-assertion=\"{name}\"]")))
             .map(|r| r.value().attr("data-state").unwrap())

@@ -889,6 +889,13 @@ async fn every_scenario_walks_to_a_record_the_intake_would_accept() {
         );
         assert!(!r["establishes"].as_array().unwrap().is_empty());
         assert!(!r["does_not_establish"].as_array().unwrap().is_empty());
+        let names: Vec<&str> = o.assertions.iter().map(|a| a.name).collect();
+        assert_eq!(
+            names,
+            conduct_walker::walk::spec::ASSERTION_NAMES,
+            "{}: the record's order is the spec's, which the status pages read by",
+            sc.name
+        );
         assert_eq!(r["assertions"].as_array().unwrap().len(), 8, "{}", sc.name);
         assert_eq!(r["walked_at"], "2026-11-30T12:00:00Z");
         assert_eq!(o.sha256, conduct_walker::digest::sha256_hex(&o.canonical));

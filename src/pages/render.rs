@@ -25,18 +25,6 @@ const CHART_MAX_FIRES: usize = 5000;
 /// Records of one endpoint read by the endpoints page.
 const ENDPOINT_RECORDS: usize = 500;
 
-/// The eight assertions, in record order (conduct-walk.md §3).
-pub const ASSERTIONS: [&str; 8] = [
-    "card_bytes_stable",
-    "conduct_ext_declared",
-    "compensation_well_formed",
-    "measured_endpoint_answered",
-    "payment_required_as_declared",
-    "extension_echoed",
-    "metadata_echoed",
-    "endpoint_bound",
-];
-
 fn layout(title: &str, served_by: &str, body: Markup) -> String {
     html! {
         (DOCTYPE)
@@ -541,7 +529,7 @@ pub fn target(
             @if day.is_some() { " " a href=(target_href(name)) { "latest walks" } }
         }
         h3 { "Which assertion failed when (oldest → newest)" }
-        (svg::assertion_timeline(&ASSERTIONS, &timeline))
+        (svg::assertion_timeline(&crate::walk::spec::ASSERTION_NAMES, &timeline))
         table class="history" {
             thead { tr { th { "fired (UTC)" } th { "outcome" } th { "record" } th { "failed assertions" } th { "filed as" } th { "detail" } } }
             tbody {

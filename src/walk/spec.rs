@@ -9,6 +9,19 @@ pub const PERMA: &str = "https://w3id.org/horizonshield/conduct/v1";
 pub const ACCEPTED_URIS: [&str; 2] = [EXT, PERMA];
 
 /// §2.1 the card's location under the origin.
+/// The eight assertions, in the order a record lists them (conduct-walk.md §3). What reads
+/// records by assertion (the status pages' timeline) takes the names from here.
+pub const ASSERTION_NAMES: [&str; 8] = [
+    "card_bytes_stable",
+    "conduct_ext_declared",
+    "compensation_well_formed",
+    "measured_endpoint_answered",
+    "payment_required_as_declared",
+    "extension_echoed",
+    "metadata_echoed",
+    "endpoint_bound",
+];
+
 pub const CARD_PATH: &str = "/.well-known/agent-card.json";
 
 /// §2.6 request bodies, byte for byte (Python's default separators).

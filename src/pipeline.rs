@@ -502,17 +502,7 @@ impl Pipeline {
                     filed_day: Some(lanes::utc_day(now_t)),
                     next_attempt_at: None,
                 };
-                let row = self
-                    .with_store(move |s| {
-                        outbox::record_attempt(
-                            s.connection(),
-                            submission_id,
-                            &now,
-                            &answer.borrow(),
-                        )?;
-                        outbox::get(s.connection(), submission_id)
-                    })
-                    .await?;
+                let row = self.record_attempt(submission_id, now, answer).await?;
                 return Ok((row, Filing::FoundAtIntake));
             }
         }
@@ -543,17 +533,7 @@ impl Pipeline {
                 filed_day: None,
                 next_attempt_at: Some(rfc3339_seconds(lanes::next_utc_midnight(now_t))),
             };
-            let row = self
-                .with_store(move |s| {
-                    outbox::record_attempt(
-                        s.connection(),
-                        submission_id,
-                        &now,
-                        &deferred.borrow(),
-                    )?;
-                    outbox::get(s.connection(), submission_id)
-                })
-                .await?;
+            let row = self.record_attempt(submission_id, now, deferred).await?;
             return Ok((row, Filing::DeferredLocally));
         }
         let n1 = now.clone();
@@ -632,13 +612,23 @@ impl Pipeline {
         if r.state != outbox::QUEUED {
             r.next_attempt_at = None;
         }
-        let row = self
-            .with_store(move |s| {
-                outbox::record_attempt(s.connection(), submission_id, &now, &r.borrow())?;
-                outbox::get(s.connection(), submission_id)
-            })
-            .await?;
+        let row = self.record_attempt(submission_id, now, r).await?;
         Ok((row, Filing::Sent))
+    }
+
+    /// Log an attempt's outcome on the submission (its attempt log and state) and read the row
+    /// back as it now stands.
+    async fn record_attempt(
+        &self,
+        submission_id: i64,
+        now: String,
+        attempt: OwnedAttempt,
+    ) -> Result<Submission, PipelineError> {
+        self.with_store(move |s| {
+            outbox::record_attempt(s.connection(), submission_id, &now, &attempt.borrow())?;
+            outbox::get(s.connection(), submission_id)
+        })
+        .await
     }
 
     /// File one outbox row if it is still due when claimed (what a drain does with each row

@@ -90,19 +90,20 @@ async fn a_record_queued_by_a_down_intake_is_listed_then_filed_by_outbox_drain()
         "{rows:?}"
     );
 
-    // Not due yet (backoff): a drain sends nothing and says it stays queued.
-    let early = run(&[
+    let allow = format!("127.0.0.1:{port}");
+    let drain_args = [
         "outbox",
         "drain",
         "--db",
         db_arg,
         "--allow-private-network",
         "--allow-host",
-        &format!("127.0.0.1:{port}"),
+        &allow,
         "--ca-cert",
         ca_arg,
-    ])
-    .await;
+    ];
+    // Not due yet (backoff): a drain sends nothing and says it stays queued.
+    let early = run(&drain_args).await;
     assert!(text(&early).contains("sent 0"), "{}", text(&early));
 
     // The intake comes back, and the retry time passes.
@@ -124,18 +125,7 @@ async fn a_record_queued_by_a_down_intake_is_listed_then_filed_by_outbox_drain()
         .unwrap()
         .execute("UPDATE submissions SET next_attempt_at = NULL", [])
         .unwrap();
-    let drain = run(&[
-        "outbox",
-        "drain",
-        "--db",
-        db_arg,
-        "--allow-private-network",
-        "--allow-host",
-        &format!("127.0.0.1:{port}"),
-        "--ca-cert",
-        ca_arg,
-    ])
-    .await;
+    let drain = run(&drain_args).await;
     assert_eq!(drain.status.code(), Some(0), "{}", text(&drain));
     assert!(text(&drain).contains("sent 1: 1 filed"), "{}", text(&drain));
     assert_eq!(emulator.stored_count(), 1);

@@ -26,15 +26,6 @@ pub struct JobFailed {
     pub store_unwritable: Option<String>,
 }
 
-impl From<String> for JobFailed {
-    fn from(text: String) -> Self {
-        JobFailed {
-            text,
-            store_unwritable: None,
-        }
-    }
-}
-
 impl std::fmt::Display for JobFailed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.text)

@@ -120,7 +120,7 @@ fn write_number(out: &mut String, n: &Number) {
 }
 
 /// A JSON number, given its exact source text, in Python's form.
-fn write_number_text(out: &mut String, text: &str) {
+pub(crate) fn write_number_text(out: &mut String, text: &str) {
     if text == crate::json::NAN_MARKER {
         out.push_str("NaN");
     } else if number_is_float(text) {

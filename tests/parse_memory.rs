@@ -7,7 +7,7 @@
 mod common;
 
 use common::*;
-use conduct_walker::json::{PARSE_BUDGET_BYTES, estimated_tree_bytes, parse_lenient, parse_strict};
+use conduct_walker::json::{parse_lenient, parse_strict};
 use conduct_walker::sandbox::{HttpsServer, Req, Resp, SandboxCa, handler};
 use conduct_walker::walk::{Mode, Wire};
 use std::alloc::{GlobalAlloc, Layout, System};

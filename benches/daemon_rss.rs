@@ -2,6 +2,8 @@
 //! run the real `conduct-walker run` with 64 targets that all fire every second and
 //! `concurrency = 64`, and sample the daemon's VmRSS/VmHWM from /proc for a while.
 //! `cargo bench --bench daemon_rss` (uses the bench profile's binary).
+//! `DAEMON_RSS_CARD=chains` (or `keys`, `numbers`): every agent's card carries about 1 MB of that
+//! shape (issue 21: 64 walks of such cards at once stay within 512 MiB).
 
 #[path = "support/daemon.rs"]
 mod daemon;
@@ -16,13 +18,31 @@ const SAMPLE_FOR: Duration = Duration::from_secs(20);
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let ca = SandboxCa::generate();
+    let shape = std::env::var("DAEMON_RSS_CARD").unwrap_or_default();
+    let bulk = match shape.as_str() {
+        "" => None,
+        "chains" => {
+            let mut chain = serde_json::json!(1);
+            for _ in 0..100 {
+                chain = serde_json::json!({ "a": chain });
+            }
+            Some(serde_json::Value::Array(vec![chain; 1_600]))
+        }
+        "keys" => Some(serde_json::Value::Object(
+            (0..100_000)
+                .map(|i| (format!("k{i}"), serde_json::json!(0)))
+                .collect(),
+        )),
+        "numbers" => Some(serde_json::Value::Array(vec![serde_json::json!(0); 450_000])),
+        other => panic!("DAEMON_RSS_CARD={other}: chains, keys or numbers"),
+    };
+    let behaviour = Behaviour {
+        card_extra: bulk.map(|b| serde_json::json!({ "x-bulk": b })),
+        ..Behaviour::default()
+    };
     let mut agents = Vec::new();
     for _ in 0..TARGETS {
-        agents.push(
-            SandboxAgent::start(&ca, Behaviour::default())
-                .await
-                .unwrap(),
-        );
+        agents.push(SandboxAgent::start(&ca, behaviour.clone()).await.unwrap());
     }
     let dir = tempfile::tempdir().unwrap();
     ca.write_pem(&dir.path().join("ca.pem")).unwrap();
@@ -61,6 +81,10 @@ async fn main() {
     println!("| what | value |");
     println!("|---|---|");
     println!("| targets firing every second, concurrency | {TARGETS} |");
+    println!(
+        "| card | {} |",
+        if shape.is_empty() { "ordinary" } else { &shape }
+    );
     println!("| sampled for | {} s |", SAMPLE_FOR.as_secs());
     println!("| records stored meanwhile | {records} |");
     println!("| max VmRSS sampled | {:.1} MiB |", max_rss as f64 / 1024.0);

@@ -164,7 +164,15 @@ pub fn python_float_repr(value: f64) -> String {
         .to_string();
     }
     // Rust's `{:e}` gives the shortest round-trip digits, e.g. `1.5e0`, `1e21`, `-1.2345e-7`.
-    let sci = format!("{value:e}");
+    // When two strings of that length round-trip and the value lies exactly between them
+    // (114149850690045.125), Rust's shortest form rounds the tie up where Python's rounds it to
+    // even (`...045.12`); the correctly rounded form with that many digits, which breaks ties to
+    // even, is Python's choice (found by the differential test, tests/json_differential.rs).
+    let shortest = format!("{value:e}");
+    let significant = shortest
+        .split_once('e')
+        .map_or(0, |(m, _)| m.bytes().filter(u8::is_ascii_digit).count());
+    let sci = format!("{:.*e}", significant.saturating_sub(1), value);
     let (mantissa, exp) = sci.split_once('e').expect("`{:e}` always has an exponent");
     let exp: i32 = exp.parse().expect("`{:e}` exponent is an integer");
     let (negative, mantissa) = match mantissa.strip_prefix('-') {
@@ -306,6 +314,11 @@ mod tests {
             (5e-324, "5e-324"),
             (0.1, "0.1"),
             (12345678901234567.0, "1.2345678901234568e+16"),
+            // Exactly between two shortest forms: Python rounds the tie to even (the
+            // differential test's first finding).
+            (1.1414985069004513e14, "114149850690045.12"),
+            (8.423467979530893e14, "842346797953089.2"),
+            (5.997277621255993e14, "599727762125599.2"),
         ];
         for (value, expected) in cases {
             assert_eq!(python_float_repr(value), expected, "{value:e}");

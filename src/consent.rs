@@ -7,7 +7,6 @@
 
 use crate::digest::sha256_hex;
 use crate::net::{Exchange, HttpRequest, Transport};
-use serde_json::Value;
 use std::time::Duration;
 
 /// Where the file lives under an origin.
@@ -41,9 +40,16 @@ impl Consent {
     }
 }
 
-/// The consent URL of an origin (trailing slashes removed, as the walk forms its base).
+/// The consent URL of an origin: the well-known path at the root of its scheme, host and port
+/// (RFC 8615), whatever path the walk's `--origin` has (`https://host/agent1` is asked at
+/// `https://host/.well-known/mcp-conduct.json`). A text that is not a URL keeps the old form.
 pub fn consent_url(origin: &str) -> String {
-    format!("{}{CONSENT_PATH}", origin.trim_end_matches('/'))
+    match url::Url::parse(origin) {
+        Ok(url) if url.has_host() => {
+            format!("{}{CONSENT_PATH}", url.origin().ascii_serialization())
+        }
+        _ => format!("{}{CONSENT_PATH}", origin.trim_end_matches('/')),
+    }
 }
 
 /// Classify what the origin served.
@@ -65,11 +71,14 @@ pub fn classify(ex: &Exchange) -> Consent {
         }
     }
     let sha256 = sha256_hex(&ex.body);
-    match crate::json::parse_lenient(&ex.body) {
-        Ok(Value::Object(obj)) => match obj.get("listing") {
-            Some(Value::String(s)) if s == "decline" => Consent::Declined { sha256 },
-            _ => Consent::Silent { sha256 },
-        },
+    // Read as the walk reads a card (any shape under the cap, in a compact document).
+    match crate::json::read(&ex.body, crate::json::ReadOptions::LENIENT) {
+        Ok(doc) if doc.root().is_object() => {
+            match doc.root().get("listing").and_then(|l| l.as_str()) {
+                Some("decline") => Consent::Declined { sha256 },
+                _ => Consent::Silent { sha256 },
+            }
+        }
         Ok(_) => Consent::Unreadable {
             status: 200,
             why: "not a JSON object".into(),
@@ -156,5 +165,17 @@ mod tests {
             consent_url("https://a.example//"),
             "https://a.example/.well-known/mcp-conduct.json"
         );
+    }
+
+    #[test]
+    fn consent_is_read_at_the_root_of_the_origin_whatever_its_path() {
+        for (origin, expected) in [
+            ("https://a.example/agent1", "https://a.example/.well-known/mcp-conduct.json"),
+            ("https://a.example/a/b/", "https://a.example/.well-known/mcp-conduct.json"),
+            ("https://A.example:8443/x?q=1", "https://a.example:8443/.well-known/mcp-conduct.json"),
+            ("https://a.example:443/x", "https://a.example/.well-known/mcp-conduct.json"),
+        ] {
+            assert_eq!(consent_url(origin), expected, "{origin}");
+        }
     }
 }

@@ -10,8 +10,7 @@ use crate::card_signature::{self, TrustStore};
 use crate::clock::Clock;
 use crate::net::Transport;
 use crate::walk::record::CardFindings;
-use crate::walk::{self, Privacy, WalkOutcome, WalkRequest};
-use serde_json::Value;
+use crate::walk::{self, Card, Privacy, WalkOutcome, WalkRequest};
 
 /// [`walk::run`] with these card findings: the one way the CLI, the daemon and the tests walk.
 /// `trust` holds pinned keys and the `jku` cache; share one across walks.
@@ -52,7 +51,7 @@ pub async fn walk_with_steps(
 pub async fn card_findings(
     transport: &Transport,
     trust: &TrustStore,
-    card: Option<Value>,
+    card: Option<Card>,
     card_bytes: Vec<u8>,
     base: &str,
     privacy: Privacy,
@@ -60,15 +59,18 @@ pub async fn card_findings(
     let drops_jku = privacy != Privacy::Full;
     // Unsigned (or unparsed) cards, the common case, skip the strict re-read of the bytes:
     // verification would answer "unsigned" from the same `signatures` member anyway.
-    let (card_signature, attribution_line) = match card
-        .as_ref()
-        .filter(|c| card_signature::is_signed(c))
-    {
+    // Only a signed card, or one that lists the terms extension, is copied into a `Value`
+    // tree (what the verifiers read): every other card, however large or oddly shaped, stays
+    // in its compact document (`json::Doc`).
+    let signed = walk::signatures_only(card.as_ref()).filter(card_signature::is_signed);
+    let (card_signature, attribution_line) = match signed.as_ref().and(card.as_ref()) {
         None => (
             card_signature::absent_block(),
             Some(card_signature::ATTRIBUTION_UNSIGNED.to_string()),
         ),
-        Some(value) => {
+        Some(card) => {
+            // The verifiers read `Value` trees: a hostile card's tree waits for its turn.
+            let _permit = crate::json::large_tree_permit(card).await;
             // Bytes first: a card with duplicate member names has no canonical form. A card our
             // strict reader refuses outright (Python's NaN, say) is checked from the parsed value.
             let verification =
@@ -77,7 +79,8 @@ pub async fn card_findings(
                 {
                     Ok(v) => v,
                     Err(_) => {
-                        card_signature::verify_card(value, base, Some(transport), trust).await
+                        let value = card.root().to_value();
+                        card_signature::verify_card(&value, base, Some(transport), trust).await
                     }
                 };
             (
@@ -94,8 +97,13 @@ pub async fn card_findings(
         terms_does_not_establish: Vec::new(),
     };
     if let Some(card) = &card
-        && let Some(report) = crate::terms::verify_for_walk(card, transport).await
+        && walk::card_lists_extension(card, crate::terms::TERMS_EXTENSION_URI)
     {
+        let _permit = crate::json::large_tree_permit(card).await;
+        let value = card.root().to_value();
+        let Some(report) = crate::terms::verify_for_walk(&value, transport).await else {
+            return findings;
+        };
         findings.terms = Some(report.record_block());
         findings.terms_establishes = report.establishes();
         findings.terms_does_not_establish = report.does_not_establish();

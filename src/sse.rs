@@ -8,7 +8,7 @@
 //! comment; the event type defaults to `message`; an event left unterminated when the stream
 //! ends is discarded.
 
-use serde_json::Value;
+use crate::json::{Doc, JsonRef, ReadOptions};
 
 /// The media type of an event stream.
 pub const MEDIA_TYPE: &str = "text/event-stream";
@@ -26,8 +26,9 @@ pub fn is_event_stream(content_type: &str) -> bool {
 pub struct ResponseEvent {
     /// Offset just past the blank line that completed the event: the bytes a reader needs.
     pub end: usize,
-    /// The event's data, parsed: a JSON-RPC response (`result` or `error`) with the id sought.
-    pub message: Value,
+    /// The event's data, read as a card is read (any shape, compact): a JSON-RPC response
+    /// (`result` or `error`) with the id sought.
+    pub message: Doc,
 }
 
 /// The first `message` event whose data is a JSON-RPC response with `id` (a server may send
@@ -43,7 +44,7 @@ pub fn find_response(stream: &[u8], id: i64) -> Option<ResponseEvent> {
     while let Some((line, next)) = next_line(stream, pos) {
         pos = next;
         if line.is_empty() {
-            if let Some(message) = event.dispatch().filter(|m| is_response_to(m, id)) {
+            if let Some(message) = event.dispatch().filter(|m| is_response_to(m.root(), id)) {
                 return Some(ResponseEvent { end: pos, message });
             }
             continue;
@@ -87,21 +88,22 @@ impl PendingEvent {
     }
 
     /// The blank line: the event's JSON when it is a `message` event with data; resets.
-    fn dispatch(&mut self) -> Option<Value> {
+    fn dispatch(&mut self) -> Option<Doc> {
         let PendingEvent { event_type, data } = std::mem::take(self);
         let is_message = event_type.as_deref().is_none_or(|t| t == "message");
         let data = data.filter(|_| is_message)?;
-        crate::json::parse_lenient(data.as_bytes()).ok()
+        crate::json::read(data.as_bytes(), ReadOptions::LENIENT).ok()
     }
 }
 
-fn is_response_to(message: &Value, id: i64) -> bool {
+fn is_response_to(message: JsonRef<'_>, id: i64) -> bool {
     let Some(object) = message.as_object() else {
         return false;
     };
     let id_matches = object
         .get("id")
-        .and_then(Value::as_i64)
+        .filter(|v| !v.is_float())
+        .and_then(|v| v.number_text()?.parse::<i64>().ok())
         .is_some_and(|got| got == id);
     let is_response = (object.contains_key("result") || object.contains_key("error"))
         && !object.contains_key("method");
@@ -137,7 +139,7 @@ mod tests {
     fn finds_the_response_and_where_it_ends() {
         let stream = format!("event: message\ndata: {RESPONSE}\n\nevent: message\ndata: later\n\n");
         let found = find_response(stream.as_bytes(), 1).unwrap();
-        assert_eq!(found.message["result"]["protocolVersion"], "2025-06-18");
+        assert_eq!(found.message.root().to_value()["result"]["protocolVersion"], "2025-06-18");
         assert_eq!(
             &stream[..found.end],
             format!("event: message\ndata: {RESPONSE}\n\n")
@@ -171,7 +173,7 @@ mod tests {
         ]
         .concat();
         let found = find_response(stream.as_bytes(), 1).unwrap();
-        assert_eq!(found.message["error"], json!({"code": -1}));
+        assert_eq!(found.message.root().to_value()["error"], json!({"code": -1}));
         assert_eq!(found.end, stream.len());
     }
 

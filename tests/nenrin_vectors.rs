@@ -210,7 +210,8 @@ fn n2_outputs_reproduce() {
             .collect();
         let declared = object["extension_declared"].as_bool().unwrap();
         let declaration = Declaration {
-            extension: declared.then(|| serde_json::json!({"uri": "x"})),
+            extension: declared
+                .then(|| conduct_walker::walk::declaration::Extension::parse(r#"{"uri":"x"}"#).unwrap()),
             problems,
         };
         let (sha, preview) = n2_output(&declaration, object["target"].as_str());
@@ -270,7 +271,7 @@ fn reference_walk_internal_hashes_reproduce_from_recipes() {
         );
 
         let declaration = Declaration {
-            extension: Some(serde_json::json!({})),
+            extension: Some(conduct_walker::walk::declaration::Extension::parse("{}").unwrap()),
             problems: vec![],
         };
         let (n2_sha, preview) = n2_output(&declaration, Some(target));

@@ -454,7 +454,12 @@ async fn non_ascii_and_emoji_in_the_card_survive_raw() {
     assert!(observed.contains("héllo ✓ 🤖 \u{2028}"), "{observed}");
     assert_eq!(result(&o, "conduct_ext_declared"), Some(true));
     assert!(
-        o.card.as_ref().unwrap()["name"]
+        o.card
+            .as_ref()
+            .unwrap()
+            .root()
+            .get("name")
+            .unwrap()
             .as_str()
             .unwrap()
             .contains('🤖')
@@ -742,7 +747,8 @@ fn recorded(
         n3_request(Mode::A2a, Wire::V1_0, RequestProfile::Spec, target),
         headers,
     );
-    let decl = declaration::locate_and_validate(Some(card));
+    let card = conduct_walker::walk::parse_card(&n1).expect("the card is JSON");
+    let decl = declaration::locate_and_validate(Some(&card));
     evaluate(&Inputs {
         mode: Mode::A2a,
         wire: Wire::V1_0,
@@ -750,7 +756,7 @@ fn recorded(
         n0: &n0,
         n1: &n1,
         n3: Some(&n3),
-        card: Some(card),
+        card: Some(&card),
         declaration: &decl,
         target: Some(target),
     })

@@ -59,6 +59,13 @@ pub struct Doc {
     pub(crate) originals: Vec<(u32, Vec<u8>)>,
 }
 
+impl PartialEq for Doc {
+    /// As `serde_json::Value`s compare (see [`JsonRef`]'s `PartialEq`).
+    fn eq(&self, other: &Self) -> bool {
+        self.root() == other.root()
+    }
+}
+
 impl Doc {
     /// The root value.
     pub fn root(&self) -> JsonRef<'_> {
@@ -74,6 +81,13 @@ impl Doc {
     /// Whether any string held a lone surrogate escape (kept as U+FFFD).
     pub fn has_lone_surrogates(&self) -> bool {
         self.lone_surrogates
+    }
+
+    /// About what this document would take as a `serde_json::Value` tree: a B-tree node per
+    /// object, a slot and a small heap block per value, the text once more.
+    pub fn estimated_value_bytes(&self) -> usize {
+        let objects = self.nodes.iter().filter(|n| n.tag == Tag::Object).count();
+        objects * 640 + self.nodes.len() * 64 + self.arena.len()
     }
 
     /// Bytes this document holds on the heap.

@@ -27,6 +27,29 @@ pub fn parse_lenient(bytes: &[u8]) -> Result<Value, ReadError> {
     Ok(read(bytes, ReadOptions::LENIENT)?.root().to_value())
 }
 
+/// A `Value` tree copied from a stranger's document larger than this (by
+/// [`Doc::estimated_value_bytes`]) waits for [`large_tree_permit`]: one such tree at a time in
+/// the process. Only a signed card, a card listing the terms extension and a terms document are
+/// copied into trees (the verifiers read `Value`s); every other read stays in its `Doc`.
+pub const LARGE_TREE_BYTES: usize = 16 * 1024 * 1024;
+
+static LARGE_TREES: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+
+/// For a document whose `Value` tree would be large, the permit to build it (held as long as
+/// the tree lives): many walks of hostile signed cards then cost one large tree at a time, not
+/// one each. None (no wait) for an ordinary document.
+pub async fn large_tree_permit(doc: &Doc) -> Option<tokio::sync::SemaphorePermit<'static>> {
+    if doc.estimated_value_bytes() <= LARGE_TREE_BYTES {
+        return None;
+    }
+    Some(
+        LARGE_TREES
+            .acquire()
+            .await
+            .expect("the large-tree semaphore is never closed"),
+    )
+}
+
 /// Number text standing for Python's `NaN` in a `Value` (it parses as a float;
 /// [`crate::canonical`] writes it back as `NaN`). The infinities are number texts that
 /// overflow to infinity.
@@ -97,5 +120,83 @@ mod tests {
     #[test]
     fn bom_is_not_json() {
         assert!(parse_lenient(b"\xef\xbb\xbf{}").is_err());
+    }
+
+    fn doc(text: &str) -> Doc {
+        read(text.as_bytes(), ReadOptions::LENIENT).unwrap()
+    }
+
+    #[test]
+    fn views_read_as_a_python_dict_does() {
+        let d = doc(r#"{"b":[1,{"z":null}],"a":1,"b":2.0,"c":"x"}"#);
+        let root = d.root();
+        // The last value of a repeated name wins, in sorted order once.
+        assert_eq!(root.get("b").unwrap().number_text(), Some("2.0"));
+        assert_eq!(root.as_object().unwrap().len(), 3);
+        assert_eq!(root.canonical_string(), r#"{"a":1,"b":2.0,"c":"x"}"#);
+        assert!(root.get("missing").is_none());
+        assert!(d.root().get("c").unwrap().as_array().is_none());
+        let arr = doc("[1, [2, 3], {}, 4]");
+        let items: Vec<String> = arr
+            .root()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.canonical_string())
+            .collect();
+        assert_eq!(items, ["1", "[2,3]", "{}", "4"]);
+        assert_eq!(arr.root().as_array().unwrap().len(), 4);
+    }
+
+    #[test]
+    fn nesting_to_993_levels_is_read_and_994_is_not() {
+        let nested = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(read(nested(993).as_bytes(), ReadOptions::LENIENT).is_ok());
+        assert_eq!(
+            read(nested(994).as_bytes(), ReadOptions::LENIENT).unwrap_err(),
+            ReadError::TooDeep(REFERENCE_MAX_DEPTH)
+        );
+        // A Value of that depth is built and dropped without exhausting the stack.
+        let v = parse_lenient(nested(993).as_bytes()).unwrap();
+        assert_eq!(crate::canonical::to_string(&v).len(), 2 * 993);
+    }
+
+    #[test]
+    fn lone_surrogates_are_u_fffd_and_only_live_ones_count() {
+        let d = doc(r#"{"a":"\ud800","a":"ok","b":["\udfff x"]}"#);
+        assert!(d.has_lone_surrogates());
+        assert!(!d.root().get("a").unwrap().holds_lone_surrogate());
+        assert!(d.root().get("b").unwrap().holds_lone_surrogate());
+        assert_eq!(d.root().canonical_string(), "{\"a\":\"ok\",\"b\":[\"\u{fffd} x\"]}");
+        let overridden = doc(r#"{"a":"\ud800","a":"ok"}"#);
+        assert!(!overridden.root().holds_lone_surrogate());
+        assert!(matches!(
+            read(br#""\ud800""#, ReadOptions::STRICT),
+            Err(ReadError::LoneSurrogate(0xd800, _))
+        ));
+    }
+
+    #[test]
+    fn integers_past_python_s_digit_limit_are_not_json() {
+        let long = "9".repeat(PYTHON_INT_MAX_STR_DIGITS + 1);
+        assert_eq!(
+            read(long.as_bytes(), ReadOptions::LENIENT).unwrap_err(),
+            ReadError::IntegerTooLong(PYTHON_INT_MAX_STR_DIGITS + 1)
+        );
+        // A float has no such limit, nor does an integer of exactly 4,300 digits.
+        assert!(read(format!("{long}.5").as_bytes(), ReadOptions::LENIENT).is_ok());
+        assert!(read(long[1..].as_bytes(), ReadOptions::LENIENT).is_ok());
+    }
+
+    #[test]
+    fn errors_say_where_in_python_s_words() {
+        let e = read(b"[1,]", ReadOptions::LENIENT).unwrap_err().to_string();
+        assert_eq!(e, "Expecting value: line 1 column 4 (char 3)");
+        let e = read(b"\xef\xbb\xbf{}", ReadOptions::LENIENT)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "Expecting value: line 1 column 1 (char 0)");
+        let e = read(b"{\"a\" 1}", ReadOptions::LENIENT).unwrap_err().to_string();
+        assert_eq!(e, "Expecting ':' delimiter: line 1 column 6 (char 5)");
     }
 }

@@ -27,7 +27,21 @@ pub fn https_url(raw: &str) -> Result<url::Url, String> {
     if u.host_str().is_none() {
         return Err("the URL has no host".into());
     }
+    if let Some(why) = userinfo_refusal(&u) {
+        return Err(why);
+    }
     Ok(u)
+}
+
+/// A URL with a user name or password (`https://user:pw@host`) is refused wherever one is
+/// taken or fetched: the HTTP client would send it as `Authorization: Basic` to whoever answers,
+/// and a walk would write it into a signed record that filing publishes.
+pub fn userinfo_refusal(url: &url::Url) -> Option<String> {
+    (!url.username().is_empty() || url.password().is_some()).then(|| {
+        "refused: the URL carries a user name or password (user:password@host); credentials \
+         are never sent to an agent nor written into a record"
+            .to_string()
+    })
 }
 
 /// Read a local file that stands in for a fetched body (`card verify --file`, `--jwks`,

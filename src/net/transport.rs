@@ -293,6 +293,9 @@ fn parse_https(raw: &str) -> Result<Target, String> {
             url.scheme()
         ));
     }
+    if let Some(why) = super::userinfo_refusal(&url) {
+        return Err(why);
+    }
     let port = url.port_or_known_default().unwrap_or(443);
     let (host, literal) = match url.host() {
         Some(url::Host::Domain(d)) => (d.to_ascii_lowercase(), None),

@@ -226,5 +226,12 @@ pub async fn fetch_and_verify(session: &Session, entry: ProposalEntry) -> Propos
     };
     let request = HttpRequest::get(url, &[("Accept", "application/json")]);
     let exchange = session.fetch(&request).await;
+    // Verification reads a `Value` tree: a hostile document's tree waits for its turn.
+    let compact = crate::json::read(&exchange.body, crate::json::ReadOptions::LENIENT).ok();
+    let _permit = match &compact {
+        Some(doc) => crate::json::large_tree_permit(doc).await,
+        None => None,
+    };
+    drop(compact);
     ProposalResult::from_exchange(entry, &exchange)
 }

@@ -6,7 +6,9 @@ use super::observation::{Mode, ObservedFetch, RequestProfile, Wire};
 use super::spec::{EXT, N3_JSONRPC_ID, PERMA};
 use super::url_norm::url_norm;
 use crate::canonical::{self, python_bool, python_pair_text};
-use serde_json::{Map, Value, json};
+use crate::json::{Doc, JsonRef, ObjectRef};
+use serde_json::json;
+use std::sync::Arc;
 
 /// One evaluated assertion (internal form; the record's wire form hashes `observed_input`).
 #[derive(Debug, Clone, PartialEq)]
@@ -46,7 +48,7 @@ pub struct Inputs<'a> {
     pub n1: &'a ObservedFetch,
     pub n3: Option<&'a ObservedFetch>,
     /// n1's body parsed as JSON when n1 answered 200, else None.
-    pub card: Option<&'a Value>,
+    pub card: Option<&'a super::declaration::Card>,
     pub declaration: &'a Declaration,
     pub target: Option<&'a str>,
 }
@@ -136,7 +138,7 @@ pub fn card_bytes_stable(inp: &Inputs) -> Assertion {
 /// §3.2
 pub fn conduct_ext_declared(inp: &Inputs) -> Assertion {
     let observed_input = match &inp.declaration.extension {
-        Some(ext) => canonical::to_string(ext),
+        Some(ext) => ext.value().canonical_string(),
         None => "absent".to_string(),
     };
     Assertion {
@@ -154,12 +156,12 @@ pub fn conduct_ext_declared(inp: &Inputs) -> Assertion {
 pub fn compensation_well_formed(inp: &Inputs) -> Assertion {
     let top_level = inp
         .card
-        .and_then(|c| c.get("compensation"))
+        .and_then(|c| c.root().get("compensation"))
         .filter(|c| c.is_object());
     let (problems, note): (Option<Vec<String>>, Option<&str>) = if inp.declaration.declared() {
         (Some(inp.declaration.problems.clone()), None)
     } else if let Some(top) = top_level {
-        let problems = compensation_problems(top)
+        let problems = compensation_problems(Some(top))
             .into_iter()
             .map(String::from)
             .collect();
@@ -290,7 +292,35 @@ pub struct Reply {
     /// `task.status.message.metadata`), None when nothing was located.
     pub location: Option<String>,
     /// The metadata value when it is an object.
-    pub metadata: Option<Map<String, Value>>,
+    pub metadata: Option<Metadata>,
+}
+
+/// The metadata object of n3's reply, where it sits in the reply's document.
+#[derive(Clone)]
+pub struct Metadata {
+    reply: Arc<Doc>,
+    at: u32,
+}
+
+impl Metadata {
+    pub fn object(&self) -> ObjectRef<'_> {
+        self.reply
+            .at(self.at)
+            .as_object()
+            .expect("metadata is located only when it is an object")
+    }
+}
+
+impl PartialEq for Metadata {
+    fn eq(&self, other: &Self) -> bool {
+        self.reply.at(self.at) == other.reply.at(other.at)
+    }
+}
+
+impl std::fmt::Debug for Metadata {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Metadata({:?})", self.reply.at(self.at))
+    }
 }
 
 /// Whether n3 answered 200 with an event stream the profile reads (§2.6.1).
@@ -311,14 +341,15 @@ fn sse_without_response(inp: &Inputs, n3: &ObservedFetch) -> bool {
 /// §2.8 and §2.6.1: the JSON-RPC message n3 answered with: only on 200; the body parsed as
 /// JSON, or, when the profile reads MCP Streamable HTTP and the answer is an event stream,
 /// the response event with id 1.
-pub fn n3_reply_message(mode: Mode, profile: RequestProfile, n3: &ObservedFetch) -> Option<Value> {
+/// Read as a card is read (any shape, compact; `crate::json::read`).
+pub fn n3_reply_message(mode: Mode, profile: RequestProfile, n3: &ObservedFetch) -> Option<Doc> {
     if n3.status() != 200 {
         return None;
     }
     if answered_with_event_stream(mode, profile, n3) {
         return crate::sse::find_response(&n3.exchange.body, N3_JSONRPC_ID).map(|e| e.message);
     }
-    crate::json::parse_lenient(&n3.exchange.body).ok()
+    crate::json::read(&n3.exchange.body, crate::json::ReadOptions::LENIENT).ok()
 }
 
 /// §2.8: read n3's reply, decide "answered" for the mode and wire, and locate metadata
@@ -330,7 +361,9 @@ pub fn read_reply(inp: &Inputs) -> Reply {
     else {
         return Reply::default();
     };
+    let reply = Arc::new(reply);
     let Some(result) = reply
+        .root()
         .as_object()
         .and_then(|r| r.get("result"))
         .filter(|r| !r.is_null())
@@ -342,7 +375,7 @@ pub fn read_reply(inp: &Inputs) -> Reply {
         Mode::A2a => match (result.as_object(), inp.wire) {
             (None, _) => false,
             (Some(r), Wire::V0_3) => matches!(
-                r.get("kind").and_then(Value::as_str),
+                r.get("kind").and_then(|k| k.as_str()),
                 Some("message") | Some("task")
             ),
             (Some(r), Wire::V1_0) => {
@@ -356,21 +389,18 @@ pub fn read_reply(inp: &Inputs) -> Reply {
             ..Reply::default()
         };
     }
-    let result = result
-        .as_object()
-        .expect("answered a2a result is an object");
-    let located: Option<(&str, &Map<String, Value>)> = match inp.wire {
+    let located: Option<(&str, JsonRef<'_>)> = match inp.wire {
         Wire::V0_3 => result
             .get("kind")
-            .and_then(Value::as_str)
+            .and_then(|k| k.as_str())
             .map(|k| (k, result)),
         Wire::V1_0 => {
-            if let Some(m) = result.get("message").and_then(Value::as_object) {
+            if let Some(m) = result.get("message").filter(|m| m.is_object()) {
                 Some(("message", m))
             } else {
                 result
                     .get("task")
-                    .and_then(Value::as_object)
+                    .filter(|t| t.is_object())
                     .map(|t| ("task", t))
             }
         }
@@ -381,12 +411,18 @@ pub fn read_reply(inp: &Inputs) -> Reply {
             ..Reply::default()
         };
     };
+    let metadata = |v: Option<JsonRef<'_>>| {
+        v.filter(|m| m.is_object()).map(|m| Metadata {
+            reply: Arc::clone(&reply),
+            at: m.index(),
+        })
+    };
     let own = object.get("metadata");
     if carries_conduct_keys(own) {
         return Reply {
             answered,
             location: Some(format!("{kind}.metadata")),
-            metadata: own.and_then(Value::as_object).cloned(),
+            metadata: metadata(own),
         };
     }
     if kind == "task" {
@@ -398,21 +434,26 @@ pub fn read_reply(inp: &Inputs) -> Reply {
             return Reply {
                 answered,
                 location: Some("task.status.message.metadata".to_string()),
-                metadata: nested.and_then(Value::as_object).cloned(),
+                metadata: metadata(nested),
             };
         }
     }
     Reply {
         answered,
         location: Some(format!("{kind}.metadata")),
-        metadata: own.and_then(Value::as_object).cloned(),
+        metadata: metadata(own),
     }
 }
 
+/// A value that is there and not null (the two are alike where metadata is compared).
+fn present(v: Option<JsonRef<'_>>) -> Option<JsonRef<'_>> {
+    v.filter(|v| !v.is_null())
+}
+
 /// An object with at least one key under `EXT/` (keys under PERMA do not count, spec §12.4).
-fn carries_conduct_keys(v: Option<&Value>) -> bool {
+fn carries_conduct_keys(v: Option<JsonRef<'_>>) -> bool {
     let prefix = format!("{EXT}/");
-    v.and_then(Value::as_object)
+    v.and_then(|v| v.as_object())
         .is_some_and(|m| m.keys().any(|k| k.starts_with(&prefix)))
 }
 
@@ -437,24 +478,39 @@ fn metadata_not_applicable(inp: &Inputs, reply: &Reply) -> Option<&'static str> 
 
 /// §3.7 (v1.4)
 pub fn metadata_echoed(inp: &Inputs, reply: &Reply, gate: Option<&'static str>) -> Assertion {
-    let keys = reply.metadata.as_ref().map(|md| {
-        let mut k = Map::new();
-        for suffix in [
-            "/endpoint",
-            "/conduct_record",
-            "/witness_intake",
-            "/served_by",
-        ] {
-            if let Some(v) = md.get(&conduct_key(suffix)) {
-                k.insert(suffix.to_string(), v.clone());
+    // canonical({"where": location, "keys": {suffix: value, ...} or null}), written from the
+    // reply's document (names in code point order: "keys" < "where", and the four suffixes).
+    let mut observed_input = String::from("{\"keys\":");
+    match reply.metadata.as_ref().map(Metadata::object) {
+        None => observed_input.push_str("null"),
+        Some(md) => {
+            observed_input.push('{');
+            let mut first = true;
+            for suffix in [
+                "/conduct_record",
+                "/endpoint",
+                "/served_by",
+                "/witness_intake",
+            ] {
+                if let Some(v) = md.get(&conduct_key(suffix)) {
+                    if !first {
+                        observed_input.push(',');
+                    }
+                    first = false;
+                    canonical::write_string(&mut observed_input, suffix);
+                    observed_input.push(':');
+                    v.write_canonical(&mut observed_input);
+                }
             }
+            observed_input.push('}');
         }
-        Value::Object(k)
-    });
-    let observed_input = canonical::to_string(&json!({
-        "where": reply.location,
-        "keys": keys,
-    }));
+    }
+    observed_input.push_str(",\"where\":");
+    match &reply.location {
+        Some(location) => canonical::write_string(&mut observed_input, location),
+        None => observed_input.push_str("null"),
+    }
+    observed_input.push('}');
     let base = Assertion {
         name: "metadata_echoed",
         claim: CLAIM_METADATA.to_string(),
@@ -474,7 +530,7 @@ pub fn metadata_echoed(inp: &Inputs, reply: &Reply, gate: Option<&'static str>) 
         };
     }
     let mut problems: Vec<String> = Vec::new();
-    match &reply.metadata {
+    match reply.metadata.as_ref().map(Metadata::object) {
         None => problems.push(format!(
             "the returned {} carries no metadata object",
             reply.location.as_deref().unwrap_or("result")
@@ -483,8 +539,8 @@ pub fn metadata_echoed(inp: &Inputs, reply: &Reply, gate: Option<&'static str>) 
             let params = inp.declaration.params();
             let measured = params
                 .and_then(|p| p.get("measured_endpoints"))
-                .and_then(Value::as_array);
-            match md.get(&conduct_key("/endpoint")).and_then(Value::as_str) {
+                .and_then(|m| m.as_array());
+            match md.get(&conduct_key("/endpoint")).and_then(|v| v.as_str()) {
                 None => problems.push(".../endpoint absent".to_string()),
                 Some(ep) => {
                     let listed =
@@ -499,8 +555,9 @@ pub fn metadata_echoed(inp: &Inputs, reply: &Reply, gate: Option<&'static str>) 
             }
             for key in ["conduct_record", "witness_intake"] {
                 let echoed = md.get(&conduct_key(&format!("/{key}")));
-                let declared = params.and_then(|p| p.get(key)).unwrap_or(&Value::Null);
-                if echoed.unwrap_or(&Value::Null) != declared {
+                let declared = params.and_then(|p| p.get(key));
+                // Absent and null are alike; otherwise `Value` equality (numbers by their text).
+                if present(echoed) != present(declared) {
                     problems.push(match echoed {
                         None => format!(".../{key} absent"),
                         Some(_) => format!(".../{key} differs from params.{key}"),
@@ -524,12 +581,12 @@ pub fn metadata_echoed(inp: &Inputs, reply: &Reply, gate: Option<&'static str>) 
 
 /// §3.8 (v1.4): the URL node 3 was sent to against `served_by`, else `endpoint`.
 pub fn endpoint_bound(inp: &Inputs, reply: &Reply, gate: Option<&'static str>) -> Assertion {
-    let md = reply.metadata.as_ref();
+    let md = reply.metadata.as_ref().map(Metadata::object);
     let served_by_key = md.and_then(|m| m.get(&conduct_key("/served_by")));
     let endpoint_key = md.and_then(|m| m.get(&conduct_key("/endpoint")));
     let walked = inp.target.and_then(url_norm);
-    let served_by = served_by_key.and_then(Value::as_str).and_then(url_norm);
-    let endpoint = endpoint_key.and_then(Value::as_str).and_then(url_norm);
+    let served_by = served_by_key.and_then(|v| v.as_str()).and_then(url_norm);
+    let endpoint = endpoint_key.and_then(|v| v.as_str()).and_then(url_norm);
     let observed_input = canonical::to_string(&json!({
         "walked": walked,
         "served_by": served_by,

@@ -16,6 +16,7 @@ use crate::digest::sha256_hex;
 use crate::net::{BodyRead, HttpRequest, Session, Transport};
 use crate::wire::{Walker, Witness};
 use assertions::{Assertion, Inputs, Verdict};
+pub use declaration::Card;
 use declaration::Declaration;
 pub use observation::{Mode, ObservedFetch, RequestProfile, Wire};
 pub use record::Privacy;
@@ -61,7 +62,7 @@ pub struct WalkOutcome {
     pub assertions: Vec<Assertion>,
     pub nodes: Vec<ObservedFetch>,
     pub target: Option<String>,
-    pub card: Option<Value>,
+    pub card: Option<Card>,
     /// The card's `params.witness_intake` when it is a string: where the record is filed.
     pub witness_intake: Option<String>,
 }
@@ -122,7 +123,7 @@ pub fn mcp_session_end_request(
     }
     let session_id = n3.exchange.header("mcp-session-id")?;
     let reply = assertions::n3_reply_message(mode, profile, n3)?;
-    let result = reply.get("result").filter(|r| !r.is_null())?;
+    let result = reply.root().get("result").filter(|r| !r.is_null())?;
     let mut headers = vec![("Mcp-Session-Id", session_id)];
     if let Some(version) = result.get("protocolVersion").and_then(|v| v.as_str()) {
         headers.push(("MCP-Protocol-Version", version));
@@ -151,18 +152,22 @@ pub fn card_request(card_url: &str) -> HttpRequest {
     HttpRequest::get(card_url, &[("Accept", "application/json")])
 }
 
-/// §2.3: the card is n1's body parsed as JSON, only when n1 answered 200.
-pub fn parse_card(n1: &ObservedFetch) -> Option<Value> {
+/// §2.3: the card is n1's body read as the reference reads it (CPython's `json.loads` of the
+/// UTF-8 text: `crate::json::read`), only when n1 answered 200. Any shape under the body cap
+/// is read, into a document whose size follows the text (§8.3 items 21–22).
+pub fn parse_card(n1: &ObservedFetch) -> Option<Card> {
     if n1.status() != 200 {
         return None;
     }
-    crate::json::parse_lenient(&n1.exchange.body).ok()
+    crate::json::read(&n1.exchange.body, crate::json::ReadOptions::LENIENT)
+        .ok()
+        .map(std::sync::Arc::new)
 }
 
 /// What the card-reading steps outside the conduct core decide (signature, terms). The default
 /// is the reference behaviour: header read, nothing verified, no terms block.
-pub fn reference_card_findings(card: Option<&Value>, base: &str) -> CardFindings {
-    let card_signature = crate::card_signature::read_header(card, base);
+pub fn reference_card_findings(card: Option<&Card>, base: &str) -> CardFindings {
+    let card_signature = crate::card_signature::read_header(signatures_only(card).as_ref(), base);
     let attribution_line = record::reference_attribution_line(&card_signature);
     CardFindings {
         card_signature,
@@ -171,6 +176,30 @@ pub fn reference_card_findings(card: Option<&Value>, base: &str) -> CardFindings
         terms_establishes: Vec::new(),
         terms_does_not_establish: Vec::new(),
     }
+}
+
+/// The card reduced to its `signatures` member (all the header reading looks at), as a
+/// `Value`; None when the card is not an object.
+pub fn signatures_only(card: Option<&Card>) -> Option<Value> {
+    let card = card?.root();
+    let card = card.as_object()?;
+    let mut map = serde_json::Map::new();
+    if let Some(signatures) = card.get("signatures") {
+        map.insert("signatures".into(), signatures.to_value());
+    }
+    Some(Value::Object(map))
+}
+
+/// Whether the card lists `uri` under `capabilities.extensions[]`.
+pub fn card_lists_extension(card: &Card, uri: &str) -> bool {
+    card.root()
+        .get("capabilities")
+        .and_then(|c| c.get("extensions"))
+        .and_then(|e| e.as_array())
+        .is_some_and(|list| {
+            list.iter()
+                .any(|ext| ext.get("uri").and_then(|u| u.as_str()) == Some(uri))
+        })
 }
 
 /// Walk one agent: n0, n1, n3 over the transport, then the pure core. Never fails: transport
@@ -185,7 +214,7 @@ pub async fn run<F, Fut>(
     card_findings: F,
 ) -> WalkOutcome
 where
-    F: FnOnce(Option<Value>, Vec<u8>) -> Fut,
+    F: FnOnce(Option<Card>, Vec<u8>) -> Fut,
     Fut: std::future::Future<Output = CardFindings>,
 {
     run_with_steps(transport, request, clock, salt, card_findings, &|_| {}).await
@@ -205,7 +234,7 @@ pub async fn run_with_steps<F, Fut>(
     on_node: OnNode<'_>,
 ) -> WalkOutcome
 where
-    F: FnOnce(Option<Value>, Vec<u8>) -> Fut,
+    F: FnOnce(Option<Card>, Vec<u8>) -> Fut,
     Fut: std::future::Future<Output = CardFindings>,
 {
     let walked_at = walked_at(clock.now());
@@ -259,7 +288,7 @@ pub struct Observed {
     pub n0: ObservedFetch,
     pub n1: ObservedFetch,
     pub n3: Option<ObservedFetch>,
-    pub card: Option<Value>,
+    pub card: Option<Card>,
     pub declaration: Declaration,
     pub target: Option<String>,
 }

@@ -127,6 +127,16 @@ pub fn n2_output(declaration: &Declaration, target: Option<&str>) -> (String, St
         preview.push_str("; ");
         preview.push_str(&declaration.problems.join("; "));
     }
+    // What the record writes and hashes from the declaration is written with U+FFFD for a lone
+    // surrogate; the reference crashes instead, so there is no record to equal: say so.
+    if declaration
+        .extension
+        .as_ref()
+        .is_some_and(|e| e.value().holds_lone_surrogate())
+    {
+        preview.push_str("; ");
+        preview.push_str(NOTE_LONE_SURROGATE);
+    }
     (sha256_hex(canonical::to_bytes(&output)), preview)
 }
 
@@ -357,8 +367,12 @@ fn full_record(
             declared_uri: ev.declaration.declared_uri().map(str::to_string),
             mode: ctx.mode.as_str(),
             wire: (ctx.mode == Mode::A2a).then(|| ctx.wire.as_str()),
-            conduct_record: params.and_then(|p| p.get("conduct_record")).cloned(),
-            witness_intake: params.and_then(|p| p.get("witness_intake")).cloned(),
+            conduct_record: params
+                .and_then(|p| p.get("conduct_record"))
+                .map(|v| v.to_value()),
+            witness_intake: params
+                .and_then(|p| p.get("witness_intake"))
+                .map(|v| v.to_value()),
             target: ev.target.map(str::to_string),
         },
         prev_path_refs: Vec::new(),

@@ -1,0 +1,103 @@
+//! Peak RSS of one-shot `conduct-walker walk` processes against honest agents whose cards have
+//! the shapes issue 21 names, each just under the 1 MiB body cap (target: <= 48 MiB for every
+//! shape). Each walk is a separate process; its peak RSS is `ru_maxrss` from `wait4`.
+//! `cargo bench --bench card_shapes_rss` (the bench profile's binary); BENCHMARKS.md has the table.
+
+use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa};
+use serde_json::{Value, json};
+use std::process::{Command, Stdio};
+
+fn nested_arrays(depth: usize) -> Value {
+    let mut v = json!([]);
+    for _ in 1..depth {
+        v = Value::Array(vec![v]);
+    }
+    v
+}
+
+fn chains(count: usize, depth: usize) -> Value {
+    let mut chain = json!(1);
+    for _ in 0..depth {
+        chain = json!({ "a": chain });
+    }
+    Value::Array(vec![chain; count])
+}
+
+fn shapes() -> Vec<(&'static str, Option<Value>)> {
+    let many_keys: serde_json::Map<String, Value> =
+        (0..100_000).map(|i| (format!("k{i}"), json!(0))).collect();
+    vec![
+        ("ordinary small card", None),
+        ("many small keys (100,000)", Some(Value::Object(many_keys))),
+        ("nested one-key objects (1,600 x 100)", Some(chains(1_600, 100))),
+        ("992 nested arrays", Some(nested_arrays(992))),
+        ("long array of small numbers (450,000)", Some(Value::Array(vec![json!(0); 450_000]))),
+        ("a 900 KiB string", Some(json!("x".repeat(900 * 1024)))),
+        ("one-key objects (110,000)", Some(Value::Array(vec![json!({"a": 1}); 110_000]))),
+    ]
+}
+
+/// Run `cmd` and return (exit code, peak RSS in KiB, stdout's first line).
+fn run_measured(cmd: &mut Command) -> (i32, i64, String) {
+    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut stdout = child.stdout.unwrap();
+    let mut text = String::new();
+    use std::io::Read;
+    stdout.read_to_string(&mut text).unwrap();
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our child, not yet waited for; both out-pointers are valid.
+    let got = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(got, pid);
+    let first = text.lines().next().unwrap_or_default().to_string();
+    (libc::WEXITSTATUS(status), usage.ru_maxrss, first)
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let ca = SandboxCa::generate();
+    let dir = tempfile::tempdir().unwrap();
+    let ca_path = dir.path().join("ca.pem");
+    ca.write_pem(&ca_path).unwrap();
+    println!("| card shape | card bytes | peak RSS (MiB) | walk |");
+    println!("|---|---|---|---|");
+    let mut worst = 0i64;
+    for (what, bulk) in shapes() {
+        let behaviour = Behaviour {
+            card_extra: bulk.map(|b| json!({ "x-bulk": b })),
+            ..Behaviour::default()
+        };
+        let card_bytes = serde_json::to_vec(&behaviour.card("https://127.0.0.1:1")).unwrap().len();
+        let agent = SandboxAgent::start(&ca, behaviour).await.unwrap();
+        let out = dir.path().join("walk.json");
+        let origin = agent.origin();
+        let ca_path = ca_path.clone();
+        let (code, rss_kib, first) = tokio::task::spawn_blocking(move || {
+            run_measured(
+                Command::new(env!("CARGO_BIN_EXE_conduct-walker"))
+                    .args(["walk", "--origin", &origin, "--mode", "a2a"])
+                    .args(["--witness-name", "rss bench", "--vantage", "loopback"])
+                    .args(["--allow-private-network", "--ca-cert"])
+                    .arg(&ca_path)
+                    .arg("--out")
+                    .arg(&out),
+            )
+        })
+        .await
+        .unwrap();
+        worst = worst.max(rss_kib);
+        println!(
+            "| {what} | {card_bytes} | {:.1} | exit {code}: {} |",
+            rss_kib as f64 / 1024.0,
+            first.chars().take(24).collect::<String>()
+        );
+    }
+    println!(
+        "\nworst peak RSS {:.1} MiB (target 48 MiB)",
+        worst as f64 / 1024.0
+    );
+    drop(dir);
+}
+

@@ -1,0 +1,194 @@
+//! Walks of honest agents whose cards have unusual shapes (issue 21): every card the reference
+//! reads is read, whatever its nesting, size or escapes, and walks to the record the reference
+//! writes. The parts of a record that depend on the card's bytes beyond its shape are the
+//! canonical form of the conduct extension (hashed into conduct_ext_declared's observed input):
+//! those are checked against CPython's `json.dumps(..., sort_keys=True, separators=(",", ":"),
+//! ensure_ascii=False)` of the same bytes, read with `json.loads` (the reference's reader).
+
+mod common;
+
+use common::*;
+use conduct_walker::digest::sha256_hex;
+use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa};
+use conduct_walker::walk::{Mode, Wire};
+use serde_json::{Value, json};
+
+/// `depth` arrays nested in each other, the innermost empty.
+fn nested_arrays(depth: usize) -> Value {
+    let mut v = json!([]);
+    for _ in 1..depth {
+        v = Value::Array(vec![v]);
+    }
+    v
+}
+
+/// `count` chains of `depth` nested one-key objects.
+fn chains(count: usize, depth: usize) -> Value {
+    let mut chain = json!(1);
+    for _ in 0..depth {
+        chain = json!({ "a": chain });
+    }
+    Value::Array(vec![chain; count])
+}
+
+/// The shapes issue 21 names, each making the card close to (and under) 1 MiB.
+fn shapes() -> Vec<(&'static str, Value)> {
+    let many_keys: serde_json::Map<String, Value> =
+        (0..100_000).map(|i| (format!("k{i}"), json!(0))).collect();
+    vec![
+        ("many small keys", Value::Object(many_keys)),
+        ("nested one-key objects", chains(1_600, 100)),
+        // The card object and 992 arrays: the deepest the reference reads (§8.3 item 21).
+        ("992 nested arrays", nested_arrays(992)),
+        ("one long array of small numbers", Value::Array(vec![json!(0); 450_000])),
+        ("a 900 KiB string", json!("x".repeat(900 * 1024))),
+    ]
+}
+
+/// CPython's canonical text of the first conduct extension listing in `card`.
+fn python_extension_canonical(card: &[u8]) -> String {
+    let script = r#"
+import json, sys
+sys.setrecursionlimit(10000)
+card = json.loads(sys.stdin.buffer.read().decode("utf-8"))
+ext = card["capabilities"]["extensions"][0]
+sys.stdout.write(json.dumps(ext, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+"#;
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(card).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap()
+}
+
+async fn walk(behaviour: Behaviour) -> (conduct_walker::walk::WalkOutcome, Vec<u8>) {
+    let ca = SandboxCa::generate();
+    let agent = SandboxAgent::start(&ca, behaviour).await.unwrap();
+    let origin = agent.origin();
+    let t = transport(&ca, &[&origin], None);
+    let req = request(&origin, None, Mode::A2a, Wire::V1_0);
+    let outcome = walk_with(&t, &req).await;
+    let card = outcome.nodes[1].exchange.body.clone();
+    (outcome, card)
+}
+
+fn preview(o: &conduct_walker::walk::WalkOutcome) -> String {
+    o.record()["nodes"][2]["output_preview"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[tokio::test]
+async fn honest_cards_of_every_shape_walk_to_a_pass() {
+    for (what, bulk) in shapes() {
+        let behaviour = Behaviour {
+            card_extra: Some(json!({ "x-bulk": bulk })),
+            ..Behaviour::default()
+        };
+        let (o, card) = walk(behaviour).await;
+        assert!(card.len() < 1024 * 1024, "{what}: {} bytes", card.len());
+        assert_eq!(preview(&o), "declared; well formed", "{what}");
+        assert!(o.verdict.ok, "{what}: {:?}", o.verdict);
+        assert_eq!(o.verdict.n_total, 7, "{what}");
+    }
+}
+
+#[tokio::test]
+async fn a_declaration_of_any_shape_is_hashed_as_the_reference_hashes_it() {
+    for (what, bulk) in shapes() {
+        let behaviour = Behaviour {
+            params_override: Some(json!({
+                "compensation": {"paid_by": "public", "referral_fee": false, "listing_fee": false,
+                                 "success_fee_pct": 1E+1, "disclosure_url": null},
+                "measured_endpoints": ["{base}/mcp"],
+                "conduct_record": "https://gate.horizonshield.dev/history?endpoint=sandbox",
+                "witness_intake": "https://ledger.horizonshield.dev/witness",
+                "bulk": bulk,
+            })),
+            ..Behaviour::default()
+        };
+        let (o, card) = walk(behaviour).await;
+        // measured_endpoints was not rewritten ({base} stays), so no target is https-valid:
+        // what matters here is the declaration's hash.
+        let expected = sha256_hex(python_extension_canonical(&card).as_bytes());
+        let observed = &assertion(&o, "conduct_ext_declared");
+        assert_eq!(observed.result, Some(true), "{what}");
+        assert_eq!(
+            sha256_hex(observed.observed_input.as_bytes()),
+            expected,
+            "{what}: the extension's canonical form differs from CPython's"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_card_nested_994_levels_is_not_json_to_the_reference_nor_to_us() {
+    // 993 levels (the card object and 992 arrays) are read; one more is not (§8.3 item 21).
+    for (depth, readable) in [(992, true), (993, false)] {
+        let behaviour = Behaviour {
+            card_extra: Some(json!({ "x-bulk": nested_arrays(depth) })),
+            ..Behaviour::default()
+        };
+        let (o, _) = walk(behaviour).await;
+        if readable {
+            assert_eq!(preview(&o), "declared; well formed");
+        } else {
+            assert_eq!(preview(&o), "not declared; card is not a JSON object");
+            assert_eq!(result(&o, "conduct_ext_declared"), Some(false));
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_lone_surrogate_is_written_as_u_fffd_and_said_only_where_it_is_written() {
+    // In prose the record never writes: the reference writes its record, and so do we, the
+    // same as for any card (no note).
+    let (o, _) = walk(Behaviour {
+        card_extra: Some(json!({ "description": "\u{fffd} placeholder" })),
+        ..Behaviour::default()
+    })
+    .await;
+    assert_eq!(preview(&o), "declared; well formed");
+
+    // Inside the declaration, whose canonical form is hashed: the reference crashes there; we
+    // walk, write U+FFFD and say so in node 2.
+    let ca = SandboxCa::generate();
+    let served = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let server = {
+        let served = served.clone();
+        conduct_walker::sandbox::HttpsServer::start(
+            &ca,
+            conduct_walker::sandbox::handler(move |req: conduct_walker::sandbox::Req| {
+                if req.method == "GET" {
+                    let text = served.lock().unwrap().clone();
+                    conduct_walker::sandbox::Resp::bytes(200, "application/json", text.into_bytes())
+                } else {
+                    conduct_walker::sandbox::Resp::json(200, &json!({"jsonrpc": "2.0", "id": 1}))
+                }
+            }),
+        )
+        .await
+        .unwrap()
+    };
+    let origin = server.base();
+    let ext = Behaviour::default().card(&origin)["capabilities"]["extensions"][0].clone();
+    let ext_text = ext
+        .to_string()
+        .replace("conduct pointers (data-only)", "conduct \\ud800 pointers");
+    *served.lock().unwrap() = format!(r#"{{"name":"s","capabilities":{{"extensions":[{ext_text}]}}}}"#);
+    let t = transport(&ca, &[&origin], None);
+    let o = walk_with(&t, &request(&origin, None, Mode::A2a, Wire::V1_0)).await;
+    assert_eq!(
+        preview(&o),
+        "declared; well formed; the card holds a lone surrogate escape, written as U+FFFD"
+    );
+    let observed = &assertion(&o, "conduct_ext_declared").observed_input;
+    assert!(observed.contains("conduct \u{fffd} pointers"), "{observed}");
+}

@@ -3,7 +3,7 @@
 //! shape). Each walk is a separate process; its peak RSS is `ru_maxrss` from `wait4`.
 //! `cargo bench --bench card_shapes_rss` (the bench profile's binary); BENCHMARKS.md has the table.
 
-use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa};
+use conduct_walker::sandbox::{Behaviour, CardBytes, SandboxAgent, SandboxCa};
 use serde_json::{Value, json};
 use std::process::{Command, Stdio};
 
@@ -15,6 +15,13 @@ fn nested_arrays(depth: usize) -> Value {
     v
 }
 
+/// A distinct name of at most three characters for each `i` below 238,328 (62³).
+fn short_key(i: usize) -> String {
+    const ALPHABET: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    let (a, b, c) = (i / (62 * 62), (i / 62) % 62, i % 62);
+    [a, b, c].iter().map(|&d| ALPHABET[d] as char).collect()
+}
+
 fn chains(count: usize, depth: usize) -> Value {
     let mut chain = json!(1);
     for _ in 0..depth {
@@ -24,8 +31,7 @@ fn chains(count: usize, depth: usize) -> Value {
 }
 
 fn shapes() -> Vec<(&'static str, Option<Value>)> {
-    let many_keys: serde_json::Map<String, Value> =
-        (0..100_000).map(|i| (format!("k{i}"), json!(0))).collect();
+    let many_keys: serde_json::Map<String, Value> = (0..110_000).map(|i| (short_key(i), json!(0))).collect();
     vec![
         ("ordinary small card", None),
         ("many small keys (100,000)", Some(Value::Object(many_keys))),
@@ -67,7 +73,8 @@ async fn main() {
     for (what, bulk) in shapes() {
         let behaviour = Behaviour {
             card_extra: bulk.map(|b| json!({ "x-bulk": b })),
-            ..Behaviour::default()
+            card_bytes: CardBytes::Compact,
+        ..Behaviour::default()
         };
         let card_bytes = serde_json::to_vec(&behaviour.card("https://127.0.0.1:1")).unwrap().len();
         let agent = SandboxAgent::start(&ca, behaviour).await.unwrap();

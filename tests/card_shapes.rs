@@ -9,7 +9,7 @@ mod common;
 
 use common::*;
 use conduct_walker::digest::sha256_hex;
-use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa};
+use conduct_walker::sandbox::{Behaviour, CardBytes, SandboxAgent, SandboxCa};
 use conduct_walker::walk::{Mode, Wire};
 use serde_json::{Value, json};
 
@@ -20,6 +20,13 @@ fn nested_arrays(depth: usize) -> Value {
         v = Value::Array(vec![v]);
     }
     v
+}
+
+/// A distinct name of at most three characters for each `i` below 238,328 (62³).
+fn short_key(i: usize) -> String {
+    const ALPHABET: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    let (a, b, c) = (i / (62 * 62), (i / 62) % 62, i % 62);
+    [a, b, c].iter().map(|&d| ALPHABET[d] as char).collect()
 }
 
 /// `count` chains of `depth` nested one-key objects.
@@ -33,8 +40,7 @@ fn chains(count: usize, depth: usize) -> Value {
 
 /// The shapes issue 21 names, each making the card close to (and under) 1 MiB.
 fn shapes() -> Vec<(&'static str, Value)> {
-    let many_keys: serde_json::Map<String, Value> =
-        (0..100_000).map(|i| (format!("k{i}"), json!(0))).collect();
+    let many_keys: serde_json::Map<String, Value> = (0..110_000).map(|i| (short_key(i), json!(0))).collect();
     vec![
         ("many small keys", Value::Object(many_keys)),
         ("nested one-key objects", chains(1_600, 100)),
@@ -90,7 +96,8 @@ async fn honest_cards_of_every_shape_walk_to_a_pass() {
     for (what, bulk) in shapes() {
         let behaviour = Behaviour {
             card_extra: Some(json!({ "x-bulk": bulk })),
-            ..Behaviour::default()
+            card_bytes: CardBytes::Compact,
+        ..Behaviour::default()
         };
         let (o, card) = walk(behaviour).await;
         assert!(card.len() < 1024 * 1024, "{what}: {} bytes", card.len());
@@ -103,6 +110,13 @@ async fn honest_cards_of_every_shape_walk_to_a_pass() {
 #[tokio::test]
 async fn a_declaration_of_any_shape_is_hashed_as_the_reference_hashes_it() {
     for (what, bulk) in shapes() {
+        // Inside params the bulk starts five levels down (card, capabilities, extensions, the
+        // listing, params): 988 arrays there reach the same 993 levels.
+        let bulk = if what == "992 nested arrays" {
+            nested_arrays(988)
+        } else {
+            bulk
+        };
         let behaviour = Behaviour {
             params_override: Some(json!({
                 "compensation": {"paid_by": "public", "referral_fee": false, "listing_fee": false,
@@ -112,7 +126,8 @@ async fn a_declaration_of_any_shape_is_hashed_as_the_reference_hashes_it() {
                 "witness_intake": "https://ledger.horizonshield.dev/witness",
                 "bulk": bulk,
             })),
-            ..Behaviour::default()
+            card_bytes: CardBytes::Compact,
+        ..Behaviour::default()
         };
         let (o, card) = walk(behaviour).await;
         // measured_endpoints was not rewritten ({base} stays), so no target is https-valid:
@@ -134,7 +149,8 @@ async fn a_card_nested_994_levels_is_not_json_to_the_reference_nor_to_us() {
     for (depth, readable) in [(992, true), (993, false)] {
         let behaviour = Behaviour {
             card_extra: Some(json!({ "x-bulk": nested_arrays(depth) })),
-            ..Behaviour::default()
+            card_bytes: CardBytes::Compact,
+        ..Behaviour::default()
         };
         let (o, _) = walk(behaviour).await;
         if readable {
@@ -146,49 +162,61 @@ async fn a_card_nested_994_levels_is_not_json_to_the_reference_nor_to_us() {
     }
 }
 
+/// Walk a server that serves `card(origin)` as the card and answers POSTs like an A2A agent
+/// without metadata.
+async fn walk_text(card: impl Fn(&str) -> String + Send + Sync + 'static) -> conduct_walker::walk::WalkOutcome {
+    use conduct_walker::sandbox::{HttpsServer, Req, Resp, handler};
+    let ca = SandboxCa::generate();
+    let origin = std::sync::Arc::new(std::sync::OnceLock::<String>::new());
+    let seen = origin.clone();
+    let server = HttpsServer::start(
+        &ca,
+        handler(move |req: Req| {
+            if req.method == "GET" {
+                let text = card(seen.get().unwrap());
+                Resp::bytes(200, "application/json", text.into_bytes())
+            } else {
+                Resp::json(200, &json!({"jsonrpc": "2.0", "id": 1}))
+            }
+        }),
+    )
+    .await
+    .unwrap();
+    origin.set(server.base()).unwrap();
+    let t = transport(&ca, &[&server.base()], None);
+    walk_with(&t, &request(&server.base(), None, Mode::A2a, Wire::V1_0)).await
+}
+
+fn extension_text(origin: &str) -> String {
+    Behaviour::default().card(origin)["capabilities"]["extensions"][0].to_string()
+}
+
 #[tokio::test]
 async fn a_lone_surrogate_is_written_as_u_fffd_and_said_only_where_it_is_written() {
     // In prose the record never writes: the reference writes its record, and so do we, the
-    // same as for any card (no note).
-    let (o, _) = walk(Behaviour {
-        card_extra: Some(json!({ "description": "\u{fffd} placeholder" })),
-        ..Behaviour::default()
+    // same as for a card without it (no note).
+    let o = walk_text(|origin| {
+        format!(
+            r#"{{"name":"s","description":"a \ud800 b","capabilities":{{"extensions":[{}]}}}}"#,
+            extension_text(origin)
+        )
     })
     .await;
     assert_eq!(preview(&o), "declared; well formed");
 
     // Inside the declaration, whose canonical form is hashed: the reference crashes there; we
     // walk, write U+FFFD and say so in node 2.
-    let ca = SandboxCa::generate();
-    let served = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let server = {
-        let served = served.clone();
-        conduct_walker::sandbox::HttpsServer::start(
-            &ca,
-            conduct_walker::sandbox::handler(move |req: conduct_walker::sandbox::Req| {
-                if req.method == "GET" {
-                    let text = served.lock().unwrap().clone();
-                    conduct_walker::sandbox::Resp::bytes(200, "application/json", text.into_bytes())
-                } else {
-                    conduct_walker::sandbox::Resp::json(200, &json!({"jsonrpc": "2.0", "id": 1}))
-                }
-            }),
-        )
-        .await
-        .unwrap()
-    };
-    let origin = server.base();
-    let ext = Behaviour::default().card(&origin)["capabilities"]["extensions"][0].clone();
-    let ext_text = ext
-        .to_string()
-        .replace("conduct pointers (data-only)", "conduct \\ud800 pointers");
-    *served.lock().unwrap() = format!(r#"{{"name":"s","capabilities":{{"extensions":[{ext_text}]}}}}"#);
-    let t = transport(&ca, &[&origin], None);
-    let o = walk_with(&t, &request(&origin, None, Mode::A2a, Wire::V1_0)).await;
+    let o = walk_text(|origin| {
+        let ext = extension_text(origin).replace("conduct pointers (data-only)", r"conduct \ud800 pointers");
+        format!(r#"{{"name":"s","capabilities":{{"extensions":[{ext}]}}}}"#)
+    })
+    .await;
     assert_eq!(
         preview(&o),
         "declared; well formed; the card holds a lone surrogate escape, written as U+FFFD"
     );
     let observed = &assertion(&o, "conduct_ext_declared").observed_input;
     assert!(observed.contains("conduct \u{fffd} pointers"), "{observed}");
+    // The record itself is valid UTF-8 JSON that reads back.
+    assert!(std::str::from_utf8(&o.canonical).is_ok());
 }

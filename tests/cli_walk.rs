@@ -461,3 +461,80 @@ async fn an_origin_with_a_path_is_walked_as_given_and_explained() {
         "the host's own card was not what was asked"
     );
 }
+
+#[tokio::test]
+async fn consent_is_read_at_the_origin_root_when_the_origin_has_a_path() {
+    let ca = SandboxCa::generate();
+    let dir = tempfile::tempdir().unwrap();
+    let ca_path = dir.path().join("ca.pem");
+    ca.write_pem(&ca_path).unwrap();
+    let agent = SandboxAgent::start(
+        &ca,
+        Behaviour {
+            consent: Some(serde_json::json!({"listing": "decline"})),
+            ..Behaviour::default()
+        },
+    )
+    .await
+    .unwrap();
+    let mut cmd = bin();
+    walk_args(&mut cmd, &format!("{}/agent1", agent.origin()));
+    cmd.current_dir(dir.path());
+    cmd.args(["--mode", "a2a", "--allow-private-network", "--ca-cert"])
+        .arg(&ca_path);
+    let out = run(cmd).await;
+    let (stdout, err) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{err}");
+    assert!(
+        err.contains(&format!(
+            "{}/.well-known/mcp-conduct.json says \"listing\": \"decline\"",
+            agent.origin()
+        )),
+        "{err}"
+    );
+    assert_eq!(agent.card_fetches(), 0);
+}
+
+#[tokio::test]
+async fn a_url_with_credentials_is_refused_before_anything_is_fetched() {
+    let ca = SandboxCa::generate();
+    let dir = tempfile::tempdir().unwrap();
+    let ca_path = dir.path().join("ca.pem");
+    ca.write_pem(&ca_path).unwrap();
+    let agent = SandboxAgent::start(&ca, Behaviour::default())
+        .await
+        .unwrap();
+    let with_credentials = agent.origin().replace("https://", "https://user:pw@");
+    for (flag, value) in [
+        ("--origin", with_credentials.clone()),
+        ("--endpoint", format!("{with_credentials}/mcp")),
+        ("--intake", format!("{with_credentials}/witness")),
+    ] {
+        let mut cmd = bin();
+        walk_args(&mut cmd, &agent.origin());
+        cmd.current_dir(dir.path());
+        cmd.args(["--mode", "a2a", "--allow-private-network", "--ca-cert"])
+            .arg(&ca_path);
+        if flag == "--origin" {
+            cmd = bin();
+            walk_args(&mut cmd, &value);
+            cmd.current_dir(dir.path());
+            cmd.args(["--mode", "a2a", "--allow-private-network", "--ca-cert"])
+                .arg(&ca_path);
+        } else {
+            cmd.args([flag, &value]);
+        }
+        let out = run(cmd).await;
+        let (stdout, err) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {stdout}{err}");
+        assert!(err.contains("user name or password"), "{flag}: {err}");
+    }
+    assert_eq!(agent.card_fetches(), 0, "nothing may be fetched");
+    // Nothing was written either: no record file, no store.
+    let written: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n != "ca.pem")
+        .collect();
+    assert!(written.is_empty(), "{written:?}");
+}

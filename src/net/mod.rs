@@ -61,3 +61,21 @@ pub fn read_file_capped(path: &std::path::Path, cap: usize) -> std::io::Result<V
     }
     Ok(bytes)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_with_a_user_name_or_password_is_refused_wherever_it_is_given() {
+        for raw in [
+            "https://user:pw@agent.example",
+            "https://user@agent.example/a2a",
+            "https://:pw@agent.example/",
+        ] {
+            let why = https_url(raw).unwrap_err();
+            assert!(why.contains("user name or password"), "{raw}: {why}");
+        }
+        assert!(https_url("https://agent.example/path?u=a@b").is_ok());
+    }
+}

@@ -32,6 +32,9 @@ pub enum CardBytes {
     Utf8Bom,
     /// Served gzip-compressed with `Content-Encoding: gzip` (must be hashed, not decoded).
     Gzip,
+    /// Compact JSON, no indentation: a card of a million small values or 992 levels fits the
+    /// 1 MiB cap only without the pretty form's whitespace.
+    Compact,
 }
 
 /// How the endpoint answers.
@@ -270,9 +273,13 @@ fn card_response(b: &Behaviour, base: &str, nth: usize) -> Resp {
     if b.card_changes {
         card["version"] = json!(format!("1.0.{nth}"));
     }
-    let json_bytes = serde_json::to_vec_pretty(&card).expect("card JSON");
+    let json_bytes = if b.card_bytes == CardBytes::Compact {
+        serde_json::to_vec(&card).expect("card JSON")
+    } else {
+        serde_json::to_vec_pretty(&card).expect("card JSON")
+    };
     let mut resp = match b.card_bytes {
-        CardBytes::Json => Resp::bytes(200, "application/json", json_bytes),
+        CardBytes::Json | CardBytes::Compact => Resp::bytes(200, "application/json", json_bytes),
         CardBytes::NotJson => Resp::bytes(200, "application/json", "<html>not a card</html>"),
         CardBytes::Utf8Bom => {
             let mut bytes = b"\xef\xbb\xbf".to_vec();

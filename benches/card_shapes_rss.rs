@@ -31,34 +31,51 @@ fn chains(count: usize, depth: usize) -> Value {
 }
 
 fn shapes() -> Vec<(&'static str, Option<Value>)> {
-    let many_keys: serde_json::Map<String, Value> = (0..110_000).map(|i| (short_key(i), json!(0))).collect();
+    let many_keys: serde_json::Map<String, Value> =
+        (0..110_000).map(|i| (short_key(i), json!(0))).collect();
     vec![
         ("ordinary small card", None),
-        ("many small keys (100,000)", Some(Value::Object(many_keys))),
-        ("nested one-key objects (1,600 x 100)", Some(chains(1_600, 100))),
+        ("many small keys (110,000)", Some(Value::Object(many_keys))),
+        (
+            "nested one-key objects (1,600 x 100)",
+            Some(chains(1_600, 100)),
+        ),
         ("992 nested arrays", Some(nested_arrays(992))),
-        ("long array of small numbers (450,000)", Some(Value::Array(vec![json!(0); 450_000]))),
+        (
+            "long array of small numbers (450,000)",
+            Some(Value::Array(vec![json!(0); 450_000])),
+        ),
         ("a 900 KiB string", Some(json!("x".repeat(900 * 1024)))),
-        ("one-key objects (110,000)", Some(Value::Array(vec![json!({"a": 1}); 110_000]))),
+        (
+            "one-key objects (110,000)",
+            Some(Value::Array(vec![json!({"a": 1}); 110_000])),
+        ),
     ]
 }
 
-/// Run `cmd` and return (exit code, peak RSS in KiB, stdout's first line).
-fn run_measured(cmd: &mut Command) -> (i32, i64, String) {
-    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
-    let pid = child.id() as libc::pid_t;
-    let mut stdout = child.stdout.unwrap();
-    let mut text = String::new();
-    use std::io::Read;
-    stdout.read_to_string(&mut text).unwrap();
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `pid` is our child, not yet waited for; both out-pointers are valid.
-    let got = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(got, pid);
-    let first = text.lines().next().unwrap_or_default().to_string();
-    (libc::WEXITSTATUS(status), usage.ru_maxrss, first)
+/// Run the walker with `args` and return (exit code, peak RSS in KiB, stdout's first line).
+///
+/// The walker is started by a small `python3` that reports its child's `ru_maxrss`: Linux keeps
+/// the high-water mark a process had before `exec`, so a walker forked straight from this bench
+/// (which holds the cards as `Value`s, hundreds of MiB) would report the bench's size, not its
+/// own. Forked from python3 (about 10 MiB), the figure is the walker's.
+fn run_measured(args: &[std::ffi::OsString]) -> (i32, i64, String) {
+    const LAUNCHER: &str = "import resource, subprocess, sys\n\
+r = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)\n\
+first = (r.stdout.decode('utf-8', 'replace').splitlines() or [''])[0]\n\
+print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, first)\n";
+    let out = Command::new("python3")
+        .args(["-c", LAUNCHER])
+        .arg(env!("CARGO_BIN_EXE_conduct-walker"))
+        .args(args)
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut parts = text.trim_end().splitn(3, ' ');
+    let code = parts.next().unwrap_or("-1").parse().unwrap_or(-1);
+    let rss = parts.next().unwrap_or("0").parse().unwrap_or(0);
+    (code, rss, parts.next().unwrap_or_default().to_string())
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -74,23 +91,38 @@ async fn main() {
         let behaviour = Behaviour {
             card_extra: bulk.map(|b| json!({ "x-bulk": b })),
             card_bytes: CardBytes::Compact,
-        ..Behaviour::default()
+            ..Behaviour::default()
         };
-        let card_bytes = serde_json::to_vec(&behaviour.card("https://127.0.0.1:1")).unwrap().len();
+        let card_bytes = serde_json::to_vec(&behaviour.card("https://127.0.0.1:1"))
+            .unwrap()
+            .len();
         let agent = SandboxAgent::start(&ca, behaviour).await.unwrap();
         let out = dir.path().join("walk.json");
         let origin = agent.origin();
         let ca_path = ca_path.clone();
         let (code, rss_kib, first) = tokio::task::spawn_blocking(move || {
-            run_measured(
-                Command::new(env!("CARGO_BIN_EXE_conduct-walker"))
-                    .args(["walk", "--origin", &origin, "--mode", "a2a"])
-                    .args(["--witness-name", "rss bench", "--vantage", "loopback"])
-                    .args(["--allow-private-network", "--ca-cert"])
-                    .arg(&ca_path)
-                    .arg("--out")
-                    .arg(&out),
-            )
+            let args: Vec<std::ffi::OsString> = [
+                "walk",
+                "--origin",
+                &origin,
+                "--mode",
+                "a2a",
+                "--witness-name",
+                "rss bench",
+                "--vantage",
+                "loopback",
+                "--allow-private-network",
+                "--ca-cert",
+            ]
+            .iter()
+            .map(Into::into)
+            .chain([
+                ca_path.into_os_string(),
+                "--out".into(),
+                out.into_os_string(),
+            ])
+            .collect();
+            run_measured(&args)
         })
         .await
         .unwrap();
@@ -107,4 +139,3 @@ async fn main() {
     );
     drop(dir);
 }
-

@@ -33,10 +33,18 @@ async fn main() {
                 .map(|i| (format!("k{i}"), serde_json::json!(0)))
                 .collect(),
         )),
-        "numbers" => Some(serde_json::Value::Array(vec![serde_json::json!(0); 450_000])),
+        "numbers" => Some(serde_json::Value::Array(vec![
+            serde_json::json!(0);
+            450_000
+        ])),
         other => panic!("DAEMON_RSS_CARD={other}: chains, keys or numbers"),
     };
     let behaviour = Behaviour {
+        card_bytes: if bulk.is_some() {
+            conduct_walker::sandbox::CardBytes::Compact
+        } else {
+            Default::default()
+        },
         card_extra: bulk.map(|b| serde_json::json!({ "x-bulk": b })),
         ..Behaviour::default()
     };

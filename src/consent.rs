@@ -170,10 +170,22 @@ mod tests {
     #[test]
     fn consent_is_read_at_the_root_of_the_origin_whatever_its_path() {
         for (origin, expected) in [
-            ("https://a.example/agent1", "https://a.example/.well-known/mcp-conduct.json"),
-            ("https://a.example/a/b/", "https://a.example/.well-known/mcp-conduct.json"),
-            ("https://A.example:8443/x?q=1", "https://a.example:8443/.well-known/mcp-conduct.json"),
-            ("https://a.example:443/x", "https://a.example/.well-known/mcp-conduct.json"),
+            (
+                "https://a.example/agent1",
+                "https://a.example/.well-known/mcp-conduct.json",
+            ),
+            (
+                "https://a.example/a/b/",
+                "https://a.example/.well-known/mcp-conduct.json",
+            ),
+            (
+                "https://A.example:8443/x?q=1",
+                "https://a.example:8443/.well-known/mcp-conduct.json",
+            ),
+            (
+                "https://a.example:443/x",
+                "https://a.example/.well-known/mcp-conduct.json",
+            ),
         ] {
             assert_eq!(consent_url(origin), expected, "{origin}");
         }

@@ -139,7 +139,10 @@ mod tests {
     fn finds_the_response_and_where_it_ends() {
         let stream = format!("event: message\ndata: {RESPONSE}\n\nevent: message\ndata: later\n\n");
         let found = find_response(stream.as_bytes(), 1).unwrap();
-        assert_eq!(found.message.root().to_value()["result"]["protocolVersion"], "2025-06-18");
+        assert_eq!(
+            found.message.root().to_value()["result"]["protocolVersion"],
+            "2025-06-18"
+        );
         assert_eq!(
             &stream[..found.end],
             format!("event: message\ndata: {RESPONSE}\n\n")
@@ -173,7 +176,10 @@ mod tests {
         ]
         .concat();
         let found = find_response(stream.as_bytes(), 1).unwrap();
-        assert_eq!(found.message.root().to_value()["error"], json!({"code": -1}));
+        assert_eq!(
+            found.message.root().to_value()["error"],
+            json!({"code": -1})
+        );
         assert_eq!(found.end, stream.len());
     }
 

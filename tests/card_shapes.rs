@@ -40,13 +40,17 @@ fn chains(count: usize, depth: usize) -> Value {
 
 /// The shapes issue 21 names, each making the card close to (and under) 1 MiB.
 fn shapes() -> Vec<(&'static str, Value)> {
-    let many_keys: serde_json::Map<String, Value> = (0..110_000).map(|i| (short_key(i), json!(0))).collect();
+    let many_keys: serde_json::Map<String, Value> =
+        (0..110_000).map(|i| (short_key(i), json!(0))).collect();
     vec![
         ("many small keys", Value::Object(many_keys)),
         ("nested one-key objects", chains(1_600, 100)),
         // The card object and 992 arrays: the deepest the reference reads (§8.3 item 21).
         ("992 nested arrays", nested_arrays(992)),
-        ("one long array of small numbers", Value::Array(vec![json!(0); 450_000])),
+        (
+            "one long array of small numbers",
+            Value::Array(vec![json!(0); 450_000]),
+        ),
         ("a 900 KiB string", json!("x".repeat(900 * 1024))),
     ]
 }
@@ -97,7 +101,7 @@ async fn honest_cards_of_every_shape_walk_to_a_pass() {
         let behaviour = Behaviour {
             card_extra: Some(json!({ "x-bulk": bulk })),
             card_bytes: CardBytes::Compact,
-        ..Behaviour::default()
+            ..Behaviour::default()
         };
         let (o, card) = walk(behaviour).await;
         assert!(card.len() < 1024 * 1024, "{what}: {} bytes", card.len());
@@ -127,7 +131,7 @@ async fn a_declaration_of_any_shape_is_hashed_as_the_reference_hashes_it() {
                 "bulk": bulk,
             })),
             card_bytes: CardBytes::Compact,
-        ..Behaviour::default()
+            ..Behaviour::default()
         };
         let (o, card) = walk(behaviour).await;
         // measured_endpoints was not rewritten ({base} stays), so no target is https-valid:
@@ -150,7 +154,7 @@ async fn a_card_nested_994_levels_is_not_json_to_the_reference_nor_to_us() {
         let behaviour = Behaviour {
             card_extra: Some(json!({ "x-bulk": nested_arrays(depth) })),
             card_bytes: CardBytes::Compact,
-        ..Behaviour::default()
+            ..Behaviour::default()
         };
         let (o, _) = walk(behaviour).await;
         if readable {
@@ -164,7 +168,9 @@ async fn a_card_nested_994_levels_is_not_json_to_the_reference_nor_to_us() {
 
 /// Walk a server that serves `card(origin)` as the card and answers POSTs like an A2A agent
 /// without metadata.
-async fn walk_text(card: impl Fn(&str) -> String + Send + Sync + 'static) -> conduct_walker::walk::WalkOutcome {
+async fn walk_text(
+    card: impl Fn(&str) -> String + Send + Sync + 'static,
+) -> conduct_walker::walk::WalkOutcome {
     use conduct_walker::sandbox::{HttpsServer, Req, Resp, handler};
     let ca = SandboxCa::generate();
     let origin = std::sync::Arc::new(std::sync::OnceLock::<String>::new());
@@ -207,7 +213,8 @@ async fn a_lone_surrogate_is_written_as_u_fffd_and_said_only_where_it_is_written
     // Inside the declaration, whose canonical form is hashed: the reference crashes there; we
     // walk, write U+FFFD and say so in node 2.
     let o = walk_text(|origin| {
-        let ext = extension_text(origin).replace("conduct pointers (data-only)", r"conduct \ud800 pointers");
+        let ext = extension_text(origin)
+            .replace("conduct pointers (data-only)", r"conduct \ud800 pointers");
         format!(r#"{{"name":"s","capabilities":{{"extensions":[{ext}]}}}}"#)
     })
     .await;

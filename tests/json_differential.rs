@@ -118,7 +118,10 @@ impl Oracle {
                 }
             }
             Some("ERR") => Verdict::Refused(parts.next().unwrap_or("").to_string()),
-            _ => panic!("oracle said {line:?} for {:?}", String::from_utf8_lossy(doc)),
+            _ => panic!(
+                "oracle said {line:?} for {:?}",
+                String::from_utf8_lossy(doc)
+            ),
         }
     }
 }
@@ -181,21 +184,64 @@ fn number(rng: &mut StdRng) -> String {
     match rng.random_range(0..14) {
         0 => rng.random_range(-1000i64..1000).to_string(),
         1 => rng.random::<i64>().to_string(),
-        2 => format!("{}{}", rng.random_range(1..10), "0".repeat(rng.random_range(15..40))),
+        2 => format!(
+            "{}{}",
+            rng.random_range(1..10),
+            "0".repeat(rng.random_range(15..40))
+        ),
         3 => {
             // Around CPython's 4,300-digit limit for integers.
             let digits = pick(rng, &[4299usize, 4300, 4301, 4400]);
             let sign = if rng.random_bool(0.5) { "-" } else { "" };
             format!("{sign}1{}", "7".repeat(digits - 1))
         }
-        4 => pick(rng, &["-0", "0", "-0.0", "0.0", "0e0", "-0E-0", "1E+2", "1e400", "-1e400", "1e-400", "2.5e-5000"]).to_string(),
-        5 => format!("{}.{}", rng.random_range(0..100000), rng.random_range(0..100000)),
-        6 => format!("{:e}", rng.random::<f64>() * 10f64.powi(rng.random_range(-30..30))),
-        7 => format!("{}e{}", rng.random_range(-99..99), rng.random_range(-330..330)),
+        4 => pick(
+            rng,
+            &[
+                "-0",
+                "0",
+                "-0.0",
+                "0.0",
+                "0e0",
+                "-0E-0",
+                "1E+2",
+                "1e400",
+                "-1e400",
+                "1e-400",
+                "2.5e-5000",
+            ],
+        )
+        .to_string(),
+        5 => format!(
+            "{}.{}",
+            rng.random_range(0..100000),
+            rng.random_range(0..100000)
+        ),
+        6 => format!(
+            "{:e}",
+            rng.random::<f64>() * 10f64.powi(rng.random_range(-30..30))
+        ),
+        7 => format!(
+            "{}e{}",
+            rng.random_range(-99..99),
+            rng.random_range(-330..330)
+        ),
         8 => format!("{}E+{}", rng.random_range(1..9), rng.random_range(0..25)),
         9 => pick(rng, &["NaN", "Infinity", "-Infinity"]).to_string(),
-        10 => pick(rng, &["1.", ".5", "01", "-", "+1", "1e", "1e+", "0x10", "-NaN", "infinity", "nan", "1.5.2", "--1", "1_000"]).to_string(),
-        11 => format!("{}.{}e{}", rng.random_range(0..10), "9".repeat(rng.random_range(10..30)), rng.random_range(-20..20)),
+        10 => pick(
+            rng,
+            &[
+                "1.", ".5", "01", "-", "+1", "1e", "1e+", "0x10", "-NaN", "infinity", "nan",
+                "1.5.2", "--1", "1_000",
+            ],
+        )
+        .to_string(),
+        11 => format!(
+            "{}.{}e{}",
+            rng.random_range(0..10),
+            "9".repeat(rng.random_range(10..30)),
+            rng.random_range(-20..20)
+        ),
         12 => "123456789012345678901234567890.5".to_string(),
         _ => format!("{}", rng.random::<f64>()),
     }
@@ -207,11 +253,43 @@ fn string(rng: &mut StdRng) -> String {
         s.push_str(pick(
             rng,
             &[
-                "a", "key", "é", "✓", "😀", "\\n", "\\t", "\\\"", "\\\\", "\\/", "\\b", "\\f", "\\r",
-                "\\u00e9", "\\u00E9", "\\u0000", "\\u001f", "\\ud83d\\ude00", "\\uD83D\\uDE00",
-                "\\ud800", "\\udfff", "\\ud800x", "\\ud800\\u0041", "\\udc00\\ud800", "\\uffff",
-                "\u{7f}", "\u{2028}", "\u{feff}", " ", "\\x", "\\u12", "\\u12G4", "\t", "\u{1}",
-                "NaN", "{", "]",
+                "a",
+                "key",
+                "é",
+                "✓",
+                "😀",
+                "\\n",
+                "\\t",
+                "\\\"",
+                "\\\\",
+                "\\/",
+                "\\b",
+                "\\f",
+                "\\r",
+                "\\u00e9",
+                "\\u00E9",
+                "\\u0000",
+                "\\u001f",
+                "\\ud83d\\ude00",
+                "\\uD83D\\uDE00",
+                "\\ud800",
+                "\\udfff",
+                "\\ud800x",
+                "\\ud800\\u0041",
+                "\\udc00\\ud800",
+                "\\uffff",
+                "\u{7f}",
+                "\u{2028}",
+                "\u{feff}",
+                " ",
+                "\\x",
+                "\\u12",
+                "\\u12G4",
+                "\t",
+                "\u{1}",
+                "NaN",
+                "{",
+                "]",
             ],
         ));
     }
@@ -306,10 +384,32 @@ fn mutate(rng: &mut StdRng, doc: &mut Vec<u8>) {
             3 => doc.truncate(at),
             4 => doc.splice(0..0, [0xef, 0xbb, 0xbf]).for_each(drop),
             5 => doc
-                .splice(at..at, pick(rng, &[&[0xffu8][..], &[0xc0, 0x80][..], &[0xed, 0xa0, 0x80][..], &[0xf4, 0x90, 0x80, 0x80][..], &[0xe2, 0x82][..]]).iter().copied())
+                .splice(
+                    at..at,
+                    pick(
+                        rng,
+                        &[
+                            &[0xffu8][..],
+                            &[0xc0, 0x80][..],
+                            &[0xed, 0xa0, 0x80][..],
+                            &[0xf4, 0x90, 0x80, 0x80][..],
+                            &[0xe2, 0x82][..],
+                        ],
+                    )
+                    .iter()
+                    .copied(),
+                )
                 .for_each(drop),
-            6 => doc.splice(at..at, pick(rng, &[" ", "\u{a0}", "\u{3000}", "\x0b", "\x0c"]).bytes()).for_each(drop),
-            7 => doc.extend_from_slice(pick(rng, &[&b" "[..], &b"x"[..], &b"{}"[..], &b"\n\n"[..], &b"\x00"[..]])),
+            6 => doc
+                .splice(
+                    at..at,
+                    pick(rng, &[" ", "\u{a0}", "\u{3000}", "\x0b", "\x0c"]).bytes(),
+                )
+                .for_each(drop),
+            7 => doc.extend_from_slice(pick(
+                rng,
+                &[&b" "[..], &b"x"[..], &b"{}"[..], &b"\n\n"[..], &b"\x00"[..]],
+            )),
             _ => {}
         }
     }
@@ -381,9 +481,15 @@ fn conduct_walker_reads_exactly_what_cpython_reads_and_writes_the_same_canonical
     }
     assert!(disagreements.is_empty());
     // The generator must reach both sides of the line for the run to mean anything.
-    assert!(read > total / 4 && refused > total / 10, "{read} read, {refused} refused");
+    assert!(
+        read > total / 4 && refused > total / 10,
+        "{read} read, {refused} refused"
+    );
     if total >= 10_000 {
-        assert!(surrogates > 0, "no lone surrogate reached the canonical form");
+        assert!(
+            surrogates > 0,
+            "no lone surrogate reached the canonical form"
+        );
     }
 }
 
@@ -397,8 +503,14 @@ fn named_edges_agree_with_cpython() {
         ("994 levels are not", depth(994).into_bytes()),
         ("200 levels", depth(200).into_bytes()),
         ("a lone high surrogate", br#"{"a":"\ud800"}"#.to_vec()),
-        ("a lone low surrogate then text", br#"["\udfff x"]"#.to_vec()),
-        ("a high surrogate before a non-surrogate escape", br#""\ud800\u0041""#.to_vec()),
+        (
+            "a lone low surrogate then text",
+            br#"["\udfff x"]"#.to_vec(),
+        ),
+        (
+            "a high surrogate before a non-surrogate escape",
+            br#""\ud800\u0041""#.to_vec(),
+        ),
         ("a reversed pair", br#""\udc00\ud800""#.to_vec()),
         (
             "names that differ only in their lone surrogates, sorted among their neighbours",
@@ -407,17 +519,33 @@ fn named_edges_agree_with_cpython() {
         ("a pair in upper case hex", br#""\uD83D\uDE00""#.to_vec()),
         ("4,300 digits", "7".repeat(4300).into_bytes()),
         ("4,301 digits", "7".repeat(4301).into_bytes()),
-        ("-4,300 digits", format!("-{}", "7".repeat(4300)).into_bytes()),
-        ("a float of 5,000 digits", format!("0.{}", "7".repeat(5000)).into_bytes()),
+        (
+            "-4,300 digits",
+            format!("-{}", "7".repeat(4300)).into_bytes(),
+        ),
+        (
+            "a float of 5,000 digits",
+            format!("0.{}", "7".repeat(5000)).into_bytes(),
+        ),
         ("a BOM", b"\xef\xbb\xbf{}".to_vec()),
         ("invalid UTF-8", b"{\"a\":\"\xff\"}".to_vec()),
         ("an encoded surrogate", b"\"\xed\xa0\x80\"".to_vec()),
         ("form feed is not whitespace", b"\x0c{}".to_vec()),
-        ("NaN and the infinities", b"[NaN,Infinity,-Infinity]".to_vec()),
+        (
+            "NaN and the infinities",
+            b"[NaN,Infinity,-Infinity]".to_vec(),
+        ),
         ("-NaN", b"-NaN".to_vec()),
         ("an exponent without digits", b"[1e]".to_vec()),
         ("1E+2 -0.0 1e400", b"[1E+2,-0.0,1e400,1e-7]".to_vec()),
-        ("duplicates keep the last", br#"{"a":1,"b":2,"a":[3]}"#.to_vec()),
+        (
+            "floats exactly between two shortest forms round to even",
+            b"[1.1414985069004513e14,8.423467979530893e14,5.997277621255993e14]".to_vec(),
+        ),
+        (
+            "duplicates keep the last",
+            br#"{"a":1,"b":2,"a":[3]}"#.to_vec(),
+        ),
         ("a raw control character", b"\"a\x01b\"".to_vec()),
         ("DEL is allowed raw", b"\"a\x7fb\"".to_vec()),
         ("a trailing comma", b"[1,]".to_vec()),
@@ -433,6 +561,12 @@ fn named_edges_agree_with_cpython() {
     }
     assert!(failed.is_empty(), "{failed:#?}");
     // And the reference's limit is what the oracle was calibrated to.
-    assert!(matches!(oracle.ask(depth(993).as_bytes()), Verdict::Read { .. }));
-    assert!(matches!(oracle.ask(depth(994).as_bytes()), Verdict::Refused(_)));
+    assert!(matches!(
+        oracle.ask(depth(993).as_bytes()),
+        Verdict::Read { .. }
+    ));
+    assert!(matches!(
+        oracle.ask(depth(994).as_bytes()),
+        Verdict::Refused(_)
+    ));
 }

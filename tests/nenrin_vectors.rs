@@ -210,8 +210,9 @@ fn n2_outputs_reproduce() {
             .collect();
         let declared = object["extension_declared"].as_bool().unwrap();
         let declaration = Declaration {
-            extension: declared
-                .then(|| conduct_walker::walk::declaration::Extension::parse(r#"{"uri":"x"}"#).unwrap()),
+            extension: declared.then(|| {
+                conduct_walker::walk::declaration::Extension::parse(r#"{"uri":"x"}"#).unwrap()
+            }),
             problems,
         };
         let (sha, preview) = n2_output(&declaration, object["target"].as_str());

@@ -107,7 +107,10 @@ fn shapes() -> Vec<(&'static str, Vec<u8>)> {
         .collect();
     let one_key_objects = format!("[{}]", vec![r#"{"a":1}"#; 120_000].join(","));
     vec![
-        ("many small keys", format!("{{{}}}", many_keys.join(",")).into_bytes()),
+        (
+            "many small keys",
+            format!("{{{}}}", many_keys.join(",")).into_bytes(),
+        ),
         ("nested one-key objects", hostile("skills")),
         (
             "992 nested arrays",

@@ -75,7 +75,10 @@ impl Doc {
     /// A value by its node index (from [`JsonRef::index`]).
     pub fn at(&self, index: u32) -> JsonRef<'_> {
         debug_assert!((index as usize) < self.nodes.len());
-        JsonRef { doc: self, at: index }
+        JsonRef {
+            doc: self,
+            at: index,
+        }
     }
 
     /// Whether any string held a lone surrogate escape (kept as U+FFFD).
@@ -140,7 +143,11 @@ impl Doc {
         let mut next = at + 1;
         while next < end {
             count += 1;
-            next += 1 + JsonRef { doc: self, at: next }.subtree_len();
+            next += 1 + JsonRef {
+                doc: self,
+                at: next,
+            }
+            .subtree_len();
         }
         let node = &mut self.nodes[at as usize];
         if node.tag == Tag::Object {
@@ -205,7 +212,9 @@ impl PartialEq for JsonRef<'_> {
             (Some(a), Some(b)) => {
                 let (a, b) = (a.entries(), b.entries());
                 return a.len() == b.len()
-                    && a.iter().zip(&b).all(|((ka, va), (kb, vb))| ka == kb && va == vb);
+                    && a.iter()
+                        .zip(&b)
+                        .all(|((ka, va), (kb, vb))| ka == kb && va == vb);
             }
             (None, None) => {}
             _ => return false,
@@ -217,9 +226,7 @@ impl PartialEq for JsonRef<'_> {
         match na.tag {
             Tag::Null | Tag::True | Tag::False => true,
             Tag::Number | Tag::String => self.doc.text(na) == other.doc.text(nb),
-            Tag::Array => {
-                na.a == nb.a && self.items().zip(other.items()).all(|(x, y)| x == y)
-            }
+            Tag::Array => na.a == nb.a && self.items().zip(other.items()).all(|(x, y)| x == y),
             Tag::Object => unreachable!("objects compared above"),
         }
     }

@@ -266,7 +266,9 @@ mod tests {
 
     /// A card document from a `Value` (written out and read back as the walk reads n1).
     fn doc(v: &Value) -> Card {
-        Arc::new(crate::json::read(v.to_string().as_bytes(), crate::json::ReadOptions::LENIENT).unwrap())
+        Arc::new(
+            crate::json::read(v.to_string().as_bytes(), crate::json::ReadOptions::LENIENT).unwrap(),
+        )
     }
 
     fn doc_text(text: &str) -> Card {
@@ -377,7 +379,11 @@ mod tests {
             let c = doc_text(&format!(
                 r#"{{"paid_by": "other", "referral_fee": true, "listing_fee": true, "success_fee_pct": {pct}, "disclosure_url": null}}"#
             ));
-            assert_eq!(compensation_problems(Some(c.root())).is_empty(), ok, "{pct}");
+            assert_eq!(
+                compensation_problems(Some(c.root())).is_empty(),
+                ok,
+                "{pct}"
+            );
         }
     }
 
@@ -445,7 +451,8 @@ mod tests {
             ]
         );
         assert!(
-            paid_model_signals(Some(&doc(&json!({"x402": "true", "paymentMethods": []})))).is_empty()
+            paid_model_signals(Some(&doc(&json!({"x402": "true", "paymentMethods": []}))))
+                .is_empty()
         );
         assert!(
             paid_model_signals(Some(&doc(&card_with_params(

@@ -50,8 +50,7 @@ pub const PROBLEM_CONDUCT_RECORD: &str = "conduct_record missing or not https";
 pub const PROBLEM_WITNESS_INTAKE: &str = "witness_intake missing or not https";
 /// Node 2's note when a value the record writes or hashes from the card's declaration held a
 /// lone surrogate escape: the reference crashes there and writes no record (§8.3 item 23).
-pub const NOTE_LONE_SURROGATE: &str =
-    "the card holds a lone surrogate escape, written as U+FFFD";
+pub const NOTE_LONE_SURROGATE: &str = "the card holds a lone surrogate escape, written as U+FFFD";
 pub const PROBLEM_REQUIRED_TRUE: &str =
     "declared required: true (a data-only extension must not be)";
 pub const PROBLEM_TOP_LEVEL_DISAGREES: &str =

@@ -54,7 +54,7 @@ fn list(db: &DbArg, as_json: bool) -> anyhow::Result<ExitCode> {
     if !as_json {
         let due = rows
             .iter()
-            .filter(|(_, r)| r.state == outbox::QUEUED)
+            .filter(|(_, r)| r.state == crate::witness::filing::SubmissionState::Queued)
             .count();
         println!(
             "{} unsettled submission(s), {due} queued; `conduct-walker outbox drain --db {}` files what is due",

@@ -14,8 +14,8 @@ pub struct JobDone {
     pub sha256: String,
     /// `PASS` or `FAIL` (none for a commitment record).
     pub outcome: Option<String>,
-    /// Submission state (`queued`, `filed`, `host_offline`, ...), when the target submits.
-    pub submission: Option<String>,
+    /// Where its submission stands, when the target submits.
+    pub submission: Option<crate::witness::filing::SubmissionState>,
 }
 
 /// Why a job produced no record. `store_unwritable` says the store refused the write (disk full,

@@ -218,13 +218,7 @@ impl Scheduler {
         let r = self
             .ctx
             .store
-            .with(move |c| {
-                Ok(c.execute(
-                    "UPDATE daemon_walks SET state = 'aborted', finished_at = ?1, detail = ?2 \
-                     WHERE state = 'running'",
-                    rusqlite::params![now, detail],
-                )?)
-            })
+            .with(move |c| db::abort_running(c, &now, &detail))
             .await;
         if let Err(e) = r {
             tracing::error!(error = %e, "cannot record the walks cut off by shutdown");
@@ -326,7 +320,7 @@ async fn fire_in_slot(
                 tracing::Span::current().record("sha", done.sha256.as_str());
                 tracing::info!(
                     outcome = done.outcome.as_deref().unwrap_or("-"),
-                    submission = done.submission.as_deref().unwrap_or("-"),
+                    submission = done.submission.map_or("-", |s| s.as_str()),
                     record_id = done.record_id,
                     "walk stored"
                 );
@@ -356,7 +350,7 @@ async fn fire_in_slot(
                         state: end_state,
                         record_id,
                         record_sha256: sha.as_deref(),
-                        submission: submission.as_deref(),
+                        submission,
                         detail: detail.as_deref(),
                     },
                     &db::timestamp(Utc::now()),

@@ -326,7 +326,9 @@ pub fn newest_record_id(conn: &Connection) -> Result<Option<i64>, StoreError> {
 }
 
 /// `(state, count)` of the outbox, by an index-only scan of `submissions_due`.
-pub fn outbox_by_state(conn: &Connection) -> Result<Vec<(String, u64)>, StoreError> {
+pub fn outbox_by_state(
+    conn: &Connection,
+) -> Result<Vec<(crate::witness::filing::SubmissionState, u64)>, StoreError> {
     let mut stmt = conn.prepare_cached(
         "SELECT state, count(*) FROM submissions INDEXED BY submissions_due GROUP BY state ORDER BY state",
     )?;
@@ -343,13 +345,14 @@ pub fn lanes_by_day(
 ) -> Result<Vec<(String, String, u64)>, StoreError> {
     let mut stmt = conn.prepare_cached(
         "SELECT filed_day, lane, count(*) FROM submissions \
-         WHERE filed_day >= ?1 AND last_answer = 'accepted' GROUP BY filed_day, lane \
+         WHERE filed_day >= ?1 AND last_answer = ?2 GROUP BY filed_day, lane \
          ORDER BY filed_day, lane",
     )?;
     let rows = stmt
-        .query_map([from_day], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as u64))
-        })?
+        .query_map(
+            rusqlite::params![from_day, crate::witness::filing::AnswerKind::Accepted],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as u64)),
+        )?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
 }

@@ -146,6 +146,7 @@ pub struct PipelineStatus {
     pub outbox_depth: u64,
     pub lanes_used_today: Vec<(String, String, u32)>,
     pub submissions_by_answer: Vec<(String, u64)>,
+    pub submissions_by_outcome: Vec<(filing::Outcome, u64)>,
 }
 
 /// The pipeline; cheap to clone.
@@ -693,6 +694,7 @@ impl Pipeline {
             outbox_depth: outbox::depth(conn)?,
             lanes_used_today: outbox::lanes_used(conn, &self.today())?,
             submissions_by_answer: outbox::by_answer(conn)?,
+            submissions_by_outcome: outbox::by_outcome(conn)?,
         })
     }
 
@@ -952,9 +954,25 @@ mod tests {
         );
         assert_eq!(
             attempts_logged(&w, sid).await,
-            [("lane_full".to_string(), 0)]
+            [(AnswerKind::LaneFull.to_string(), 0)]
         );
         assert_eq!(after.summary().outcome, filing::Outcome::LaneFull);
+        // /metrics counts by the same summary.
+        let by_outcome = w.pipeline.status().unwrap().submissions_by_outcome;
+        assert_eq!(
+            by_outcome.len(),
+            filing::Outcome::ALL.len(),
+            "every outcome listed"
+        );
+        let n = |o| by_outcome.iter().find(|(k, _)| *k == o).unwrap().1;
+        assert_eq!(
+            (
+                n(filing::Outcome::FiledCounted),
+                n(filing::Outcome::LaneFull)
+            ),
+            (5, 1)
+        );
+        assert_eq!(by_outcome.iter().map(|(_, n)| n).sum::<u64>(), 6);
     }
 
     #[tokio::test]

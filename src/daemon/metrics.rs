@@ -207,6 +207,18 @@ pub fn render(s: &Snapshot) -> String {
         }
         header(
             &mut out,
+            "conduct_walker_submissions",
+            "gauge",
+            "Submissions by where they stand, as the CLI, MCP and status pages word it.",
+        );
+        for (outcome, n) in &r.submissions_by_outcome {
+            let _ = writeln!(
+                out,
+                "conduct_walker_submissions{{outcome=\"{outcome}\"}} {n}"
+            );
+        }
+        header(
+            &mut out,
             "conduct_walker_lane_used_today",
             "gauge",
             "Records filed today (UTC) per intake and lane.",

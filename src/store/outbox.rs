@@ -3,7 +3,7 @@
 //! record's own insert transaction.
 
 use super::StoreError;
-use crate::witness::filing::{AnswerKind, Facts, SubmissionState, Summary};
+use crate::witness::filing::{AnswerKind, Facts, Outcome, SubmissionState, Summary};
 use rusqlite::{Connection, OptionalExtension, params};
 
 const QUEUED: SubmissionState = SubmissionState::Queued;
@@ -276,6 +276,41 @@ pub fn lanes_used(conn: &Connection, day: &str) -> Result<Vec<(String, String, u
         })?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
+}
+
+/// Count of submissions by where they stand ([`Outcome`], the summary every face shows), every
+/// outcome listed (zero included), in [`Outcome::ALL`] order.
+pub fn by_outcome(conn: &Connection) -> Result<Vec<(Outcome, u64)>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT state, last_answer, counted, count(*) FROM submissions GROUP BY 1, 2, 3",
+    )?;
+    let mut counts: Vec<(Outcome, u64)> = Outcome::ALL.iter().map(|&o| (o, 0)).collect();
+    let groups = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, SubmissionState>(0)?,
+            r.get::<_, Option<AnswerKind>>(1)?,
+            r.get::<_, Option<i64>>(2)?.map(|c| c != 0),
+            r.get::<_, i64>(3)? as u64,
+        ))
+    })?;
+    for group in groups {
+        let (state, answer, counted, n) = group?;
+        let outcome = Facts {
+            state,
+            answer,
+            counted,
+            count_reason: None,
+            reason_code: None,
+            error: None,
+            next_attempt_at: None,
+        }
+        .summary()
+        .outcome;
+        if let Some(slot) = counts.iter_mut().find(|(o, _)| *o == outcome) {
+            slot.1 += n;
+        }
+    }
+    Ok(counts)
 }
 
 /// Count of submissions by their last answer (`none` when never attempted) and state.

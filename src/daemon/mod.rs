@@ -19,7 +19,6 @@ pub mod scheduler;
 pub mod store;
 
 use crate::config::{self, Config, ConfigError, ConfigTransportError};
-use chrono::Utc;
 use consent::ConsentGate;
 use runner::JobRunner;
 use scheduler::{FireContext, Scheduler};
@@ -89,11 +88,14 @@ async fn build(
         source,
     })?;
     // The config's own pipeline: it opens its own connection to the same store (WAL).
-    let runner: Arc<dyn JobRunner> =
-        Arc::new(cfg.pipeline_with(transport.clone(), store.path().to_path_buf(), clock)?);
+    let runner: Arc<dyn JobRunner> = Arc::new(cfg.pipeline_with(
+        transport.clone(),
+        store.path().to_path_buf(),
+        clock.clone(),
+    )?);
     let consent = match previous {
         Some(gate) => Arc::new(gate.with_transport(transport)),
-        None => Arc::new(ConsentGate::new(transport, store.clone()).await?),
+        None => Arc::new(ConsentGate::new(transport, store.clone(), clock).await?),
     };
     Ok(Built {
         config: cfg,
@@ -131,7 +133,7 @@ pub async fn run_with(
     let cfg = config::load(config_path)?;
     let db_path = cfg.database_path()?;
     let store = DaemonStore::open(&db_path)?;
-    let now = db::timestamp(Utc::now());
+    let now = db::timestamp(clock.now());
     let leftovers = store.with(move |c| db::abort_leftovers(c, &now)).await?;
     if leftovers > 0 {
         tracing::warn!(
@@ -195,6 +197,7 @@ pub async fn run_with(
         consent,
         store: store.clone(),
         semaphore: semaphore.clone(),
+        clock: clock.clone(),
     };
     let mut fire_ctx = ctx(built.runner, consent.clone());
     let mut sched = Scheduler::new(cfg.targets.clone(), fire_ctx.clone(), clock.now());

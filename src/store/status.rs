@@ -395,11 +395,29 @@ pub fn neighbours(
     Ok((prev, next))
 }
 
+/// Visit every record newer than `after_id`, oldest first: `(id, endpoint, outcome,
+/// canonical)`. Records are append-only, so a reader that keeps the last id it saw (the
+/// daemon's `/metrics` tallies) reads each row once.
+pub fn records_after(
+    conn: &Connection,
+    after_id: i64,
+    mut each: impl FnMut(i64, String, Option<String>, Vec<u8>),
+) -> Result<(), StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, endpoint, outcome, canonical FROM records WHERE id > ?1 ORDER BY id",
+    )?;
+    let mut rows = stmt.query([after_id])?;
+    while let Some(r) = rows.next()? {
+        each(r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+    }
+    Ok(())
+}
+
 /// One answer an intake gave (`submission_attempts`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attempt {
     pub attempted_at: String,
-    pub answer: String,
+    pub answer: crate::witness::filing::AnswerKind,
     pub status: i64,
     pub body: String,
 }

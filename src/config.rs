@@ -1086,12 +1086,10 @@ impl Config {
         let trust = crate::card_signature::TrustStore::from_config(&self.file.card_signature)
             .map_err(|e| SetupError::Pipeline(format!("[card_signature]: {e}")))?;
         let pipeline = crate::pipeline::Pipeline::new(crate::pipeline::PipelineConfig {
-            transport,
-            store_path,
             signing,
-            clock,
             intake_override: self.intake.clone(),
             file_extra_walks: self.file_extra_walks,
+            ..crate::pipeline::PipelineConfig::new(transport, store_path, clock)
         })
         .map_err(|e| SetupError::Pipeline(e.to_string()))?;
         Ok(pipeline.with_trust(trust))

@@ -56,6 +56,21 @@ pub struct PipelineConfig {
     pub file_extra_walks: bool,
 }
 
+impl PipelineConfig {
+    /// Unsigned, filing with each card's own intake, once per identity × endpoint × UTC day:
+    /// what the outbox drain runs with; `Config::pipeline` and the walk's flags set the rest.
+    pub fn new(transport: Transport, store_path: PathBuf, clock: Arc<dyn Clock>) -> Self {
+        PipelineConfig {
+            transport,
+            store_path,
+            signing: None,
+            clock,
+            intake_override: None,
+            file_extra_walks: false,
+        }
+    }
+}
+
 /// Where a job stands, for a face that reports progress (the MCP server's notifications).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Stage {

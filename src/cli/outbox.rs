@@ -108,14 +108,11 @@ fn row_json(sha: &str, r: &Submission) -> serde_json::Value {
 async fn drain(db: &DbArg, net: &NetArgs) -> anyhow::Result<ExitCode> {
     // No host is named here: intakes came from cards (or an earlier --intake), so private
     // addresses are admitted only at hosts given with --allow-host.
-    let pipeline = Pipeline::new(PipelineConfig {
-        transport: net.transport(&[])?,
-        store_path: db.path()?,
-        signing: None,
-        clock: Arc::new(SystemClock),
-        intake_override: None,
-        file_extra_walks: false,
-    })?;
+    let pipeline = Pipeline::new(PipelineConfig::new(
+        net.transport(&[])?,
+        db.path()?,
+        Arc::new(SystemClock),
+    ))?;
     let report = pipeline.drain_outbox().await?;
     println!(
         "sent {}: {} filed, {} refused, {} still queued",

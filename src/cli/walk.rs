@@ -133,12 +133,10 @@ impl WitnessArgs {
         file_extra_walks: bool,
     ) -> anyhow::Result<Pipeline> {
         Ok(Pipeline::new(PipelineConfig {
-            transport,
-            store_path,
             signing,
-            clock: Arc::new(SystemClock),
             intake_override: self.intake.clone(),
             file_extra_walks,
+            ..PipelineConfig::new(transport, store_path, Arc::new(SystemClock))
         })?)
     }
 }
@@ -607,12 +605,10 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let mut config = TransportConfig::new(policy);
     config.extra_roots = vec![ca.cert_der()];
     let pipeline = Pipeline::new(PipelineConfig {
-        transport: Transport::new(config)?,
-        store_path: db.clone(),
         signing: Some((key, Some(key_url.clone()))),
-        clock: Arc::new(SystemClock),
         intake_override: Some(emulator.url()),
         file_extra_walks: true,
+        ..PipelineConfig::new(Transport::new(config)?, db.clone(), Arc::new(SystemClock))
     })?;
 
     println!("conduct-walker demo: sandbox agents on 127.0.0.1 with a CA made for this run");

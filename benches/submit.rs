@@ -8,6 +8,7 @@ use conduct_walker::pipeline::{Pipeline, PipelineConfig, WalkJob};
 use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa};
 use conduct_walker::walk::{Mode, Privacy, RequestProfile, WalkRequest, Wire};
 use conduct_walker::wire::Witness;
+use conduct_walker::witness::filing::SubmissionState;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -74,7 +75,7 @@ async fn main() {
             .await
             .unwrap();
         times.push(started.elapsed());
-        assert_eq!(report.submission.unwrap().state, "filed");
+        assert_eq!(report.submission.unwrap().state, SubmissionState::Filed);
     }
     times.sort();
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;

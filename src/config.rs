@@ -1028,7 +1028,86 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
     }
 }
 
+/// Why a configuration could not be turned into a running pipeline.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("config {path}: {msg}")]
+    Key { path: PathBuf, msg: String },
+    #[error("config {path}: {source}")]
+    Transport {
+        path: PathBuf,
+        source: ConfigTransportError,
+    },
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error("cannot set up the filing pipeline: {0}")]
+    Pipeline(String),
+}
+
 impl Config {
+    /// The signing key: the file or credential the config names; with neither, the
+    /// `signing-key` credential when `$CREDENTIALS_DIRECTORY` holds one (what `config check`
+    /// reports "will be used"); `None`: records are filed unsigned. Every face that takes a
+    /// config signs with this key.
+    pub fn signing_key(&self) -> Result<Option<ed25519_dalek::SigningKey>, SetupError> {
+        let key_err = |msg: String| SetupError::Key {
+            path: self.path.clone(),
+            msg,
+        };
+        let path = match &self.key {
+            KeySource::None => crate::witness::keys::resolve_key_path(None),
+            other => other.path().map_err(key_err)?,
+        };
+        path.map(|p| crate::witness::keys::load_signing_key(&p).map_err(|e| key_err(e.to_string())))
+            .transpose()
+    }
+
+    /// [`Config::signing_key`] with the `key_url` it signs under.
+    pub fn signing(
+        &self,
+    ) -> Result<Option<(ed25519_dalek::SigningKey, Option<String>)>, SetupError> {
+        crate::witness::keys::signing_pair(self.signing_key()?, self.witness.key_url.clone())
+            .map_err(|e| SetupError::Key {
+                path: self.path.clone(),
+                msg: e.to_string(),
+            })
+    }
+
+    /// The pipeline this config describes, over `transport` and the store at `store_path`
+    /// (the daemon shares its transport with the consent gate and opens the store first).
+    pub fn pipeline_with(
+        &self,
+        transport: crate::net::Transport,
+        store_path: PathBuf,
+        clock: std::sync::Arc<dyn crate::clock::Clock>,
+    ) -> Result<crate::pipeline::Pipeline, SetupError> {
+        let signing = self.signing()?;
+        // One trust store for every walk: its jku cache is shared.
+        let trust = crate::card_signature::TrustStore::from_config(&self.file.card_signature)
+            .map_err(|e| SetupError::Pipeline(format!("[card_signature]: {e}")))?;
+        let pipeline = crate::pipeline::Pipeline::new(crate::pipeline::PipelineConfig {
+            signing,
+            intake_override: self.intake.clone(),
+            file_extra_walks: self.file_extra_walks,
+            ..crate::pipeline::PipelineConfig::new(transport, store_path, clock)
+        })
+        .map_err(|e| SetupError::Pipeline(e.to_string()))?;
+        Ok(pipeline.with_trust(trust))
+    }
+
+    /// The pipeline this config describes: its transport, its store, its key, the injected
+    /// clock. The one way from a config to a running pipeline.
+    pub fn pipeline(
+        &self,
+        clock: std::sync::Arc<dyn crate::clock::Clock>,
+    ) -> Result<crate::pipeline::Pipeline, SetupError> {
+        let transport = self.transport().map_err(|source| SetupError::Transport {
+            path: self.path.clone(),
+            source,
+        })?;
+        self.pipeline_with(transport, self.database_path()?, clock)
+    }
+
     /// The database path, or why there is none.
     pub fn database_path(&self) -> Result<PathBuf, crate::store::StoreError> {
         self.database

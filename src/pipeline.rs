@@ -12,7 +12,8 @@ use crate::store::outbox::{self, AttemptResult, NewSubmission, Submission};
 use crate::store::{KeptFull, NewRecord, Store, StoreError};
 use crate::walk::{WalkOutcome, WalkRequest};
 use crate::wire::IntakeSubmission;
-use crate::witness::intake::{self, Answer, IntakeProbe};
+use crate::witness::filing::{self, AnswerKind, Facts, Step, SubmissionState, Summary, Transition};
+use crate::witness::intake::{self, IntakeProbe};
 use crate::witness::lanes::{self, Lane, Limits, Usage};
 use crate::witness::{Signed, sign};
 use ed25519_dalek::SigningKey;
@@ -55,6 +56,21 @@ pub struct PipelineConfig {
     pub file_extra_walks: bool,
 }
 
+impl PipelineConfig {
+    /// Unsigned, filing with each card's own intake, once per identity × endpoint × UTC day:
+    /// what the outbox drain runs with; `Config::pipeline` and the walk's flags set the rest.
+    pub fn new(transport: Transport, store_path: PathBuf, clock: Arc<dyn Clock>) -> Self {
+        PipelineConfig {
+            transport,
+            store_path,
+            signing: None,
+            clock,
+            intake_override: None,
+            file_extra_walks: false,
+        }
+    }
+}
+
 /// Where a job stands, for a face that reports progress (the MCP server's notifications).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Stage {
@@ -81,28 +97,45 @@ pub struct WalkJob {
 /// Where a record's submission stands after a step.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubmissionReport {
-    /// queued, filed, refused, kept_local, host_offline
-    pub state: String,
+    pub state: SubmissionState,
     pub intake_url: String,
-    pub answer_kind: Option<String>,
+    pub answer_kind: Option<AnswerKind>,
     pub status: Option<i64>,
     pub reason_code: Option<String>,
     pub error: Option<String>,
     pub counted: Option<bool>,
     pub count_reason: Option<String>,
+    pub next_attempt_at: Option<String>,
+}
+
+impl SubmissionReport {
+    /// Where the submission stands, as every face shows it.
+    pub fn summary(&self) -> Summary {
+        Facts {
+            state: self.state,
+            answer: self.answer_kind,
+            counted: self.counted,
+            count_reason: self.count_reason.as_deref(),
+            reason_code: self.reason_code.as_deref(),
+            error: self.error.as_deref(),
+            next_attempt_at: self.next_attempt_at.as_deref(),
+        }
+        .summary()
+    }
 }
 
 impl From<&Submission> for SubmissionReport {
     fn from(s: &Submission) -> Self {
         SubmissionReport {
-            state: s.state.clone(),
+            state: s.state,
             intake_url: s.intake_url.clone(),
-            answer_kind: s.last_answer.clone(),
+            answer_kind: s.last_answer,
             status: s.last_status,
             reason_code: s.reason_code.clone(),
             error: s.last_error.clone(),
             counted: s.counted,
             count_reason: s.count_reason.clone(),
+            next_attempt_at: s.next_attempt_at.clone(),
         }
     }
 }
@@ -128,6 +161,7 @@ pub struct PipelineStatus {
     pub outbox_depth: u64,
     pub lanes_used_today: Vec<(String, String, u32)>,
     pub submissions_by_answer: Vec<(String, u64)>,
+    pub submissions_by_outcome: Vec<(filing::Outcome, u64)>,
 }
 
 /// The pipeline; cheap to clone.
@@ -220,6 +254,19 @@ impl Pipeline {
         Pipeline {
             inner: Arc::new(Inner { trust, ..inner }),
         }
+    }
+
+    /// Whether records are signed (and with which public key, standard base64).
+    pub fn public_key_b64(&self) -> Option<String> {
+        self.inner
+            .signing
+            .as_ref()
+            .map(|(k, _)| crate::witness::keys::public_key_b64(k))
+    }
+
+    /// The card-signature trust store every walk of this pipeline uses.
+    pub fn trust(&self) -> &crate::card_signature::TrustStore {
+        &self.inner.trust
     }
 
     /// Run a store operation off the async threads (SQLite with synchronous=FULL fsyncs).
@@ -355,7 +402,8 @@ impl Pipeline {
                     identity: &plan.identity,
                     endpoint: &plan.endpoint,
                     state: plan.state,
-                    next_attempt_at: (plan.state == outbox::QUEUED).then_some(now.as_str()),
+                    next_attempt_at: (plan.state == SubmissionState::Queued)
+                        .then_some(now.as_str()),
                     last_error: plan.note.as_deref(),
                     now: &now,
                 },
@@ -365,7 +413,7 @@ impl Pipeline {
         let committed = self.inner.writer.commit(prepared, then).await?;
         let (record_id, submission) = (committed.id, committed.extra);
         let submission = match submission {
-            Some(row) if row.state == outbox::QUEUED => {
+            Some(row) if row.state == SubmissionState::Queued => {
                 on_stage(Stage::Filing);
                 Some(self.attempt(row.id).await?.0)
             }
@@ -399,7 +447,7 @@ impl Pipeline {
             lane,
             identity,
             endpoint,
-            state: outbox::QUEUED,
+            state: SubmissionState::Queued,
             note: None,
         };
         // Before blaming the agent for a transport error, check this host can reach the intake.
@@ -407,14 +455,14 @@ impl Pipeline {
         if outcome.nodes.iter().any(|n| n.status() == 0)
             && self.ask_intake(intake_url).await.is_none()
         {
-            plan.state = outbox::HOST_OFFLINE;
+            plan.state = SubmissionState::HostOffline;
             plan.note = Some("host offline: the intake was unreachable when this walk saw transport errors; not filed".into());
             return plan;
         }
         let limits = self.limits_for(intake_url).await;
         let text = String::from_utf8_lossy(&outcome.canonical);
         if lanes::js_length(&text) > limits.max_bytes {
-            plan.state = outbox::REFUSED;
+            plan.state = SubmissionState::Refused;
             plan.note = Some(format!(
                 "not sent: the record is longer than the intake's {} limit",
                 limits.max_bytes
@@ -458,7 +506,8 @@ impl Pipeline {
         }
     }
 
-    /// One attempt at filing one outbox row; the row as it stands afterwards.
+    /// One attempt at filing one outbox row; the row as it stands afterwards. The decisions
+    /// are [`filing::next_step`] and [`filing::classify`]; this carries them out.
     async fn attempt(&self, submission_id: i64) -> Result<(Submission, Filing), PipelineError> {
         let Some(_claim) = InFlightClaim::take(&self.inner.in_flight, submission_id) else {
             let row = self
@@ -466,81 +515,70 @@ impl Pipeline {
                 .await?;
             return Ok((row, Filing::AlreadyInFlight));
         };
-        // Re-read under the claim: a drain works from a snapshot of due rows, and the walk
-        // that planned a row may have filed it since; sending it again would file it twice.
-        let row = self
-            .with_store(move |s| outbox::get(s.connection(), submission_id))
-            .await?;
         let now_t = self.inner.clock.now();
         let now = rfc3339_seconds(now_t);
-        let due = row.state == outbox::SENDING
-            || (row.state == outbox::QUEUED
-                && row
-                    .next_attempt_at
-                    .as_deref()
-                    .is_none_or(|t| t <= now.as_str()));
-        if !due {
-            return Ok((row, Filing::NotDue));
-        }
-        if row.state == outbox::SENDING {
-            // A process stopped between its POST and the answer: ask before sending again.
-            let record_id = row.record_id;
-            let sha = self
-                .with_store(move |s| Ok(s.get_by_id(record_id)?.row.sha256))
-                .await?;
-            if let Some(found) = intake::lookup(&self.inner.transport, &row.intake_url, &sha).await
-            {
-                let answer = OwnedAttempt {
-                    state: outbox::FILED.into(),
-                    answer: found.kind().into(),
-                    status: 200,
-                    body: "found at the intake (GET /witness/<sha256>) after an interrupted attempt; not sent again".into(),
-                    error: None,
-                    reason_code: None,
-                    counted: None,
-                    count_reason: None,
-                    filed_day: Some(lanes::utc_day(now_t)),
-                    next_attempt_at: None,
-                };
-                let row = self.record_attempt(submission_id, now, answer).await?;
-                return Ok((row, Filing::FoundAtIntake));
+        // Re-read under the claim (a drain works from a snapshot of due rows, and the walk
+        // that planned a row may have filed it since), with our count of its lane today.
+        let day = lanes::utc_day(now_t);
+        let (row, usage) = self
+            .with_store(move |s| {
+                let row = outbox::get(s.connection(), submission_id)?;
+                let (global, lane) =
+                    outbox::accepted_on(s.connection(), &row.intake_url, &row.lane, &day)?;
+                Ok((row, Usage { global, lane }))
+            })
+            .await?;
+        let lane = Lane::from_key(&row.lane);
+        let mut view = filing::Row {
+            state: row.state,
+            next_attempt_at: row.next_attempt_at.as_deref(),
+            lane: &lane,
+            looked_up: false,
+        };
+        // Only a due row needs the intake's limits (which may cost a GET the first time).
+        let limits = if filing::is_due(&view, now_t) {
+            self.limits_for(&row.intake_url).await
+        } else {
+            Limits::default()
+        };
+        loop {
+            match filing::next_step(&view, now_t, &limits, usage) {
+                Step::NotDue => return Ok((row, Filing::NotDue)),
+                Step::LookUp => {
+                    // A process stopped between its POST and the answer: ask before sending again.
+                    let record_id = row.record_id;
+                    let sha = self
+                        .with_store(move |s| Ok(s.get_by_id(record_id)?.row.sha256))
+                        .await?;
+                    if intake::lookup(&self.inner.transport, &row.intake_url, &sha)
+                        .await
+                        .is_some()
+                    {
+                        let body = "found at the intake (GET /witness/<sha256>) after an interrupted attempt; not sent again";
+                        let t = Transition::found_at_intake(now_t);
+                        let row = self
+                            .record_attempt(submission_id, now, t, 200, body.into())
+                            .await?;
+                        return Ok((row, Filing::FoundAtIntake));
+                    }
+                    view.looked_up = true;
+                }
+                Step::Defer(until) => {
+                    let body = "not sent: our own count says this lane is full today";
+                    let t = Transition::deferred(until);
+                    let row = self
+                        .record_attempt(submission_id, now, t, 0, body.into())
+                        .await?;
+                    return Ok((row, Filing::DeferredLocally));
+                }
+                Step::Send => break,
             }
         }
-        let limits = self.limits_for(&row.intake_url).await;
-        let lane = Lane::from_key(&row.lane);
-        let (url, lane_key, day) = (row.intake_url.clone(), row.lane.clone(), self.today());
-        let (global, in_lane) = self
-            .with_store(move |s| outbox::accepted_on(s.connection(), &url, &lane_key, &day))
-            .await?;
-        if !lanes::has_room(
-            &limits,
-            &lane,
-            Usage {
-                global,
-                lane: in_lane,
-            },
-        ) {
-            // The client never sends what a lane cannot take: wait for the next UTC day.
-            let deferred = OwnedAttempt {
-                state: outbox::QUEUED.into(),
-                answer: "lane_full".into(),
-                status: 0,
-                body: "not sent: our own count says this lane is full today".into(),
-                error: Some("lane full today (counted locally)".into()),
-                reason_code: None,
-                counted: None,
-                count_reason: None,
-                filed_day: None,
-                next_attempt_at: Some(rfc3339_seconds(lanes::next_utc_midnight(now_t))),
-            };
-            let row = self.record_attempt(submission_id, now, deferred).await?;
-            return Ok((row, Filing::DeferredLocally));
-        }
-        let n1 = now.clone();
+        let (n1, record_id) = (now.clone(), row.record_id);
         let (canonical, signature, public_key) = self
             .with_store(move |s| {
                 outbox::mark_sending(s.connection(), submission_id, &n1)?;
-                let rec = s.get_by_id(row.record_id)?;
+                let rec = s.get_by_id(record_id)?;
                 Ok((rec.canonical, rec.signature_b64, rec.public_key_b64))
             })
             .await?;
@@ -553,66 +591,14 @@ impl Pipeline {
         let (answer, ex) =
             intake::submit(&self.inner.transport, &row.intake_url, &body, &sha256).await;
         let attempts = row.attempts as u32 + 1;
-        let today = lanes::utc_day(now_t);
-        let retry_at;
-        let mut r = OwnedAttempt {
-            state: outbox::QUEUED.into(),
-            answer: answer.kind().into(),
-            status: ex.status,
-            body: String::from_utf8_lossy(&ex.body)
-                .chars()
-                .take(4096)
-                .collect(),
-            error: None,
-            reason_code: None,
-            counted: None,
-            count_reason: None,
-            filed_day: None,
-            next_attempt_at: None,
-        };
-        match &answer {
-            Answer::Accepted {
-                counted,
-                count_reason,
-                ..
-            } => {
-                r.state = outbox::FILED.into();
-                r.counted = Some(*counted);
-                r.count_reason = count_reason.clone();
-                r.filed_day = Some(today);
-            }
-            Answer::Duplicate { .. } => {
-                r.state = outbox::FILED.into();
-                r.filed_day = Some(today);
-            }
-            Answer::Refused {
-                error, reason_code, ..
-            } => {
-                r.state = outbox::REFUSED.into();
-                r.error = Some(error.clone());
-                r.reason_code = reason_code.clone();
-            }
-            Answer::LaneFull { error, .. } => {
-                r.error = Some(error.clone());
-                r.next_attempt_at = Some(rfc3339_seconds(lanes::next_utc_midnight(now_t)));
-            }
-            Answer::Retry {
-                error, retry_after, ..
-            } => {
-                r.error = Some(error.clone());
-                let delay = lanes::backoff(attempts, *retry_after, rand::random::<f64>());
-                // Checked: whatever an intake says, a date overflow must not take the walk down.
-                retry_at = chrono::Duration::from_std(delay)
-                    .ok()
-                    .and_then(|d| now_t.checked_add_signed(d))
-                    .unwrap_or_else(|| now_t + chrono::Duration::hours(6));
-                r.next_attempt_at = Some(rfc3339_seconds(retry_at));
-            }
-        }
-        if r.state != outbox::QUEUED {
-            r.next_attempt_at = None;
-        }
-        let row = self.record_attempt(submission_id, now, r).await?;
+        let t = filing::classify(&answer, attempts, now_t, rand::random::<f64>());
+        let logged = String::from_utf8_lossy(&ex.body)
+            .chars()
+            .take(4096)
+            .collect();
+        let row = self
+            .record_attempt(submission_id, now, t, ex.status, logged)
+            .await?;
         Ok((row, Filing::Sent))
     }
 
@@ -622,10 +608,25 @@ impl Pipeline {
         &self,
         submission_id: i64,
         now: String,
-        attempt: OwnedAttempt,
+        t: Transition,
+        status: u16,
+        body: String,
     ) -> Result<Submission, PipelineError> {
         self.with_store(move |s| {
-            outbox::record_attempt(s.connection(), submission_id, &now, &attempt.borrow())?;
+            let next_attempt_at = t.retry_at.map(rfc3339_seconds);
+            let attempt = AttemptResult {
+                state: t.state,
+                answer: t.answer,
+                status,
+                body: &body,
+                error: t.error.as_deref(),
+                reason_code: t.reason_code.as_deref(),
+                counted: t.counted,
+                count_reason: t.count_reason.as_deref(),
+                filed_day: t.filed_day.as_deref(),
+                next_attempt_at: next_attempt_at.as_deref(),
+            };
+            outbox::record_attempt(s.connection(), submission_id, &now, &attempt)?;
             outbox::get(s.connection(), submission_id)
         })
         .await
@@ -652,9 +653,9 @@ impl Pipeline {
                 // The task filing it reports it.
                 Filing::AlreadyInFlight | Filing::NotDue => continue,
             }
-            match after.state.as_str() {
-                outbox::FILED => report.filed += 1,
-                outbox::REFUSED => report.refused += 1,
+            match after.state {
+                SubmissionState::Filed => report.filed += 1,
+                SubmissionState::Refused => report.refused += 1,
                 _ => report.deferred += 1,
             }
         }
@@ -708,6 +709,7 @@ impl Pipeline {
             outbox_depth: outbox::depth(conn)?,
             lanes_used_today: outbox::lanes_used(conn, &self.today())?,
             submissions_by_answer: outbox::by_answer(conn)?,
+            submissions_by_outcome: outbox::by_outcome(conn)?,
         })
     }
 
@@ -737,7 +739,7 @@ struct Plan {
     lane: Lane,
     identity: String,
     endpoint: String,
-    state: &'static str,
+    state: SubmissionState,
     note: Option<String>,
 }
 
@@ -750,7 +752,7 @@ impl Plan {
         conn: &rusqlite::Connection,
         day: &str,
     ) -> Result<(), StoreError> {
-        if self.state == outbox::QUEUED
+        if self.state == SubmissionState::Queued
             && outbox::already_planned_today(
                 conn,
                 &self.intake_url,
@@ -759,40 +761,294 @@ impl Plan {
                 day,
             )?
         {
-            self.state = outbox::KEPT_LOCAL;
+            self.state = SubmissionState::KeptLocal;
             self.note = Some("kept local: this witness already filed a record for this endpoint today (only the first is counted)".into());
         }
         Ok(())
     }
 }
 
-/// An attempt result that can cross into the store task.
-struct OwnedAttempt {
-    state: String,
-    answer: String,
-    status: u16,
-    body: String,
-    error: Option<String>,
-    reason_code: Option<String>,
-    counted: Option<bool>,
-    count_reason: Option<String>,
-    filed_day: Option<String>,
-    next_attempt_at: Option<String>,
-}
+/// The pipeline carries out what `witness::filing` decides: these run it over a real store with
+/// a transport whose address policy refuses every loopback address, so nothing leaves the
+/// process (no network), and check what each decision did to the row.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::net::{NetPolicy, TransportConfig};
+    use crate::walk::{Mode, Privacy, RequestProfile, Wire};
+    use crate::wire::Witness;
 
-impl OwnedAttempt {
-    fn borrow(&self) -> AttemptResult<'_> {
-        AttemptResult {
-            state: &self.state,
-            answer: &self.answer,
-            status: self.status,
-            body: &self.body,
-            error: self.error.as_deref(),
-            reason_code: self.reason_code.as_deref(),
-            counted: self.counted,
-            count_reason: self.count_reason.as_deref(),
-            filed_day: self.filed_day.as_deref(),
-            next_attempt_at: self.next_attempt_at.as_deref(),
+    const NOW: &str = "2026-11-30T12:00:00Z";
+    /// Refused by the policy before any connection: a transport error, status 0.
+    const NOWHERE: &str = "https://127.0.0.1:9";
+
+    struct World {
+        _dir: tempfile::TempDir,
+        clock: Arc<ManualClock>,
+        pipeline: Pipeline,
+    }
+
+    fn world() -> World {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(ManualClock::new(NOW.parse().unwrap()));
+        let transport =
+            Transport::new(TransportConfig::new(NetPolicy::new(false))).expect("transport");
+        let pipeline = Pipeline::new(PipelineConfig {
+            transport,
+            store_path: dir.path().join("walker.db"),
+            signing: None,
+            clock: clock.clone(),
+            intake_override: Some(format!("{NOWHERE}/witness")),
+            file_extra_walks: false,
+        })
+        .unwrap();
+        World {
+            _dir: dir,
+            clock,
+            pipeline,
         }
+    }
+
+    fn job(submit: bool) -> WalkJob {
+        WalkJob {
+            request: WalkRequest {
+                origin: NOWHERE.into(),
+                endpoint: None,
+                mode: Mode::A2a,
+                wire: Wire::V1_0,
+                witness: Witness {
+                    name: "unit".into(),
+                    vantage: "nowhere".into(),
+                    key_url: None,
+                },
+                vantage_limitation: None,
+                contract_sha256: None,
+                privacy: Privacy::Full,
+                profile: RequestProfile::Spec,
+            },
+            submit,
+        }
+    }
+
+    /// A stored record (walked at the clock's time, so each is distinct); its id.
+    async fn record(w: &World) -> i64 {
+        w.clock.advance(chrono::Duration::seconds(1));
+        w.pipeline.run_job(&job(false)).await.unwrap().record_id
+    }
+
+    /// An outbox row for `record_id` at `intake`, as the pipeline would plan it.
+    async fn row(w: &World, record_id: i64, intake: &str, state: SubmissionState) -> Submission {
+        let (intake, now) = (intake.to_string(), rfc3339_seconds(w.clock.now()));
+        w.pipeline
+            .with_store(move |s| {
+                outbox::insert(
+                    s.connection(),
+                    &NewSubmission {
+                        record_id,
+                        intake_url: &intake,
+                        lane: "address",
+                        identity: "name:unit",
+                        endpoint: NOWHERE,
+                        state,
+                        next_attempt_at: (state == SubmissionState::Queued).then_some(now.as_str()),
+                        last_error: None,
+                        now: &now,
+                    },
+                )
+            })
+            .await
+            .unwrap()
+    }
+
+    async fn attempts_logged(w: &World, id: i64) -> Vec<(String, u16)> {
+        w.pipeline
+            .with_store(move |s| {
+                let mut stmt = s.connection().prepare(
+                    "SELECT answer, status FROM submission_attempts WHERE submission_id = ?1 ORDER BY id",
+                )?;
+                let rows = stmt
+                    .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(rows)
+            })
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_walk_with_transport_errors_and_no_intake_is_kept_as_host_offline() {
+        let w = world();
+        let report = w.pipeline.run_job(&job(true)).await.unwrap();
+        let sub = report.submission.expect("planned");
+        assert_eq!(sub.state, SubmissionState::HostOffline);
+        assert_eq!(sub.answer_kind, None, "nothing was sent");
+        assert_eq!(sub.summary().outcome, filing::Outcome::HostOffline);
+        // Settled: a drain leaves it alone.
+        assert_eq!(
+            w.pipeline.drain_outbox().await.unwrap(),
+            DrainReport::default()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_row_not_due_or_settled_is_left_as_it_is() {
+        let w = world();
+        let id = record(&w).await;
+        let queued = row(&w, id, &format!("{NOWHERE}/a"), SubmissionState::Queued).await;
+        let later = rfc3339_seconds(w.clock.now() + chrono::Duration::minutes(5));
+        let sid = queued.id;
+        w.pipeline
+            .with_store(move |s| {
+                Ok(s.connection().execute(
+                    "UPDATE submissions SET next_attempt_at = ?2 WHERE id = ?1",
+                    rusqlite::params![sid, later],
+                )?)
+            })
+            .await
+            .unwrap();
+        let before = w.pipeline.submissions_of(id).await.unwrap();
+        let (after, filing) = w.pipeline.attempt(sid).await.unwrap();
+        assert_eq!(filing, Filing::NotDue);
+        assert_eq!(vec![after], before, "untouched");
+        for state in [SubmissionState::Filed, SubmissionState::KeptLocal] {
+            let settled = row(&w, id, &format!("{NOWHERE}/{state}"), state).await;
+            let (after, filing) = w.pipeline.attempt(settled.id).await.unwrap();
+            assert_eq!(
+                (filing, after.state, after.attempts),
+                (Filing::NotDue, state, 0)
+            );
+        }
+        assert!(attempts_logged(&w, sid).await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_full_lane_defers_to_the_next_utc_midnight_without_sending() {
+        let w = world();
+        let intake = &format!("{NOWHERE}/full");
+        // Five records accepted today in the address lane: its cap (spec constant 5).
+        for _ in 0..5 {
+            let id = record(&w).await;
+            let sid = row(&w, id, intake, SubmissionState::Queued).await.id;
+            let now = rfc3339_seconds(w.clock.now());
+            w.pipeline
+                .with_store(move |s| {
+                    outbox::record_attempt(
+                        s.connection(),
+                        sid,
+                        &now,
+                        &AttemptResult {
+                            state: SubmissionState::Filed,
+                            answer: AnswerKind::Accepted,
+                            status: 201,
+                            body: "{}",
+                            error: None,
+                            reason_code: None,
+                            counted: Some(true),
+                            count_reason: None,
+                            filed_day: Some("2026-11-30"),
+                            next_attempt_at: None,
+                        },
+                    )
+                })
+                .await
+                .unwrap();
+        }
+        // record() walks a second later: the last second of the day.
+        w.clock.set("2026-11-30T23:59:58Z".parse().unwrap());
+        let id = record(&w).await;
+        let sid = row(&w, id, intake, SubmissionState::Queued).await.id;
+        let (after, filing) = w.pipeline.attempt(sid).await.unwrap();
+        assert_eq!(filing, Filing::DeferredLocally);
+        assert_eq!(after.state, SubmissionState::Queued);
+        assert_eq!(after.last_answer, Some(AnswerKind::LaneFull));
+        assert_eq!(after.attempts, 0, "never marked sending");
+        assert_eq!(
+            after.next_attempt_at.as_deref(),
+            Some("2026-12-01T00:00:00Z")
+        );
+        assert_eq!(
+            attempts_logged(&w, sid).await,
+            [(AnswerKind::LaneFull.to_string(), 0)]
+        );
+        assert_eq!(after.summary().outcome, filing::Outcome::LaneFull);
+        // /metrics counts by the same summary.
+        let by_outcome = w.pipeline.status().unwrap().submissions_by_outcome;
+        assert_eq!(
+            by_outcome.len(),
+            filing::Outcome::ALL.len(),
+            "every outcome listed"
+        );
+        let n = |o| by_outcome.iter().find(|(k, _)| *k == o).unwrap().1;
+        assert_eq!(
+            (
+                n(filing::Outcome::FiledCounted),
+                n(filing::Outcome::LaneFull)
+            ),
+            (5, 1)
+        );
+        assert_eq!(by_outcome.iter().map(|(_, n)| n).sum::<u64>(), 6);
+    }
+
+    #[tokio::test]
+    async fn a_send_that_fails_is_classified_and_queued_with_its_backoff() {
+        let w = world();
+        let id = record(&w).await;
+        let sid = row(
+            &w,
+            id,
+            &format!("{NOWHERE}/witness"),
+            SubmissionState::Queued,
+        )
+        .await
+        .id;
+        let sent_at = w.clock.now();
+        let (after, filing) = w.pipeline.attempt(sid).await.unwrap();
+        assert_eq!(filing, Filing::Sent);
+        assert_eq!(
+            (
+                after.state,
+                after.last_answer,
+                after.attempts,
+                after.last_status
+            ),
+            (SubmissionState::Queued, Some(AnswerKind::Retry), 1, Some(0))
+        );
+        // First attempt: 30 s ± 20 %.
+        let next: chrono::DateTime<chrono::Utc> =
+            after.next_attempt_at.as_deref().unwrap().parse().unwrap();
+        let wait = (next - sent_at).num_seconds();
+        assert!((24..=36).contains(&wait), "{wait}");
+        assert_eq!(after.summary().outcome, filing::Outcome::QueuedForRetry);
+
+        // Left `sending` by a stopped process: looked up (no answer), then sent again.
+        let sid2 = sid;
+        w.pipeline
+            .with_store(move |s| outbox::mark_sending(s.connection(), sid2, NOW))
+            .await
+            .unwrap();
+        let (after, filing) = w.pipeline.attempt(sid).await.unwrap();
+        assert_eq!(filing, Filing::Sent);
+        assert_eq!((after.state, after.attempts), (SubmissionState::Queued, 3));
+        assert_eq!(attempts_logged(&w, sid).await.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_row_another_task_is_filing_is_not_touched() {
+        let w = world();
+        let id = record(&w).await;
+        let sid = row(
+            &w,
+            id,
+            &format!("{NOWHERE}/witness"),
+            SubmissionState::Queued,
+        )
+        .await
+        .id;
+        let claim = InFlightClaim::take(&w.pipeline.inner.in_flight, sid).unwrap();
+        let (after, filing) = w.pipeline.attempt(sid).await.unwrap();
+        assert_eq!((filing, after.attempts), (Filing::AlreadyInFlight, 0));
+        drop(claim);
+        assert_eq!(w.pipeline.attempt(sid).await.unwrap().1, Filing::Sent);
     }
 }

@@ -107,6 +107,16 @@ fn ten_agents_on_an_accelerated_schedule_file_exactly_the_expected_records() {
         .map(|(_, v)| v)
         .sum();
     assert!((1.0..=10.0).contains(&accepted), "{m}");
+    // The same submissions by where they stand (the outcome every face shows): every outcome
+    // listed, and the filed ones are the accepted ones.
+    let by_outcome = metric(&m, "conduct_walker_submissions");
+    assert_eq!(by_outcome.len(), 9, "{m}");
+    let filed: f64 = by_outcome
+        .iter()
+        .filter(|(l, _)| l.contains("\"filed_counted\"") || l.contains("\"filed_not_counted\""))
+        .map(|(_, v)| v)
+        .sum();
+    assert_eq!(filed, accepted, "{m}");
     let lane: f64 = metric(&m, "conduct_walker_lane_used_today")
         .iter()
         .map(|(_, v)| v)

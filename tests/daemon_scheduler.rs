@@ -122,13 +122,19 @@ async fn setup(
         .await
         .unwrap();
     let transport = Transport::new(TransportConfig::new(NetPolicy::new(false))).unwrap();
-    let consent = Arc::new(ConsentGate::new(transport, store.clone()).await.unwrap());
+    let clock: Arc<dyn conduct_walker::clock::Clock> = Arc::new(conduct_walker::clock::SystemClock);
+    let consent = Arc::new(
+        ConsentGate::new(transport, store.clone(), clock.clone())
+            .await
+            .unwrap(),
+    );
     (
         FireContext {
             runner,
             consent,
             store: store.clone(),
             semaphore: Arc::new(Semaphore::new(concurrency)),
+            clock,
         },
         store,
     )

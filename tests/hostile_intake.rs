@@ -11,6 +11,7 @@ use conduct_walker::sandbox::{
 };
 use conduct_walker::store::outbox::Submission;
 use conduct_walker::walk::{Mode, Wire};
+use conduct_walker::witness::filing::SubmissionState;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -86,7 +87,7 @@ fn accepted(sha: &str) -> Resp {
 const NOW: &str = "2026-11-30T12:00:00Z";
 
 fn is_queued_until(row: &Submission, latest: &str) {
-    assert_eq!(row.state, "queued", "{row:?}");
+    assert_eq!(row.state, SubmissionState::Queued, "{row:?}");
     let next = row.next_attempt_at.as_deref().expect("a retry time");
     assert!(
         next > NOW && next <= latest,
@@ -114,7 +115,7 @@ async fn an_overflowing_retry_after_is_clamped_not_a_panic() {
 #[tokio::test]
 async fn an_acceptance_that_is_not_json_is_not_filed() {
     let run = file_with(answer(|_| Resp::bytes(201, "text/plain", "OK")), json!({})).await;
-    assert_ne!(run.row.state, "filed");
+    assert_ne!(run.row.state, SubmissionState::Filed);
     assert!(
         run.row.last_error.as_deref().unwrap().contains("not JSON"),
         "{:?}",
@@ -127,7 +128,7 @@ async fn an_acceptance_that_is_not_json_is_not_filed() {
 async fn an_acceptance_naming_another_record_is_recorded_as_an_error() {
     let other = "f".repeat(64);
     let run = file_with(answer(move |_| accepted(&other)), json!({})).await;
-    assert_eq!(run.row.state, "queued");
+    assert_eq!(run.row.state, SubmissionState::Queued);
     let error = run.row.last_error.clone().unwrap();
     assert!(
         error.contains(&"f".repeat(64)) && error.contains("not this record's"),
@@ -194,7 +195,7 @@ async fn intake_text_with_terminal_escapes_is_stored_escaped_and_short() {
         json!({}),
     )
     .await;
-    assert_eq!(run.row.state, "refused");
+    assert_eq!(run.row.state, SubmissionState::Refused);
     let error = run.row.last_error.clone().unwrap();
     assert!(!error.chars().any(char::is_control), "{error:?}");
     assert!(error.chars().count() < 300, "{}", error.chars().count());
@@ -210,6 +211,6 @@ async fn absurd_stated_caps_keep_the_spec_constants_and_the_record_is_filed() {
     )
     .await;
     assert_eq!(run.posts, 1, "2^32 was not read as a cap of zero");
-    assert_eq!(run.row.state, "filed");
+    assert_eq!(run.row.state, SubmissionState::Filed);
     assert_eq!(run.row.counted, Some(true));
 }

@@ -177,11 +177,11 @@ async fn overview_shows_each_target_its_verdict_strip_and_counts_that_agree() {
         .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
         .sum();
     assert_eq!(walks_total as usize, listed);
-    let outbox: Vec<(String, u64)> = doc
+    let outbox: Vec<(conduct_walker::witness::filing::SubmissionState, u64)> = doc
         .select(&sel("tr.outbox-state"))
         .map(|r| {
             (
-                r.value().attr("data-state").unwrap().to_string(),
+                r.value().attr("data-state").unwrap().parse().unwrap(),
                 r.select(&sel("td.n"))
                     .next()
                     .unwrap()

@@ -13,6 +13,7 @@ use conduct_walker::pipeline::{Pipeline, PipelineConfig, WalkJob};
 use conduct_walker::sandbox::{Behaviour, HttpsServer, Resp, SandboxAgent, SandboxCa, handler};
 use conduct_walker::walk::{Mode, Privacy, Wire};
 use conduct_walker::wire::IntakeSubmission;
+use conduct_walker::witness::filing::{AnswerKind, SubmissionState};
 use conduct_walker::witness::intake::{self, Answer};
 use ed25519_dalek::SigningKey;
 use serde_json::json;
@@ -107,8 +108,8 @@ async fn unsigned_full_record_is_accepted_and_counted() {
     let p = pipeline(&w, None, false);
     let r = p.run_job(&job(&w, Privacy::Full)).await.unwrap();
     let sub = r.submission.unwrap();
-    assert_eq!(sub.state, "filed");
-    assert_eq!(sub.answer_kind.as_deref(), Some("accepted"));
+    assert_eq!(sub.state, SubmissionState::Filed);
+    assert_eq!(sub.answer_kind, Some(AnswerKind::Accepted));
     assert_eq!(sub.counted, Some(true));
     let stored = w.emulator.stored(&r.outcome.sha256).unwrap();
     assert_eq!(
@@ -124,7 +125,7 @@ async fn all_three_privacy_modes_are_accepted_signed() {
     for privacy in [Privacy::Full, Privacy::HashOnly, Privacy::Commitment] {
         let r = p.run_job(&job(&w, privacy)).await.unwrap();
         let sub = r.submission.unwrap();
-        assert_eq!(sub.state, "filed", "{privacy:?}: {sub:?}");
+        assert_eq!(sub.state, SubmissionState::Filed, "{privacy:?}: {sub:?}");
         let stored = w.emulator.stored(&r.outcome.sha256).unwrap();
         assert_eq!(stored["mode"], privacy.as_str());
         assert_eq!(stored["signed"], true);
@@ -139,13 +140,13 @@ async fn second_walk_the_same_day_is_kept_local_by_default_and_uncounted_when_fi
     p.run_job(&job(&w, Privacy::Full)).await.unwrap();
     w.clock.advance(chrono::Duration::seconds(5));
     let second = p.run_job(&job(&w, Privacy::Full)).await.unwrap();
-    assert_eq!(second.submission.unwrap().state, "kept_local");
+    assert_eq!(second.submission.unwrap().state, SubmissionState::KeptLocal);
     assert_eq!(w.emulator.stored_count(), 1);
     let extra = pipeline(&w, None, true);
     w.clock.advance(chrono::Duration::seconds(5));
     let third = extra.run_job(&job(&w, Privacy::Full)).await.unwrap();
     let sub = third.submission.unwrap();
-    assert_eq!(sub.state, "filed");
+    assert_eq!(sub.state, SubmissionState::Filed);
     assert_eq!(sub.counted, Some(false));
     assert_eq!(
         sub.count_reason.as_deref(),
@@ -161,19 +162,19 @@ async fn a_clock_stepping_across_midnight_files_one_counted_record_per_utc_day_a
     let p = pipeline(&w, None, false);
     let mut walked = Vec::new();
     for (at, expected) in [
-        ("2026-11-30T23:59:30Z", "filed"),
+        ("2026-11-30T23:59:30Z", SubmissionState::Filed),
         // Forward across midnight: a new UTC day, so a new counted record.
-        ("2026-12-01T00:00:30Z", "filed"),
+        ("2026-12-01T00:00:30Z", SubmissionState::Filed),
         // Back into the previous day, whose record was filed: this one stays local.
-        ("2026-11-30T23:59:40Z", "kept_local"),
+        ("2026-11-30T23:59:40Z", SubmissionState::KeptLocal),
         // Forward again: the new day has its record too.
-        ("2026-12-01T00:00:40Z", "kept_local"),
+        ("2026-12-01T00:00:40Z", SubmissionState::KeptLocal),
     ] {
         w.clock.set(at.parse().unwrap());
         let r = p.run_job(&job(&w, Privacy::Full)).await.unwrap();
         let sub = r.submission.unwrap();
         assert_eq!(sub.state, expected, "walk at {at}");
-        if expected == "filed" {
+        if expected == SubmissionState::Filed {
             assert_eq!(sub.counted, Some(true), "walk at {at}");
         }
         walked.push(r.record_id);
@@ -195,7 +196,7 @@ async fn a_submission_killed_in_flight_is_not_resent_and_keeps_its_acceptance() 
     let w = world().await;
     let p = pipeline(&w, None, false);
     let r = p.run_job(&job(&w, Privacy::Full)).await.unwrap();
-    assert_eq!(r.submission.unwrap().state, "filed");
+    assert_eq!(r.submission.unwrap().state, SubmissionState::Filed);
     // As if the process died after the intake stored it but before the answer was committed.
     let conn = rusqlite::Connection::open(w.dir.path().join("walker.db")).unwrap();
     conn.execute("UPDATE submissions SET state = 'sending'", [])
@@ -210,8 +211,8 @@ async fn a_submission_killed_in_flight_is_not_resent_and_keeps_its_acceptance() 
         "found at the intake, not POSTed again"
     );
     let subs = restarted.submissions_of(r.record_id).await.unwrap();
-    assert_eq!(subs[0].state, "filed");
-    assert_eq!(subs[0].last_answer.as_deref(), Some("accepted"));
+    assert_eq!(subs[0].state, SubmissionState::Filed);
+    assert_eq!(subs[0].last_answer, Some(AnswerKind::Accepted));
     assert_eq!(
         w.emulator.stored_count(),
         1,
@@ -236,7 +237,11 @@ async fn a_full_lane_defers_to_the_next_utc_day() {
     }
     assert_eq!(
         states,
-        ["filed", "filed", "queued"],
+        [
+            SubmissionState::Filed,
+            SubmissionState::Filed,
+            SubmissionState::Queued
+        ],
         "the client never sends what the lane cannot take"
     );
     assert_eq!(w.emulator.stored_count(), 2);
@@ -291,7 +296,7 @@ async fn domain_signed_record_whose_key_url_serves_the_key_is_accepted() {
     let p = pipeline(&w, Some((k, Some(key_url))), false);
     let r = p.run_job(&job(&w, Privacy::Full)).await.unwrap();
     let sub = r.submission.unwrap();
-    assert_eq!(sub.state, "filed", "{sub:?}");
+    assert_eq!(sub.state, SubmissionState::Filed, "{sub:?}");
     let stored = w.emulator.stored(&r.outcome.sha256).unwrap();
     assert_eq!(stored["signed_domain"], "localhost");
     // The key_url is inside the signed bytes.
@@ -315,7 +320,7 @@ async fn key_url_serving_another_key_is_refused_as_mismatch() {
         .unwrap()
         .submission
         .unwrap();
-    assert_eq!(sub.state, "refused");
+    assert_eq!(sub.state, SubmissionState::Refused);
     assert_eq!(sub.reason_code.as_deref(), Some("key_url_mismatch"));
     assert_eq!(w.emulator.stored_count(), 0);
 }
@@ -330,8 +335,8 @@ async fn key_url_that_redirects_is_unreachable_and_retried_later() {
         .unwrap()
         .submission
         .unwrap();
-    assert_eq!(sub.state, "queued");
-    assert_eq!(sub.answer_kind.as_deref(), Some("retry"));
+    assert_eq!(sub.state, SubmissionState::Queued);
+    assert_eq!(sub.answer_kind, Some(AnswerKind::Retry));
     assert_eq!(sub.status, Some(503));
     assert_eq!(sub.error.as_deref(), Some("key_url_unreachable"));
 }
@@ -446,7 +451,7 @@ async fn refusals_are_classified_by_reason_code_and_never_retried() {
             b"{}".to_vec(),
         ))
         .await;
-    assert_eq!(intake::classify(&ex, "00").kind(), "refused");
+    assert_eq!(intake::classify(&ex, "00").kind(), AnswerKind::Refused);
     assert_eq!(ex.status, 400);
     let big = IntakeSubmission {
         record_canonical: "x".repeat(70_000),
@@ -471,7 +476,7 @@ async fn commitment_reveal_matches_the_commitment() {
         .await
         .unwrap();
     assert_eq!(revealed.outcome.canonical, kept);
-    assert_eq!(revealed.submission.unwrap().state, "filed");
+    assert_eq!(revealed.submission.unwrap().state, SubmissionState::Filed);
     let mut preimage = kept.clone();
     preimage.extend(hex::decode(salt).unwrap());
     let filed_commitment = w.emulator.stored(&r.outcome.sha256).unwrap();
@@ -510,8 +515,8 @@ async fn an_unreachable_intake_is_queued_for_a_later_retry() {
     .unwrap();
     let r = p.run_job(&job(&w, Privacy::Full)).await.unwrap();
     let sub = r.submission.unwrap();
-    assert_eq!(sub.state, "queued");
-    assert_eq!(sub.answer_kind.as_deref(), Some("retry"));
+    assert_eq!(sub.state, SubmissionState::Queued);
+    assert_eq!(sub.answer_kind, Some(AnswerKind::Retry));
     let before = w.clock.now();
     let rows = p.submissions_of(r.record_id).await.unwrap();
     let next: chrono::DateTime<chrono::Utc> =
@@ -555,7 +560,7 @@ async fn a_walk_taken_while_the_host_is_offline_is_marked_and_not_filed() {
         .await
         .unwrap();
     let sub = r.submission.unwrap();
-    assert_eq!(sub.state, "host_offline");
+    assert_eq!(sub.state, SubmissionState::HostOffline);
     assert_eq!(sub.answer_kind, None, "nothing was sent");
     assert_eq!(p.status().unwrap().outbox_depth, 0, "not queued for filing");
     assert_eq!(p.drain_outbox().await.unwrap().attempted, 0);
@@ -576,7 +581,7 @@ async fn a_record_longer_than_the_intakes_stated_limit_is_stored_and_never_sent(
     let r = p.run_job(&job(&w, Privacy::Full)).await.unwrap();
     assert!(r.outcome.canonical.len() > 1000);
     let sub = r.submission.unwrap();
-    assert_eq!(sub.state, "refused");
+    assert_eq!(sub.state, SubmissionState::Refused);
     assert_eq!(sub.answer_kind, None, "nothing was sent");
     let why = sub.error.unwrap();
     assert!(why.contains("longer than the intake's 1000 limit"), "{why}");
@@ -600,7 +605,7 @@ async fn two_drains_at_once_send_a_due_row_once() {
     let w = world().await;
     let p = pipeline(&w, None, false);
     let r = p.run_job(&job(&w, Privacy::Full)).await.unwrap();
-    assert_eq!(r.submission.unwrap().state, "filed");
+    assert_eq!(r.submission.unwrap().state, SubmissionState::Filed);
     // Due again, as a queued retry would be; count the attempts logged so far.
     let db = w.dir.path().join("walker.db");
     let attempts = || -> i64 {
@@ -640,7 +645,7 @@ async fn the_intakes_429_leaves_the_record_queued_until_the_next_utc_day() {
     w.clock.set("2026-11-30T12:00:00Z".parse().unwrap());
     let first = pipeline(&w, None, false);
     let r = first.run_job(&job(&w, Privacy::Full)).await.unwrap();
-    assert_eq!(r.submission.unwrap().state, "filed");
+    assert_eq!(r.submission.unwrap().state, SubmissionState::Filed);
     let second = Pipeline::new(PipelineConfig {
         transport: w.transport.clone(),
         store_path: w.dir.path().join("second.db"),
@@ -653,8 +658,8 @@ async fn the_intakes_429_leaves_the_record_queued_until_the_next_utc_day() {
     // Hash-only, so its bytes differ from the first record's (the intake would dedupe those).
     let r = second.run_job(&job(&w, Privacy::HashOnly)).await.unwrap();
     let sub = r.submission.unwrap();
-    assert_eq!(sub.state, "queued", "{sub:?}");
-    assert_eq!(sub.answer_kind.as_deref(), Some("lane_full"));
+    assert_eq!(sub.state, SubmissionState::Queued, "{sub:?}");
+    assert_eq!(sub.answer_kind, Some(AnswerKind::LaneFull));
     assert_eq!(sub.status, Some(429));
     let rows = second.submissions_of(r.record_id).await.unwrap();
     assert_eq!(
@@ -676,12 +681,12 @@ async fn a_row_filed_after_a_drains_snapshot_is_not_sent_again() {
     let p = pipeline(&w, None, false);
     let r = p.run_job(&job(&w, Privacy::Full)).await.unwrap();
     let rows = p.submissions_of(r.record_id).await.unwrap();
-    assert_eq!(rows[0].state, "filed");
+    assert_eq!(rows[0].state, SubmissionState::Filed);
     assert_eq!(rows[0].attempts, 1);
     // The stale drain reaches the row it saw as due.
     let after = p.file_submission(rows[0].id).await.unwrap();
     assert_eq!(after.attempts, 1, "not sent a second time");
-    assert_eq!(after.last_answer.as_deref(), Some("accepted"));
+    assert_eq!(after.last_answer, Some(AnswerKind::Accepted));
     assert_eq!(after.counted, Some(true));
 }
 
@@ -705,8 +710,8 @@ async fn an_interrupted_attempt_is_looked_up_before_it_is_resent() {
     let report = p.drain_outbox().await.unwrap();
     assert_eq!(report.attempted, 0, "nothing was POSTed again");
     let rows = p.submissions_of(r.record_id).await.unwrap();
-    assert_eq!(rows[0].state, "filed");
-    assert_eq!(rows[0].last_answer.as_deref(), Some("duplicate"));
+    assert_eq!(rows[0].state, SubmissionState::Filed);
+    assert_eq!(rows[0].last_answer, Some(AnswerKind::Duplicate));
     assert_eq!(rows[0].attempts, 1);
     assert_eq!(w.emulator.stored_count(), 1);
 }
@@ -724,7 +729,7 @@ async fn a_later_answer_does_not_erase_an_acceptance() {
         .unwrap();
     p.drain_outbox().await.unwrap();
     let rows = p.submissions_of(r.record_id).await.unwrap();
-    assert_eq!(rows[0].last_answer.as_deref(), Some("accepted"));
+    assert_eq!(rows[0].last_answer, Some(AnswerKind::Accepted));
     assert_eq!(rows[0].counted, Some(true));
     let answers: Vec<String> = conn
         .prepare("SELECT answer FROM submission_attempts ORDER BY id")

@@ -142,16 +142,20 @@ pub fn explain(cfg: &Config) -> (Vec<String>, Vec<String>) {
         problems.push(format!("[card_signature]: {e}"));
     }
     match &cfg.key {
-        KeySource::None => match crate::witness::keys::resolve_key_path(None) {
-            Some(p) => lines.push(format!(
-                "key: none configured; the credential {} is present and will be used",
-                p.display()
+        // Read through the same `Config::signing_key` every face signs with, so a credential
+        // that is present but unusable is a problem here too, not only at start.
+        KeySource::None => match (crate::witness::keys::resolve_key_path(None), cfg.signing_key()) {
+            (Some(p), Ok(Some(k))) => lines.push(format!(
+                "key: none configured; the credential {} is present and will be used, public key {}",
+                p.display(),
+                crate::witness::keys::public_key_b64(&k)
             )),
-            None => lines.push(
+            (_, Err(e)) => problems.push(e.to_string()),
+            _ => lines.push(
                 "key: none: records are filed unsigned (address lane, 5 per day)".to_string(),
             ),
         },
-        source => match crate::daemon::load_key(cfg) {
+        source => match cfg.signing_key() {
             Ok(Some(k)) => lines.push(format!(
                 "key: {} readable, public key {}",
                 match source {

@@ -54,7 +54,7 @@ fn list(db: &DbArg, as_json: bool) -> anyhow::Result<ExitCode> {
     if !as_json {
         let due = rows
             .iter()
-            .filter(|(_, r)| r.state == outbox::QUEUED)
+            .filter(|(_, r)| r.state == crate::witness::filing::SubmissionState::Queued)
             .count();
         println!(
             "{} unsettled submission(s), {due} queued; `conduct-walker outbox drain --db {}` files what is due",
@@ -108,14 +108,11 @@ fn row_json(sha: &str, r: &Submission) -> serde_json::Value {
 async fn drain(db: &DbArg, net: &NetArgs) -> anyhow::Result<ExitCode> {
     // No host is named here: intakes came from cards (or an earlier --intake), so private
     // addresses are admitted only at hosts given with --allow-host.
-    let pipeline = Pipeline::new(PipelineConfig {
-        transport: net.transport(&[])?,
-        store_path: db.path()?,
-        signing: None,
-        clock: Arc::new(SystemClock),
-        intake_override: None,
-        file_extra_walks: false,
-    })?;
+    let pipeline = Pipeline::new(PipelineConfig::new(
+        net.transport(&[])?,
+        db.path()?,
+        Arc::new(SystemClock),
+    ))?;
     let report = pipeline.drain_outbox().await?;
     println!(
         "sent {}: {} filed, {} refused, {} still queued",

@@ -104,18 +104,40 @@ pub struct WitnessArgs {
 impl WitnessArgs {
     /// The signing key and key_url, or None when not signing.
     pub fn signing(&self) -> anyhow::Result<Option<(ed25519_dalek::SigningKey, Option<String>)>> {
-        use crate::witness::keys::{load_signing_key, resolve_key_path};
+        use crate::witness::keys::{KeyError, load_signing_key, resolve_key_path, signing_pair};
         if let Some(url) = &self.key_url
             && let Err(why) = crate::net::https_url(url)
         {
             bail!("--key-url {url}: {why}; it must be an https URL under the witness's own domain");
         }
-        let path = match resolve_key_path(self.key.as_deref()) {
-            Some(p) => p,
-            None if self.key_url.is_some() => bail!("--key-url needs a signing key (--key FILE)"),
-            None => return Ok(None),
-        };
-        Ok(Some((load_signing_key(&path)?, self.key_url.clone())))
+        // The same key a config-driven face would use: --key, else the `signing-key` credential.
+        let key = resolve_key_path(self.key.as_deref())
+            .map(|p| load_signing_key(&p))
+            .transpose()?;
+        signing_pair(key, self.key_url.clone()).map_err(|e| match e {
+            KeyError::KeyUrlWithoutKey(_) => anyhow::anyhow!(
+                "--key-url needs a signing key (--key FILE): the intake refuses key_url on an unsigned record"
+            ),
+            other => other.into(),
+        })
+    }
+}
+
+impl WitnessArgs {
+    /// The pipeline these flags describe: the flags' counterpart of `Config::pipeline`.
+    pub fn pipeline(
+        &self,
+        transport: crate::net::Transport,
+        store_path: PathBuf,
+        signing: Option<(ed25519_dalek::SigningKey, Option<String>)>,
+        file_extra_walks: bool,
+    ) -> anyhow::Result<Pipeline> {
+        Ok(Pipeline::new(PipelineConfig {
+            signing,
+            intake_override: self.intake.clone(),
+            file_extra_walks,
+            ..PipelineConfig::new(transport, store_path, Arc::new(SystemClock))
+        })?)
     }
 }
 
@@ -290,14 +312,12 @@ pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
         .then(|| crate::store::default_db_path(args.witness.db.as_deref()))
         .transpose()?;
     let (outcome, signed, submission) = if let Some(store_path) = &store_path {
-        let pipeline = Pipeline::new(PipelineConfig {
-            transport: transport.clone(),
-            store_path: store_path.clone(),
+        let pipeline = args.witness.pipeline(
+            transport.clone(),
+            store_path.clone(),
             signing,
-            clock: Arc::new(SystemClock),
-            intake_override: args.witness.intake.clone(),
-            file_extra_walks: args.witness.file_extra_walks,
-        })?;
+            args.witness.file_extra_walks,
+        )?;
         let report = pipeline
             .run_job(&WalkJob {
                 request,
@@ -364,7 +384,7 @@ pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if let Some(sub) = &submission
-        && sub.state == "refused"
+        && sub.summary().outcome == crate::witness::filing::Outcome::Refused
     {
         eprintln!(
             "conduct-walker: the intake refused this record permanently: {}",
@@ -381,7 +401,7 @@ pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
 /// One line saying where a submission stands.
 /// Where a submission stayed queued: how a witness without the daemon retries it.
 fn queued_hint(s: &SubmissionReport, db: &std::path::Path) -> Option<String> {
-    (s.state == crate::store::outbox::QUEUED).then(|| {
+    (s.state == crate::witness::filing::SubmissionState::Queued).then(|| {
         format!(
             "  queued in {0}: `conduct-walker outbox drain --db {0}` files it once it is due (the daemon does so by itself)",
             db.display()
@@ -391,7 +411,7 @@ fn queued_hint(s: &SubmissionReport, db: &std::path::Path) -> Option<String> {
 
 pub fn submission_line(s: &SubmissionReport) -> String {
     // The stored state names, read aloud; a note that already says it is not repeated.
-    let state = s.state.replace('_', " ");
+    let state = s.state.words();
     let mut line = format!("submission to {}: {state}", s.intake_url);
     if let Some(kind) = &s.answer_kind {
         line.push_str(&format!(" (answer {kind}"));
@@ -585,12 +605,10 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let mut config = TransportConfig::new(policy);
     config.extra_roots = vec![ca.cert_der()];
     let pipeline = Pipeline::new(PipelineConfig {
-        transport: Transport::new(config)?,
-        store_path: db.clone(),
         signing: Some((key, Some(key_url.clone()))),
-        clock: Arc::new(SystemClock),
         intake_override: Some(emulator.url()),
         file_extra_walks: true,
+        ..PipelineConfig::new(Transport::new(config)?, db.clone(), Arc::new(SystemClock))
     })?;
 
     println!("conduct-walker demo: sandbox agents on 127.0.0.1 with a CA made for this run");
@@ -695,14 +713,9 @@ pub async fn reveal(args: RevealArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or_default()
             .to_string()
     };
-    let pipeline = Pipeline::new(PipelineConfig {
-        transport,
-        store_path: store_path.clone(),
-        signing,
-        clock: Arc::new(SystemClock),
-        intake_override: args.witness.intake.clone(),
-        file_extra_walks: true,
-    })?;
+    let pipeline = args
+        .witness
+        .pipeline(transport, store_path.clone(), signing, true)?;
     let report = pipeline.reveal(&args.sha_prefix, true, &name).await?;
     println!("revealed record sha256 {}", report.outcome.sha256);
     match &report.submission {
@@ -719,7 +732,7 @@ pub async fn reveal(args: RevealArgs) -> anyhow::Result<ExitCode> {
     let filed = report
         .submission
         .as_ref()
-        .is_some_and(|s| s.state == "filed");
+        .is_some_and(|s| s.state == crate::witness::filing::SubmissionState::Filed);
     Ok(ExitCode::from(if filed {
         super::EXIT_OK
     } else {

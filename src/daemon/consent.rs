@@ -39,6 +39,7 @@ pub struct ConsentGate {
     transport: Transport,
     store: DaemonStore,
     cache: Mutex<HashMap<String, (DateTime<Utc>, Consent)>>,
+    clock: std::sync::Arc<dyn crate::clock::Clock>,
 }
 
 /// The gate's answer for one fire.
@@ -57,6 +58,7 @@ impl ConsentGate {
     pub async fn new(
         transport: Transport,
         store: DaemonStore,
+        clock: std::sync::Arc<dyn crate::clock::Clock>,
     ) -> Result<ConsentGate, crate::store::StoreError> {
         let rows = store.with(db::latest_consent).await?;
         let mut cache = HashMap::new();
@@ -85,6 +87,7 @@ impl ConsentGate {
             transport,
             store,
             cache: Mutex::new(cache),
+            clock,
         })
     }
 
@@ -94,6 +97,7 @@ impl ConsentGate {
             transport,
             store: self.store.clone(),
             cache: Mutex::new(self.cache.lock().expect("consent cache").clone()),
+            clock: self.clock.clone(),
         }
     }
 
@@ -110,7 +114,7 @@ impl ConsentGate {
     /// Whether to walk `origin` now; reads the file when the last read is stale.
     pub async fn decide(&self, origin: &str) -> Result<Decision, crate::store::StoreError> {
         let key = origin.trim_end_matches('/').to_string();
-        let now = Utc::now();
+        let now = self.clock.now();
         let (at, consent) = match self.cached(&key, now) {
             Some(hit) => hit,
             None => {

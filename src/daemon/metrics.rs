@@ -23,25 +23,20 @@ pub struct RecordTally {
 impl RecordTally {
     /// Read the rows added since the last update.
     pub fn update(&mut self, conn: &Connection) -> Result<(), StoreError> {
-        let mut stmt = conn.prepare_cached(
-            "SELECT id, endpoint, outcome, canonical FROM records WHERE id > ?1 ORDER BY id",
-        )?;
-        let mut rows = stmt.query([self.last_id])?;
-        while let Some(r) = rows.next()? {
-            let id: i64 = r.get(0)?;
-            let endpoint: String = r.get(1)?;
-            let outcome: Option<String> = r.get(2)?;
-            let canonical: Vec<u8> = r.get(3)?;
-            *self
-                .by_endpoint_outcome
-                .entry((endpoint, outcome.unwrap_or_else(|| "none".into())))
-                .or_default() += 1;
-            for name in failed_assertions(&canonical) {
-                *self.assertion_failures.entry(name).or_default() += 1;
-            }
-            self.last_id = id;
-        }
-        Ok(())
+        crate::store::status::records_after(
+            conn,
+            self.last_id,
+            |id, endpoint, outcome, canonical| {
+                *self
+                    .by_endpoint_outcome
+                    .entry((endpoint, outcome.unwrap_or_else(|| "none".into())))
+                    .or_default() += 1;
+                for name in failed_assertions(&canonical) {
+                    *self.assertion_failures.entry(name).or_default() += 1;
+                }
+                self.last_id = id;
+            },
+        )
     }
 }
 
@@ -203,6 +198,18 @@ pub fn render(s: &Snapshot) -> String {
                 out,
                 "conduct_walker_submissions_total{{answer=\"{}\"}} {n}",
                 esc(answer)
+            );
+        }
+        header(
+            &mut out,
+            "conduct_walker_submissions",
+            "gauge",
+            "Submissions by where they stand, as the CLI, MCP and status pages word it.",
+        );
+        for (outcome, n) in &r.submissions_by_outcome {
+            let _ = writeln!(
+                out,
+                "conduct_walker_submissions{{outcome=\"{outcome}\"}} {n}"
             );
         }
         header(

@@ -10,17 +10,16 @@
 //! configuration kept.
 
 pub mod consent;
-pub mod db;
+/// The daemon's tables live with the rest of the store; `daemon::db` is their old name.
+pub use crate::store::daemon_walks as db;
 pub mod http;
 pub mod metrics;
 pub mod runner;
 pub mod scheduler;
 pub mod store;
 
-use crate::config::{self, Config, ConfigError, ConfigTransportError, KeySource};
-use chrono::Utc;
+use crate::config::{self, Config, ConfigError, ConfigTransportError};
 use consent::ConsentGate;
-use ed25519_dalek::SigningKey;
 use runner::JobRunner;
 use scheduler::{FireContext, Scheduler};
 use sd_notify::NotifyState;
@@ -47,8 +46,6 @@ pub enum DaemonError {
         path: PathBuf,
         source: ConfigTransportError,
     },
-    #[error("config {path}: {msg}")]
-    Key { path: PathBuf, msg: String },
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
     #[error("cannot listen on {addr}: {source}")]
@@ -56,38 +53,20 @@ pub enum DaemonError {
         addr: std::net::SocketAddr,
         source: std::io::Error,
     },
-    #[error("cannot set up the filing pipeline: {0}")]
-    Pipeline(String),
+    #[error(transparent)]
+    Setup(#[from] config::SetupError),
     #[error("cannot install the signal handlers: {0}")]
     Signals(std::io::Error),
-}
-
-/// Load the signing key the config names (None: records are filed unsigned).
-pub fn load_key(cfg: &Config) -> Result<Option<SigningKey>, DaemonError> {
-    let key_err = |msg: String| DaemonError::Key {
-        path: cfg.path.clone(),
-        msg,
-    };
-    let path = match &cfg.key {
-        KeySource::None => crate::witness::keys::resolve_key_path(None),
-        other => other.path().map_err(key_err)?,
-    };
-    match path {
-        None => Ok(None),
-        Some(p) => crate::witness::keys::load_signing_key(&p)
-            .map(Some)
-            .map_err(|e| key_err(e.to_string())),
-    }
 }
 
 /// What the status pages show of a configuration: the witness (with its public key, when the
 /// key can be read) and the targets' schedules.
 fn page_context(cfg: &Config) -> crate::pages::Context {
     use base64::Engine as _;
-    let public = load_key(cfg)
-        .ok()
-        .flatten()
-        .map(|k| base64::engine::general_purpose::STANDARD.encode(k.verifying_key().to_bytes()));
+    let public =
+        cfg.signing_key().ok().flatten().map(|k| {
+            base64::engine::general_purpose::STANDARD.encode(k.verifying_key().to_bytes())
+        });
     crate::pages::Context::from_config(cfg, public)
 }
 
@@ -96,29 +75,6 @@ struct Built {
     config: Config,
     runner: Arc<dyn JobRunner>,
     consent: Arc<ConsentGate>,
-}
-
-/// The pipeline for a config: it opens its own connection to the same store (WAL).
-fn build_runner(
-    cfg: &Config,
-    transport: crate::net::Transport,
-    key: Option<SigningKey>,
-    db_path: &Path,
-    clock: Arc<dyn crate::clock::Clock>,
-) -> Result<Arc<dyn JobRunner>, DaemonError> {
-    let pipeline = crate::pipeline::Pipeline::new(crate::pipeline::PipelineConfig {
-        transport,
-        store_path: db_path.to_path_buf(),
-        signing: key.map(|k| (k, cfg.witness.key_url.clone())),
-        clock,
-        intake_override: cfg.intake.clone(),
-        file_extra_walks: cfg.file_extra_walks,
-    })
-    .map_err(|e| DaemonError::Pipeline(e.to_string()))?;
-    // One trust store for every walk: its jku cache is shared.
-    let trust = crate::card_signature::TrustStore::from_config(&cfg.file.card_signature)
-        .map_err(|e| DaemonError::Pipeline(format!("[card_signature]: {e}")))?;
-    Ok(Arc::new(pipeline.with_trust(trust)))
 }
 
 async fn build(
@@ -131,11 +87,15 @@ async fn build(
         path: cfg.path.clone(),
         source,
     })?;
-    let key = load_key(&cfg)?;
-    let runner = build_runner(&cfg, transport.clone(), key, store.path(), clock)?;
+    // The config's own pipeline: it opens its own connection to the same store (WAL).
+    let runner: Arc<dyn JobRunner> = Arc::new(cfg.pipeline_with(
+        transport.clone(),
+        store.path().to_path_buf(),
+        clock.clone(),
+    )?);
     let consent = match previous {
         Some(gate) => Arc::new(gate.with_transport(transport)),
-        None => Arc::new(ConsentGate::new(transport, store.clone()).await?),
+        None => Arc::new(ConsentGate::new(transport, store.clone(), clock).await?),
     };
     Ok(Built {
         config: cfg,
@@ -173,7 +133,7 @@ pub async fn run_with(
     let cfg = config::load(config_path)?;
     let db_path = cfg.database_path()?;
     let store = DaemonStore::open(&db_path)?;
-    let now = db::timestamp(Utc::now());
+    let now = db::timestamp(clock.now());
     let leftovers = store.with(move |c| db::abort_leftovers(c, &now)).await?;
     if leftovers > 0 {
         tracing::warn!(
@@ -237,6 +197,7 @@ pub async fn run_with(
         consent,
         store: store.clone(),
         semaphore: semaphore.clone(),
+        clock: clock.clone(),
     };
     let mut fire_ctx = ctx(built.runner, consent.clone());
     let mut sched = Scheduler::new(cfg.targets.clone(), fire_ctx.clone(), clock.now());

@@ -14,8 +14,8 @@ pub struct JobDone {
     pub sha256: String,
     /// `PASS` or `FAIL` (none for a commitment record).
     pub outcome: Option<String>,
-    /// Submission state (`queued`, `filed`, `host_offline`, ...), when the target submits.
-    pub submission: Option<String>,
+    /// Where its submission stands, when the target submits.
+    pub submission: Option<crate::witness::filing::SubmissionState>,
 }
 
 /// Why a job produced no record. `store_unwritable` says the store refused the write (disk full,
@@ -49,6 +49,8 @@ pub struct RunnerStatus {
     pub lanes_used_today: Vec<(String, String, u32)>,
     /// (answer kind, count).
     pub submissions_by_answer: Vec<(String, u64)>,
+    /// (where submissions stand, count): the outcome every face shows.
+    pub submissions_by_outcome: Vec<(crate::witness::filing::Outcome, u64)>,
 }
 
 /// Runs the work of one fire and the periodic outbox drain. Errors are texts for the log and
@@ -118,6 +120,7 @@ impl JobRunner for crate::pipeline::Pipeline {
             outbox_depth: s.outbox_depth,
             lanes_used_today: s.lanes_used_today,
             submissions_by_answer: s.submissions_by_answer,
+            submissions_by_outcome: s.submissions_by_outcome,
         })
     }
 

@@ -26,6 +26,8 @@ pub struct FireContext {
     pub consent: Arc<ConsentGate>,
     pub store: DaemonStore,
     pub semaphore: Arc<Semaphore>,
+    /// The time every `daemon_walks` row is stamped with (the pipeline's clock).
+    pub clock: Arc<dyn crate::clock::Clock>,
 }
 
 struct Entry {
@@ -136,8 +138,8 @@ impl Scheduler {
             if !fresh {
                 tracing::warn!(target = %target.name, "previous walk of this target still running: this fire is skipped");
                 let store = self.ctx.store.clone();
+                let now = db::timestamp(self.ctx.clock.now());
                 self.tasks.spawn(async move {
-                    let now = db::timestamp(Utc::now());
                     let scheduled = db::timestamp(due);
                     let name = target.name.clone();
                     let origin = target.request.origin.clone();
@@ -212,19 +214,13 @@ impl Scheduler {
             "cut off by shutdown: still running {} s after SIGTERM (daemon.shutdown_grace_secs)",
             grace.as_secs()
         );
-        let now = db::timestamp(Utc::now());
+        let now = db::timestamp(self.ctx.clock.now());
         // Every `running` row now belongs to a task of this run that was just cut off (the
         // previous run's leftovers were closed at start).
         let r = self
             .ctx
             .store
-            .with(move |c| {
-                Ok(c.execute(
-                    "UPDATE daemon_walks SET state = 'aborted', finished_at = ?1, detail = ?2 \
-                     WHERE state = 'running'",
-                    rusqlite::params![now, detail],
-                )?)
-            })
+            .with(move |c| db::abort_running(c, &now, &detail))
             .await;
         if let Err(e) = r {
             tracing::error!(error = %e, "cannot record the walks cut off by shutdown");
@@ -284,7 +280,8 @@ async fn fire_in_slot(
                 let detail = format!(
                     "the origin's consent file declines listing (sha256 {sha256}, read {checked_at})"
                 );
-                let begin = start(db::timestamp(Utc::now()));
+                let begin = start(db::timestamp(ctx.clock.now()));
+                let finished = db::timestamp(ctx.clock.now());
                 let r = ctx
                     .store
                     .with(move |c| {
@@ -297,7 +294,7 @@ async fn fire_in_slot(
                                 detail: Some(&detail),
                                 ..WalkEnd::default()
                             },
-                            &db::timestamp(Utc::now()),
+                            &finished,
                         )
                     })
                     .await;
@@ -312,7 +309,7 @@ async fn fire_in_slot(
                 return;
             }
         }
-        let id = match ctx.store.with(start(db::timestamp(Utc::now()))).await {
+        let id = match ctx.store.with(start(db::timestamp(ctx.clock.now()))).await {
             Ok(id) => id,
             Err(e) => {
                 tracing::error!(error = %e, "cannot record the walk's start: this fire is skipped");
@@ -326,7 +323,7 @@ async fn fire_in_slot(
                 tracing::Span::current().record("sha", done.sha256.as_str());
                 tracing::info!(
                     outcome = done.outcome.as_deref().unwrap_or("-"),
-                    submission = done.submission.as_deref().unwrap_or("-"),
+                    submission = done.submission.map_or("-", |s| s.as_str()),
                     record_id = done.record_id,
                     "walk stored"
                 );
@@ -346,6 +343,7 @@ async fn fire_in_slot(
                 (state::ERROR, None, None, None, Some(e.text))
             }
         };
+        let finished = db::timestamp(ctx.clock.now());
         let r = ctx
             .store
             .with(move |c| {
@@ -356,10 +354,10 @@ async fn fire_in_slot(
                         state: end_state,
                         record_id,
                         record_sha256: sha.as_deref(),
-                        submission: submission.as_deref(),
+                        submission,
                         detail: detail.as_deref(),
                     },
-                    &db::timestamp(Utc::now()),
+                    &finished,
                 )
             })
             .await;

@@ -16,7 +16,7 @@ use crate::card_signature::TrustStore;
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 use crate::net::Transport;
-use crate::pipeline::{Pipeline, PipelineConfig};
+use crate::pipeline::Pipeline;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
@@ -83,30 +83,17 @@ impl WitnessServer {
         use anyhow::Context as _;
         let config = options.config;
         let database = config.database_path()?;
-        let signing = match config.key.path().map_err(anyhow::Error::msg)? {
-            Some(path) => Some((
-                crate::witness::keys::load_signing_key(&path)?,
-                config.witness.key_url.clone(),
-            )),
-            None => None,
-        };
-        let signed = signing.is_some();
         let transport = config.transport()?;
         let mut jwks = crate::card_signature::jwks_transport_config(config.net_policy()?);
         jwks.extra_roots = config.extra_roots()?;
         let jwks_transport = Transport::new(jwks)?;
-        let trust = TrustStore::from_config(&config.file.card_signature)
-            .map_err(|e| anyhow::anyhow!("[card_signature]: {e}"))?;
-        let pipeline = Pipeline::new(PipelineConfig {
-            transport: transport.clone(),
-            store_path: database.clone(),
-            signing,
-            clock: options.clock.clone(),
-            intake_override: config.intake.clone(),
-            file_extra_walks: config.file_extra_walks,
-        })
-        .with_context(|| format!("cannot open the store {}", database.display()))?
-        .with_trust(trust.clone());
+        // The config's own pipeline, as the daemon and `walk` build it: the same key (the
+        // `signing-key` credential included), the same store rules.
+        let pipeline = config
+            .pipeline_with(transport.clone(), database.clone(), options.clock.clone())
+            .with_context(|| format!("cannot set up the pipeline over {}", database.display()))?;
+        let trust = pipeline.trust().clone();
+        let signed = pipeline.public_key_b64().is_some();
         let daily_cap = config
             .file
             .mcp

@@ -33,8 +33,7 @@ fn submission_schema() -> Value {
         "properties": {
             "answer": {
                 "type": "string",
-                "enum": ["filed_counted", "filed_not_counted", "duplicate", "refused", "lane_full",
-                         "queued_for_retry", "kept_local", "host_offline", "not_sent"],
+                "enum": crate::witness::filing::Outcome::ALL,
             },
             "state": { "type": "string" },
             "intake_url": { "type": "string" },

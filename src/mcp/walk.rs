@@ -7,7 +7,7 @@ use super::{State, answer};
 use crate::consent::{self, Consent};
 use crate::digest::sha256_hex;
 use crate::pipeline::{Stage, WalkJob};
-use crate::store::outbox::{self, Submission};
+use crate::store::outbox::Submission;
 use crate::store::{Store, StoreError};
 use crate::walk::{Mode, Privacy, RequestProfile, WalkOutcome, WalkRequest, Wire};
 use crate::wire::Witness;
@@ -140,6 +140,7 @@ pub(super) async fn witness_walk(
     let day = lanes::utc_day(now);
     let ledger = Ledger {
         database: state.database.clone(),
+        clock: state.clock.clone(),
     };
     let (walk_id, used) = ledger
         .begin(
@@ -268,65 +269,9 @@ fn nodes_json(outcome: &WalkOutcome) -> Vec<Value> {
 
 /// The intake's answer, classified as a model should read it.
 fn submission_json(s: &Submission) -> Value {
-    let answer = s.last_answer.as_deref();
-    let (kind, summary) = match s.state.as_str() {
-        outbox::FILED if answer == Some("duplicate") => (
-            "duplicate",
-            "filed: the intake already had these exact bytes".to_string(),
-        ),
-        outbox::FILED if s.counted == Some(false) => (
-            "filed_not_counted",
-            format!(
-                "filed: stored by the intake, not counted ({})",
-                s.count_reason.as_deref().unwrap_or("no reason given")
-            ),
-        ),
-        outbox::FILED => ("filed_counted", "filed and counted".to_string()),
-        outbox::REFUSED => (
-            "refused",
-            format!(
-                "refused by the intake{}: {} (not retried)",
-                s.reason_code
-                    .as_deref()
-                    .map(|c| format!(" with reason_code {c}"))
-                    .unwrap_or_default(),
-                s.last_error.as_deref().unwrap_or("no reason given")
-            ),
-        ),
-        outbox::KEPT_LOCAL => (
-            "kept_local",
-            s.last_error
-                .clone()
-                .unwrap_or_else(|| "kept local, not filed".into()),
-        ),
-        outbox::HOST_OFFLINE => (
-            "host_offline",
-            s.last_error
-                .clone()
-                .unwrap_or_else(|| "host offline: not filed".into()),
-        ),
-        _ if answer == Some("lane_full") => (
-            "lane_full",
-            format!(
-                "lane full today: queued, to be filed from {} (the next UTC day)",
-                s.next_attempt_at.as_deref().unwrap_or("the next UTC day")
-            ),
-        ),
-        _ if answer.is_some() => (
-            "queued_for_retry",
-            format!(
-                "the intake did not take it now ({}): the record is kept and queued for retry at {}",
-                s.last_error.as_deref().unwrap_or("no answer"),
-                s.next_attempt_at.as_deref().unwrap_or("a later time")
-            ),
-        ),
-        _ => (
-            "not_sent",
-            "queued, not sent yet: the record is kept and will be filed by `conduct-walker outbox drain` or the daemon".to_string(),
-        ),
-    };
+    let summary = s.summary();
     json!({
-        "answer": kind,
+        "answer": summary.outcome,
         "state": s.state,
         "intake_url": s.intake_url,
         "http_status": s.last_status,
@@ -335,7 +280,7 @@ fn submission_json(s: &Submission) -> Value {
         "counted": s.counted,
         "count_reason": s.count_reason,
         "next_attempt_at": s.next_attempt_at,
-        "summary": summary,
+        "summary": summary.text,
     })
 }
 
@@ -411,6 +356,7 @@ async fn run_with_progress(
 /// The `mcp_walks` table: the daily cap counts its rows, so it holds across restarts.
 struct Ledger {
     database: PathBuf,
+    clock: Arc<dyn crate::clock::Clock>,
 }
 
 impl Ledger {
@@ -437,28 +383,7 @@ impl Ledger {
         let (day, now, origin) = (day.to_string(), now.to_string(), origin.to_string());
         let taken = self
             .blocking(move |store| {
-                let conn = store.connection();
-                conn.execute_batch("BEGIN IMMEDIATE")?;
-                let result = (|| -> Result<Result<(i64, u32), u32>, StoreError> {
-                    let used: u32 = conn.query_row(
-                        "SELECT count(*) FROM mcp_walks WHERE day = ?1",
-                        [&day],
-                        |r| r.get(0),
-                    )?;
-                    if used >= cap {
-                        return Ok(Err(used));
-                    }
-                    conn.execute(
-                        "INSERT INTO mcp_walks (day, started_at, origin, state) VALUES (?1, ?2, ?3, 'running')",
-                        [&day, &now, &origin],
-                    )?;
-                    Ok(Ok((conn.last_insert_rowid(), used + 1)))
-                })();
-                match &result {
-                    Ok(Ok(_)) => conn.execute_batch("COMMIT")?,
-                    _ => conn.execute_batch("ROLLBACK")?,
-                }
-                result
+                crate::store::mcp_walks::begin(store.connection(), &day, &now, &origin, cap)
             })
             .await?;
         taken.map_err(|used| {
@@ -471,14 +396,17 @@ impl Ledger {
     /// Note how a walk ended. Best effort: the walk's record (if any) is already stored.
     async fn finish(&self, id: i64, state: &str, sha256: Option<String>, detail: Option<String>) {
         let state = state.to_string();
-        let now = crate::clock::walked_at(chrono::Utc::now());
+        let now = crate::clock::walked_at(self.clock.now());
         let done = self
             .blocking(move |store| {
-                store.connection().execute(
-                    "UPDATE mcp_walks SET state = ?1, finished_at = ?2, record_sha256 = ?3, detail = ?4 WHERE id = ?5",
-                    rusqlite::params![state, now, sha256, detail, id],
-                )?;
-                Ok(())
+                crate::store::mcp_walks::finish(
+                    store.connection(),
+                    id,
+                    &state,
+                    &now,
+                    sha256.as_deref(),
+                    detail.as_deref(),
+                )
             })
             .await;
         if let Err(e) = done {

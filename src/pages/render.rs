@@ -137,26 +137,7 @@ pub fn filing(subs: &[Submission]) -> String {
         return "not filed (no submission)".into();
     }
     subs.iter()
-        .map(|s| match (s.state.as_str(), s.last_answer.as_deref()) {
-            (_, Some("accepted")) if s.counted == Some(true) => "counted".to_string(),
-            (_, Some("accepted")) => match &s.count_reason {
-                Some(r) => format!("stored, not counted ({r})"),
-                None => "stored, not counted".to_string(),
-            },
-            (_, Some("duplicate")) => "duplicate".to_string(),
-            ("refused", _) | (_, Some("refused")) => format!(
-                "refused: {}",
-                s.reason_code.as_deref().unwrap_or("no reason_code")
-            ),
-            (_, Some("lane_full")) => "lane full (waits for the next UTC day)".to_string(),
-            ("queued", _) | ("sending", _) => match &s.last_error {
-                Some(e) => format!("queued ({e})"),
-                None => "queued".to_string(),
-            },
-            ("kept_local", _) => "kept local (one counted record per day)".to_string(),
-            ("host_offline", _) => "host offline: not filed".to_string(),
-            (state, _) => state.to_string(),
-        })
+        .map(|s| s.summary().short)
         .collect::<Vec<_>>()
         .join("; ")
 }

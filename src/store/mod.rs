@@ -9,7 +9,9 @@
 //! The store derives its metadata columns (endpoint, verdict, ...) from the canonical bytes itself
 //! ([`meta::derive`]); callers hand over only the bytes, the signature and the key.
 
+pub mod daemon_walks;
 pub mod group;
+pub mod mcp_walks;
 pub mod meta;
 pub mod outbox;
 pub mod schema;

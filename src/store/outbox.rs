@@ -3,15 +3,14 @@
 //! record's own insert transaction.
 
 use super::StoreError;
+use crate::witness::filing::{AnswerKind, Facts, Outcome, SubmissionState, Summary};
 use rusqlite::{Connection, OptionalExtension, params};
 
-/// Submission states (the `state` column).
-pub const QUEUED: &str = "queued";
-pub const SENDING: &str = "sending";
-pub const FILED: &str = "filed";
-pub const REFUSED: &str = "refused";
-pub const KEPT_LOCAL: &str = "kept_local";
-pub const HOST_OFFLINE: &str = "host_offline";
+const QUEUED: SubmissionState = SubmissionState::Queued;
+const SENDING: SubmissionState = SubmissionState::Sending;
+const FILED: SubmissionState = SubmissionState::Filed;
+const REFUSED: SubmissionState = SubmissionState::Refused;
+const ACCEPTED: AnswerKind = AnswerKind::Accepted;
 
 /// A new outbox row.
 #[derive(Debug, Clone)]
@@ -21,7 +20,7 @@ pub struct NewSubmission<'a> {
     pub lane: &'a str,
     pub identity: &'a str,
     pub endpoint: &'a str,
-    pub state: &'a str,
+    pub state: SubmissionState,
     pub next_attempt_at: Option<&'a str>,
     pub last_error: Option<&'a str>,
     pub now: &'a str,
@@ -36,16 +35,35 @@ pub struct Submission {
     pub lane: String,
     pub identity: String,
     pub endpoint: String,
-    pub state: String,
+    pub state: SubmissionState,
     pub attempts: i64,
     pub next_attempt_at: Option<String>,
-    pub last_answer: Option<String>,
+    pub last_answer: Option<AnswerKind>,
     pub last_status: Option<i64>,
     pub last_error: Option<String>,
     pub reason_code: Option<String>,
     pub counted: Option<bool>,
     pub count_reason: Option<String>,
     pub filed_day: Option<String>,
+}
+
+impl Submission {
+    /// Where this submission stands, as every face shows it.
+    pub fn summary(&self) -> Summary {
+        self.facts().summary()
+    }
+
+    pub fn facts(&self) -> Facts<'_> {
+        Facts {
+            state: self.state,
+            answer: self.last_answer,
+            counted: self.counted,
+            count_reason: self.count_reason.as_deref(),
+            reason_code: self.reason_code.as_deref(),
+            error: self.last_error.as_deref(),
+            next_attempt_at: self.next_attempt_at.as_deref(),
+        }
+    }
 }
 
 const COLUMNS: &str = "id, record_id, intake_url, lane, identity, endpoint, state, attempts, \
@@ -105,11 +123,13 @@ pub fn for_record(conn: &Connection, record_id: i64) -> Result<Vec<Submission>, 
 /// (resending the same bytes is idempotent at the intake).
 pub fn due(conn: &Connection, now: &str) -> Result<Vec<Submission>, StoreError> {
     let sql = format!(
-        "SELECT {COLUMNS} FROM submissions WHERE state = 'sending' \
-         OR (state = 'queued' AND (next_attempt_at IS NULL OR next_attempt_at <= ?1)) ORDER BY id"
+        "SELECT {COLUMNS} FROM submissions WHERE state = ?2 \
+         OR (state = ?3 AND (next_attempt_at IS NULL OR next_attempt_at <= ?1)) ORDER BY id"
     );
     let mut stmt = conn.prepare(&sql)?;
-    let rows = stmt.query_map([now], row)?.collect::<Result<Vec<_>, _>>()?;
+    let rows = stmt
+        .query_map(params![now, SENDING, QUEUED], row)?
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
 }
 
@@ -125,8 +145,8 @@ pub fn already_planned_today(
     let found: Option<i64> = conn
         .query_row(
             "SELECT id FROM submissions WHERE intake_url = ?1 AND identity = ?2 AND endpoint = ?3 \
-             AND substr(created_at, 1, 10) = ?4 AND state IN ('queued', 'sending', 'filed') LIMIT 1",
-            params![intake_url, identity, endpoint, day],
+             AND substr(created_at, 1, 10) = ?4 AND state IN (?5, ?6, ?7) LIMIT 1",
+            params![intake_url, identity, endpoint, day, QUEUED, SENDING, FILED],
             |r| r.get(0),
         )
         .optional()?;
@@ -142,8 +162,8 @@ pub fn accepted_on(
 ) -> Result<(u32, u32), StoreError> {
     Ok(conn.query_row(
         "SELECT count(*), coalesce(sum(lane = ?2), 0) FROM submissions \
-         WHERE intake_url = ?1 AND filed_day = ?3 AND last_answer = 'accepted'",
-        params![intake_url, lane, day],
+         WHERE intake_url = ?1 AND filed_day = ?3 AND last_answer = ?4",
+        params![intake_url, lane, day, ACCEPTED],
         |r| Ok((r.get::<_, i64>(0)? as u32, r.get::<_, i64>(1)? as u32)),
     )?)
 }
@@ -151,17 +171,17 @@ pub fn accepted_on(
 /// Mark a row as being sent (before the request leaves).
 pub fn mark_sending(conn: &Connection, id: i64, now: &str) -> Result<(), StoreError> {
     conn.prepare_cached(
-        "UPDATE submissions SET state = 'sending', attempts = attempts + 1, updated_at = ?2 WHERE id = ?1",
+        "UPDATE submissions SET state = ?3, attempts = attempts + 1, updated_at = ?2 WHERE id = ?1",
     )?
-    .execute(params![id, now])?;
+    .execute(params![id, now, SENDING])?;
     Ok(())
 }
 
 /// What happened on one attempt, to be written with its log row.
 #[derive(Debug, Clone)]
 pub struct AttemptResult<'a> {
-    pub state: &'a str,
-    pub answer: &'a str,
+    pub state: SubmissionState,
+    pub answer: AnswerKind,
     pub status: u16,
     pub body: &'a str,
     pub error: Option<&'a str>,
@@ -187,15 +207,13 @@ pub fn record_attempt(
     )?
     .execute(params![id, now, a.answer, a.status, a.body])?;
     let accepted: bool = conn
-        .prepare_cached(
-            "SELECT coalesce(last_answer, '') = 'accepted' FROM submissions WHERE id = ?1",
-        )?
-        .query_row([id], |r| r.get(0))?;
+        .prepare_cached("SELECT coalesce(last_answer, '') = ?2 FROM submissions WHERE id = ?1")?
+        .query_row(params![id, ACCEPTED], |r| r.get(0))?;
     if accepted {
         conn.prepare_cached(
-            "UPDATE submissions SET state = 'filed', next_attempt_at = NULL, updated_at = ?2 WHERE id = ?1",
+            "UPDATE submissions SET state = ?3, next_attempt_at = NULL, updated_at = ?2 WHERE id = ?1",
         )?
-        .execute(params![id, now])?;
+        .execute(params![id, now, FILED])?;
         tx.commit()?;
         return Ok(());
     }
@@ -227,11 +245,11 @@ pub fn record_attempt(
 pub fn unsettled(conn: &Connection) -> Result<Vec<(String, Submission)>, StoreError> {
     let sql = format!(
         "SELECT {COLUMNS}, (SELECT sha256 FROM records WHERE records.id = record_id) \
-         FROM submissions WHERE state NOT IN ('filed', 'refused') ORDER BY id"
+         FROM submissions WHERE state NOT IN (?1, ?2) ORDER BY id"
     );
     let mut stmt = conn.prepare(&sql)?;
     let rows = stmt
-        .query_map([], |r| Ok((r.get(16)?, row(r)?)))?
+        .query_map(params![FILED, REFUSED], |r| Ok((r.get(16)?, row(r)?)))?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
 }
@@ -239,8 +257,8 @@ pub fn unsettled(conn: &Connection) -> Result<Vec<(String, Submission)>, StoreEr
 /// Queued or in flight: the outbox depth.
 pub fn depth(conn: &Connection) -> Result<u64, StoreError> {
     let n: i64 = conn.query_row(
-        "SELECT count(*) FROM submissions WHERE state IN ('queued', 'sending')",
-        [],
+        "SELECT count(*) FROM submissions WHERE state IN (?1, ?2)",
+        params![QUEUED, SENDING],
         |r| r.get(0),
     )?;
     Ok(n as u64)
@@ -249,15 +267,50 @@ pub fn depth(conn: &Connection) -> Result<u64, StoreError> {
 /// `(intake, lane, accepted today)` for a UTC day.
 pub fn lanes_used(conn: &Connection, day: &str) -> Result<Vec<(String, String, u32)>, StoreError> {
     let mut stmt = conn.prepare(
-        "SELECT intake_url, lane, count(*) FROM submissions WHERE filed_day = ?1 AND last_answer = 'accepted' \
+        "SELECT intake_url, lane, count(*) FROM submissions WHERE filed_day = ?1 AND last_answer = ?2 \
          GROUP BY intake_url, lane ORDER BY intake_url, lane",
     )?;
     let rows = stmt
-        .query_map([day], |r| {
+        .query_map(params![day, ACCEPTED], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as u32))
         })?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
+}
+
+/// Count of submissions by where they stand ([`Outcome`], the summary every face shows), every
+/// outcome listed (zero included), in [`Outcome::ALL`] order.
+pub fn by_outcome(conn: &Connection) -> Result<Vec<(Outcome, u64)>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT state, last_answer, counted, count(*) FROM submissions GROUP BY 1, 2, 3",
+    )?;
+    let mut counts: Vec<(Outcome, u64)> = Outcome::ALL.iter().map(|&o| (o, 0)).collect();
+    let groups = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, SubmissionState>(0)?,
+            r.get::<_, Option<AnswerKind>>(1)?,
+            r.get::<_, Option<i64>>(2)?.map(|c| c != 0),
+            r.get::<_, i64>(3)? as u64,
+        ))
+    })?;
+    for group in groups {
+        let (state, answer, counted, n) = group?;
+        let outcome = Facts {
+            state,
+            answer,
+            counted,
+            count_reason: None,
+            reason_code: None,
+            error: None,
+            next_attempt_at: None,
+        }
+        .summary()
+        .outcome;
+        if let Some(slot) = counts.iter_mut().find(|(o, _)| *o == outcome) {
+            slot.1 += n;
+        }
+    }
+    Ok(counts)
 }
 
 /// Count of submissions by their last answer (`none` when never attempted) and state.

@@ -326,7 +326,9 @@ pub fn newest_record_id(conn: &Connection) -> Result<Option<i64>, StoreError> {
 }
 
 /// `(state, count)` of the outbox, by an index-only scan of `submissions_due`.
-pub fn outbox_by_state(conn: &Connection) -> Result<Vec<(String, u64)>, StoreError> {
+pub fn outbox_by_state(
+    conn: &Connection,
+) -> Result<Vec<(crate::witness::filing::SubmissionState, u64)>, StoreError> {
     let mut stmt = conn.prepare_cached(
         "SELECT state, count(*) FROM submissions INDEXED BY submissions_due GROUP BY state ORDER BY state",
     )?;
@@ -343,13 +345,14 @@ pub fn lanes_by_day(
 ) -> Result<Vec<(String, String, u64)>, StoreError> {
     let mut stmt = conn.prepare_cached(
         "SELECT filed_day, lane, count(*) FROM submissions \
-         WHERE filed_day >= ?1 AND last_answer = 'accepted' GROUP BY filed_day, lane \
+         WHERE filed_day >= ?1 AND last_answer = ?2 GROUP BY filed_day, lane \
          ORDER BY filed_day, lane",
     )?;
     let rows = stmt
-        .query_map([from_day], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as u64))
-        })?
+        .query_map(
+            rusqlite::params![from_day, crate::witness::filing::AnswerKind::Accepted],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as u64)),
+        )?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
 }
@@ -392,11 +395,29 @@ pub fn neighbours(
     Ok((prev, next))
 }
 
+/// Visit every record newer than `after_id`, oldest first: `(id, endpoint, outcome,
+/// canonical)`. Records are append-only, so a reader that keeps the last id it saw (the
+/// daemon's `/metrics` tallies) reads each row once.
+pub fn records_after(
+    conn: &Connection,
+    after_id: i64,
+    mut each: impl FnMut(i64, String, Option<String>, Vec<u8>),
+) -> Result<(), StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, endpoint, outcome, canonical FROM records WHERE id > ?1 ORDER BY id",
+    )?;
+    let mut rows = stmt.query([after_id])?;
+    while let Some(r) = rows.next()? {
+        each(r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+    }
+    Ok(())
+}
+
 /// One answer an intake gave (`submission_attempts`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attempt {
     pub attempted_at: String,
-    pub answer: String,
+    pub answer: crate::witness::filing::AnswerKind,
     pub status: i64,
     pub body: String,
 }

@@ -31,19 +31,38 @@ pub enum Answer {
     Retry {
         status: u16,
         error: String,
-        retry_after: Option<Duration>,
+        retry_after: Option<RetryAfter>,
     },
 }
 
-impl Answer {
-    /// Stored and counted name of the answer kind.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Answer::Accepted { .. } => "accepted",
-            Answer::Duplicate { .. } => "duplicate",
-            Answer::Refused { .. } => "refused",
-            Answer::LaneFull { .. } => "lane_full",
-            Answer::Retry { .. } => "retry",
+/// A `Retry-After` header as the intake sent it (RFC 9110 §10.2.3); how long it means is
+/// decided against the clock by [`super::filing::retry_after_delay`], clamped to
+/// [`MAX_RETRY_AFTER`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryAfter {
+    Seconds(u64),
+    Date(chrono::DateTime<chrono::Utc>),
+}
+
+impl RetryAfter {
+    /// Delay-seconds or an HTTP date; anything unreadable is `None` (ignored).
+    pub fn parse(value: &str) -> Option<RetryAfter> {
+        let v = value.trim();
+        match v.parse::<u64>() {
+            Ok(secs) => Some(RetryAfter::Seconds(secs)),
+            // Digits too many for a u64 are still a number of seconds: clamped later.
+            Err(_) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => {
+                Some(RetryAfter::Seconds(u64::MAX))
+            }
+            // The three HTTP-date forms (IMF-fixdate, RFC 850, asctime), then any RFC 2822
+            // date with a zone offset.
+            Err(_) => httpdate::parse_http_date(v)
+                .map(chrono::DateTime::<chrono::Utc>::from)
+                .or_else(|_| {
+                    chrono::DateTime::parse_from_rfc2822(v).map(|d| d.with_timezone(&chrono::Utc))
+                })
+                .ok()
+                .map(RetryAfter::Date),
         }
     }
 }
@@ -147,7 +166,7 @@ pub fn classify(ex: &Exchange, expected_sha: &str) -> Answer {
         s if s >= 500 => Answer::Retry {
             status: s,
             error,
-            retry_after: retry_after(ex, chrono::Utc::now()),
+            retry_after: ex.header("retry-after").and_then(RetryAfter::parse),
         },
         s => Answer::Refused {
             status: s,
@@ -155,20 +174,6 @@ pub fn classify(ex: &Exchange, expected_sha: &str) -> Answer {
             reason_code: text("reason_code"),
         },
     }
-}
-
-/// `Retry-After` as seconds or an HTTP date, relative to `now`, clamped to
-/// [`MAX_RETRY_AFTER`]; a date in the past means now, anything unreadable is ignored.
-fn retry_after(ex: &Exchange, now: chrono::DateTime<chrono::Utc>) -> Option<Duration> {
-    let v = ex.header("retry-after")?.trim();
-    let secs = match v.parse::<u64>() {
-        Ok(secs) => secs,
-        Err(_) => {
-            let when = chrono::DateTime::parse_from_rfc2822(v).ok()?;
-            when.timestamp().saturating_sub(now.timestamp()).max(0) as u64
-        }
-    };
-    Some(Duration::from_secs(secs).min(MAX_RETRY_AFTER))
 }
 
 /// `POST <intake>` with the submission body (§5); `sha256` is the record's identity, which an
@@ -247,6 +252,7 @@ pub async fn probe(transport: &Transport, intake_url: &str) -> IntakeProbe {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::witness::filing::AnswerKind;
     use serde_json::json;
 
     fn ex(status: u16, body: Value, headers: Vec<(&str, &str)>) -> Exchange {
@@ -286,7 +292,7 @@ mod tests {
                 "ab"
             )
             .kind(),
-            "duplicate"
+            AnswerKind::Duplicate
         );
         assert_eq!(
             classify(
@@ -305,7 +311,7 @@ mod tests {
         );
         assert_eq!(
             classify(&ex(413, json!({"error": "too_large"}), vec![]), "ab").kind(),
-            "refused"
+            AnswerKind::Refused
         );
         assert_eq!(
             classify(
@@ -333,7 +339,7 @@ mod tests {
             Answer::Retry {
                 status: 503,
                 error: "key_url_unreachable".into(),
-                retry_after: Some(Duration::from_secs(120))
+                retry_after: Some(RetryAfter::Seconds(120))
             }
         );
         let failed =
@@ -376,7 +382,13 @@ mod tests {
     #[test]
     fn retry_after_is_clamped_and_dates_in_the_past_mean_now() {
         let now: chrono::DateTime<chrono::Utc> = "2026-12-01T00:00:00Z".parse().unwrap();
-        let with = |v: &str| retry_after(&ex(503, json!({}), vec![("retry-after", v)]), now);
+        let with = |v: &str| {
+            let answer = classify(&ex(503, json!({}), vec![("retry-after", v)]), "ab");
+            let Answer::Retry { retry_after, .. } = answer else {
+                panic!("{answer:?}")
+            };
+            retry_after.map(|ra| crate::witness::filing::retry_after_delay(ra, now))
+        };
         assert_eq!(with("315360000"), Some(MAX_RETRY_AFTER), "ten years");
         assert_eq!(with("18446744073709551615"), Some(MAX_RETRY_AFTER));
         assert_eq!(with("-5"), None);

@@ -40,6 +40,21 @@ pub enum KeyError {
     NotEd25519Pkcs8 { path: String },
     #[error("no signing key: pass --key FILE or provide the systemd credential `signing-key`")]
     NoKey,
+    #[error("key_url {0} needs a signing key: the intake refuses key_url on an unsigned record")]
+    KeyUrlWithoutKey(String),
+}
+
+/// What a pipeline signs with: the key and the `key_url` serving its public half (written into
+/// every record before signing). A `key_url` without a key is refused: the intake refuses it.
+pub fn signing_pair(
+    key: Option<SigningKey>,
+    key_url: Option<String>,
+) -> Result<Option<(SigningKey, Option<String>)>, KeyError> {
+    match (key, key_url) {
+        (Some(key), url) => Ok(Some((key, url))),
+        (None, Some(url)) => Err(KeyError::KeyUrlWithoutKey(url)),
+        (None, None) => Ok(None),
+    }
 }
 
 /// Generate a key and write it as PKCS#8 PEM, mode 0600, never replacing a file.

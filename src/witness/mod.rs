@@ -1,5 +1,6 @@
 //! The witness side of spec §4.5–§6: keys, signing, the intake client and lane arithmetic.
 
+pub mod filing;
 pub mod intake;
 pub mod keys;
 pub mod lanes;

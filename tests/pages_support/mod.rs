@@ -145,7 +145,7 @@ impl World {
                 state: db::state::DONE,
                 record_id: Some(report.record_id),
                 record_sha256: Some(&report.outcome.sha256),
-                submission: report.submission.as_ref().map(|s| s.state.as_str()),
+                submission: report.submission.as_ref().map(|s| s.state),
                 detail: None,
             },
             at,

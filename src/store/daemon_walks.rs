@@ -1,7 +1,7 @@
 //! The daemon's own tables (migration 3, `daemon_walks` and `consent_checks`): plain functions
 //! over a connection to the record store, so they share its file, WAL and migrations.
 
-use crate::store::StoreError;
+use super::StoreError;
 use rusqlite::{Connection, params};
 
 /// `daemon_walks.state` values.
@@ -50,7 +50,7 @@ pub struct WalkEnd<'a> {
     pub state: &'a str,
     pub record_id: Option<i64>,
     pub record_sha256: Option<&'a str>,
-    pub submission: Option<&'a str>,
+    pub submission: Option<crate::witness::filing::SubmissionState>,
     pub detail: Option<&'a str>,
 }
 
@@ -205,4 +205,12 @@ pub fn walks(conn: &Connection) -> Result<Vec<WalkRow>, StoreError> {
         })?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
+}
+
+/// Close every `running` walk as aborted (at shutdown, once the grace period cut them off).
+pub fn abort_running(conn: &Connection, now: &str, detail: &str) -> Result<usize, StoreError> {
+    Ok(conn.execute(
+        "UPDATE daemon_walks SET state = ?1, finished_at = ?2, detail = ?3 WHERE state = ?4",
+        params![state::ABORTED, now, detail, state::RUNNING],
+    )?)
 }

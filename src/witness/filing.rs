@@ -1,0 +1,1174 @@
+//! The filing state machine (spec §5, §6.2), pure: which step an outbox row takes next, what an
+//! intake's answer makes of it, and how every face words where it stands. The pipeline only
+//! carries out what these functions return; time, the jitter and the store's counts come in as
+//! values, so every rule is table-tested without a network.
+//!
+//! ```text
+//!            plan (pipeline::plan, in the record's insert transaction)
+//!   ┌───────────────┬──────────────┴─────────────┬──────────────────┐
+//!   ▼               ▼                            ▼                  ▼
+//! kept_local    host_offline                  queued ◄──────┐    refused (too long)
+//! (settled)     (settled)                        │           │
+//!                              next_step: NotDue (wait) ─────┤
+//!                              next_step: Defer(midnight) ───┤ (lane full by our own count)
+//!                              next_step: Send               │
+//!                                                ▼           │
+//!                                             sending        │ classify: retry, lane_full
+//!                                                │ POST ─────┤ (backoff / next UTC midnight)
+//!                      (process killed: LookUp)  │           │
+//!                                                ├─ classify: accepted, duplicate ─► filed
+//!                                                └─ classify: refused ─────────────► refused
+//! ```
+
+use super::intake::{Answer, MAX_RETRY_AFTER};
+use super::lanes::{self, Lane, Limits, Usage};
+use chrono::{DateTime, Utc};
+use std::fmt;
+use std::str::FromStr;
+
+/// Generates the one text form (the store's column value) of a fieldless enum.
+macro_rules! text_enum {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $text:literal,)+ }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $name { $($(#[$vm])* $variant,)+ }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant,)+];
+
+            /// The text stored in the database and printed by the faces.
+            pub const fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text,)+ }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = UnknownText;
+            fn from_str(s: &str) -> Result<Self, UnknownText> {
+                match s {
+                    $($text => Ok($name::$variant),)+
+                    _ => Err(UnknownText { what: stringify!($name), text: s.to_string() }),
+                }
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl rusqlite::ToSql for $name {
+            fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+                Ok(self.as_str().into())
+            }
+        }
+
+        impl rusqlite::types::FromSql for $name {
+            fn column_result(v: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+                v.as_str()?
+                    .parse()
+                    .map_err(|e| rusqlite::types::FromSqlError::Other(Box::new(e)))
+            }
+        }
+    };
+}
+
+/// A text that names no value of the enum (a store written by a newer version, or edited).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text:?} is not a {what}")]
+pub struct UnknownText {
+    pub what: &'static str,
+    pub text: String,
+}
+
+text_enum! {
+    /// Where an outbox row stands (the `submissions.state` column).
+    SubmissionState {
+        /// Waiting for its first or next attempt (`next_attempt_at`).
+        Queued = "queued",
+        /// Its request may have left: a stopped process asks the intake before sending again.
+        Sending = "sending",
+        /// The intake holds it (accepted or duplicate): settled.
+        Filed = "filed",
+        /// The intake refused it, or it could never be taken (too long): settled, not retried.
+        Refused = "refused",
+        /// Not the day's first walk of its identity × endpoint: stored, never sent.
+        KeptLocal = "kept_local",
+        /// This host could not reach the intake when the walk saw transport errors: not filed.
+        HostOffline = "host_offline",
+    }
+}
+
+text_enum! {
+    /// The kind of the last answer (the `submissions.last_answer` and
+    /// `submission_attempts.answer` columns); `lane_full` also when our own count held it back.
+    AnswerKind {
+        Accepted = "accepted",
+        Duplicate = "duplicate",
+        Refused = "refused",
+        LaneFull = "lane_full",
+        Retry = "retry",
+    }
+}
+
+text_enum! {
+    /// What a submission came to, as every face shows it (the MCP tool's `answer`).
+    Outcome {
+        FiledCounted = "filed_counted",
+        FiledNotCounted = "filed_not_counted",
+        Duplicate = "duplicate",
+        Refused = "refused",
+        LaneFull = "lane_full",
+        QueuedForRetry = "queued_for_retry",
+        KeptLocal = "kept_local",
+        HostOffline = "host_offline",
+        NotSent = "not_sent",
+    }
+}
+
+impl SubmissionState {
+    /// Filed, refused, kept local or host offline: nothing more will be sent.
+    pub fn is_settled(self) -> bool {
+        !matches!(self, SubmissionState::Queued | SubmissionState::Sending)
+    }
+
+    /// The state read aloud (`kept local`).
+    pub fn words(self) -> String {
+        self.as_str().replace('_', " ")
+    }
+}
+
+impl Answer {
+    /// The stored kind of this answer.
+    pub fn kind(&self) -> AnswerKind {
+        match self {
+            Answer::Accepted { .. } => AnswerKind::Accepted,
+            Answer::Duplicate { .. } => AnswerKind::Duplicate,
+            Answer::Refused { .. } => AnswerKind::Refused,
+            Answer::LaneFull { .. } => AnswerKind::LaneFull,
+            Answer::Retry { .. } => AnswerKind::Retry,
+        }
+    }
+}
+
+/// The facts of a submission a summary is made from (an outbox row or a pipeline report).
+#[derive(Debug, Clone, Copy)]
+pub struct Facts<'a> {
+    pub state: SubmissionState,
+    pub answer: Option<AnswerKind>,
+    pub counted: Option<bool>,
+    pub count_reason: Option<&'a str>,
+    pub reason_code: Option<&'a str>,
+    pub error: Option<&'a str>,
+    pub next_attempt_at: Option<&'a str>,
+}
+
+/// Where a submission stands, decided once; the faces render [`Summary::short`] (pages,
+/// tables) or [`Summary::text`] (CLI, MCP), never the stored strings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    pub outcome: Outcome,
+    /// A few words: `counted`, `refused: <reason_code>`, `queued (<error>)`.
+    pub short: String,
+    /// A sentence for a reader who does not know the outbox.
+    pub text: String,
+}
+
+impl Facts<'_> {
+    pub fn summary(&self) -> Summary {
+        use SubmissionState as S;
+        let err = self.error.unwrap_or("no reason given");
+        let (outcome, short, text) = match self.state {
+            S::Filed if self.answer == Some(AnswerKind::Duplicate) => (
+                Outcome::Duplicate,
+                "duplicate".to_string(),
+                "filed: the intake already had these exact bytes".to_string(),
+            ),
+            S::Filed if self.counted == Some(false) => (
+                Outcome::FiledNotCounted,
+                match self.count_reason {
+                    Some(r) => format!("stored, not counted ({r})"),
+                    None => "stored, not counted".to_string(),
+                },
+                format!(
+                    "filed: stored by the intake, not counted ({})",
+                    self.count_reason.unwrap_or("no reason given")
+                ),
+            ),
+            S::Filed => (
+                Outcome::FiledCounted,
+                "counted".to_string(),
+                "filed and counted".to_string(),
+            ),
+            S::Refused => (
+                Outcome::Refused,
+                format!("refused: {}", self.reason_code.unwrap_or("no reason_code")),
+                format!(
+                    "refused by the intake{}: {err} (not retried)",
+                    self.reason_code
+                        .map(|c| format!(" with reason_code {c}"))
+                        .unwrap_or_default(),
+                ),
+            ),
+            S::KeptLocal => (
+                Outcome::KeptLocal,
+                "kept local (one counted record per day)".to_string(),
+                self.error.unwrap_or("kept local, not filed").to_string(),
+            ),
+            S::HostOffline => (
+                Outcome::HostOffline,
+                "host offline: not filed".to_string(),
+                self.error.unwrap_or("host offline: not filed").to_string(),
+            ),
+            S::Queued | S::Sending => match self.answer {
+                Some(AnswerKind::LaneFull) => (
+                    Outcome::LaneFull,
+                    "lane full (waits for the next UTC day)".to_string(),
+                    format!(
+                        "lane full today: queued, to be filed from {} (the next UTC day)",
+                        self.next_attempt_at.unwrap_or("the next UTC day")
+                    ),
+                ),
+                Some(_) => (
+                    Outcome::QueuedForRetry,
+                    format!("queued ({err})"),
+                    format!(
+                        "the intake did not take it now ({}): the record is kept and queued for retry at {}",
+                        self.error.unwrap_or("no answer"),
+                        self.next_attempt_at.unwrap_or("a later time")
+                    ),
+                ),
+                None => (
+                    Outcome::NotSent,
+                    match self.error {
+                        Some(e) => format!("queued ({e})"),
+                        None => "queued".to_string(),
+                    },
+                    "queued, not sent yet: the record is kept and will be filed by `conduct-walker outbox drain` or the daemon".to_string(),
+                ),
+            },
+        };
+        Summary {
+            outcome,
+            short,
+            text,
+        }
+    }
+}
+
+/// What to do with an outbox row now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Settled, or waiting for its retry time: leave it.
+    NotDue,
+    /// Left `sending` by a stopped process: ask the intake (`GET <intake>/<sha256>`) before
+    /// sending again.
+    LookUp,
+    /// Our own count says the lane (or the intake's day) is full: do not send; wait until then.
+    Defer(DateTime<Utc>),
+    /// Mark it `sending` (committed), then POST.
+    Send,
+}
+
+/// The facts of an outbox row the next step depends on.
+#[derive(Debug, Clone, Copy)]
+pub struct Row<'a> {
+    pub state: SubmissionState,
+    /// RFC 3339 seconds, as stored.
+    pub next_attempt_at: Option<&'a str>,
+    pub lane: &'a Lane,
+    /// The intake was already asked whether it holds the record (after an interrupted
+    /// attempt) and said no.
+    pub looked_up: bool,
+}
+
+/// Whether a row is due now: `sending` (an interrupted attempt), or `queued` past its retry
+/// time. A retry time that does not read as a time is due (a damaged row is not parked forever).
+pub fn is_due(row: &Row, now: DateTime<Utc>) -> bool {
+    match row.state {
+        SubmissionState::Sending => true,
+        SubmissionState::Queued => row.next_attempt_at.is_none_or(|t| {
+            DateTime::parse_from_rfc3339(t).map_or(true, |t| t.with_timezone(&Utc) <= now)
+        }),
+        _ => false,
+    }
+}
+
+/// The next step of a row, given the intake's limits and this walker's accepted records at
+/// that intake today (`usage`, counted on `now`'s UTC day).
+pub fn next_step(row: &Row, now: DateTime<Utc>, limits: &Limits, usage: Usage) -> Step {
+    if !is_due(row, now) {
+        return Step::NotDue;
+    }
+    if row.state == SubmissionState::Sending && !row.looked_up {
+        return Step::LookUp;
+    }
+    if !lanes::has_room(limits, row.lane, usage) {
+        // The client never sends what a lane cannot take: wait for the next UTC day.
+        return Step::Defer(lanes::next_utc_midnight(now));
+    }
+    Step::Send
+}
+
+/// What an attempt did to a row: its new state and what is logged with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transition {
+    pub state: SubmissionState,
+    pub answer: AnswerKind,
+    pub error: Option<String>,
+    pub reason_code: Option<String>,
+    pub counted: Option<bool>,
+    pub count_reason: Option<String>,
+    /// The UTC day the intake took it, for the lane counts.
+    pub filed_day: Option<String>,
+    /// Set exactly when `state` is `queued`.
+    pub retry_at: Option<DateTime<Utc>>,
+}
+
+impl Transition {
+    fn new(state: SubmissionState, answer: AnswerKind) -> Transition {
+        Transition {
+            state,
+            answer,
+            error: None,
+            reason_code: None,
+            counted: None,
+            count_reason: None,
+            filed_day: None,
+            retry_at: None,
+        }
+    }
+
+    /// [`Step::Defer`]: not sent, our own count says the lane is full until `until`.
+    pub fn deferred(until: DateTime<Utc>) -> Transition {
+        Transition {
+            error: Some("lane full today (counted locally)".into()),
+            retry_at: Some(until),
+            ..Transition::new(SubmissionState::Queued, AnswerKind::LaneFull)
+        }
+    }
+
+    /// [`Step::LookUp`] found the record at the intake: filed, without a second POST.
+    pub fn found_at_intake(now: DateTime<Utc>) -> Transition {
+        Transition {
+            filed_day: Some(lanes::utc_day(now)),
+            ..Transition::new(SubmissionState::Filed, AnswerKind::Duplicate)
+        }
+    }
+}
+
+/// How long to wait after a `Retry-After`, relative to `now`: clamped to [`MAX_RETRY_AFTER`];
+/// a date in the past means now.
+pub fn retry_after_delay(ra: super::intake::RetryAfter, now: DateTime<Utc>) -> std::time::Duration {
+    use super::intake::RetryAfter;
+    let secs = match ra {
+        RetryAfter::Seconds(s) => s,
+        RetryAfter::Date(when) => when.timestamp().saturating_sub(now.timestamp()).max(0) as u64,
+    };
+    std::time::Duration::from_secs(secs).min(MAX_RETRY_AFTER)
+}
+
+/// What an intake's answer to the `attempts`-th POST makes of the row (§6.2): filed, refused,
+/// or queued with its retry time (the next UTC midnight for a full lane; exponential backoff
+/// with `jitter` in [0, 1), never sooner than `Retry-After`, for anything else).
+pub fn classify(answer: &Answer, attempts: u32, now: DateTime<Utc>, jitter: f64) -> Transition {
+    use SubmissionState as S;
+    let mut t = Transition::new(S::Queued, answer.kind());
+    match answer {
+        Answer::Accepted {
+            counted,
+            count_reason,
+            ..
+        } => {
+            t.state = S::Filed;
+            t.counted = Some(*counted);
+            t.count_reason = count_reason.clone();
+            t.filed_day = Some(lanes::utc_day(now));
+        }
+        Answer::Duplicate { .. } => {
+            t.state = S::Filed;
+            t.filed_day = Some(lanes::utc_day(now));
+        }
+        Answer::Refused {
+            error, reason_code, ..
+        } => {
+            t.state = S::Refused;
+            t.error = Some(error.clone());
+            t.reason_code = reason_code.clone();
+        }
+        Answer::LaneFull { error, .. } => {
+            t.error = Some(error.clone());
+            t.retry_at = Some(lanes::next_utc_midnight(now));
+        }
+        Answer::Retry {
+            error, retry_after, ..
+        } => {
+            t.error = Some(error.clone());
+            let wait = retry_after.map(|ra| retry_after_delay(ra, now));
+            let delay = lanes::backoff(attempts, wait, jitter);
+            // Checked: whatever an intake says (or the clock reads), a date overflow must not
+            // take the walk down; past the end of time the row waits there.
+            t.retry_at = Some(
+                chrono::Duration::from_std(delay)
+                    .ok()
+                    .and_then(|d| now.checked_add_signed(d))
+                    .unwrap_or(DateTime::<Utc>::MAX_UTC),
+            );
+        }
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::{Exchange, HttpRequest};
+    use serde_json::{Value, json};
+
+    const SHA: &str = "ab";
+
+    fn at(t: &str) -> DateTime<Utc> {
+        t.parse().unwrap()
+    }
+
+    fn exchange(status: u16, body: &[u8], headers: &[(&str, &str)]) -> Exchange {
+        Exchange {
+            request: HttpRequest::get("https://i.example/witness", &[]),
+            status,
+            response_headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            body: body.to_vec(),
+            duration_ms: 1,
+            transport_error: None,
+        }
+    }
+
+    fn json_answer(status: u16, body: Value, headers: &[(&str, &str)]) -> Exchange {
+        exchange(status, &serde_json::to_vec(&body).unwrap(), headers)
+    }
+
+    #[test]
+    fn every_value_has_one_text_form_that_reads_back() {
+        fn check<T: Copy + PartialEq + fmt::Debug + fmt::Display + FromStr<Err = UnknownText>>(
+            all: &[T],
+            as_str: fn(T) -> &'static str,
+        ) {
+            let mut seen = std::collections::HashSet::new();
+            for &v in all {
+                assert!(seen.insert(as_str(v)), "{v:?}: text used twice");
+                assert_eq!(v.to_string(), as_str(v));
+                assert_eq!(as_str(v).parse::<T>(), Ok(v));
+            }
+            let err = "Queued ".parse::<T>().unwrap_err();
+            assert!(err.to_string().contains("\"Queued \" is not a"), "{err}");
+        }
+        check(SubmissionState::ALL, SubmissionState::as_str);
+        check(AnswerKind::ALL, AnswerKind::as_str);
+        check(Outcome::ALL, Outcome::as_str);
+        assert_eq!(SubmissionState::ALL.len(), 6);
+        assert_eq!(AnswerKind::ALL.len(), 5);
+        assert_eq!(Outcome::ALL.len(), 9);
+    }
+
+    #[test]
+    fn the_store_reads_back_what_it_wrote_and_names_a_stranger_text() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        for &s in SubmissionState::ALL {
+            let back: SubmissionState = conn.query_row("SELECT ?1", [s], |r| r.get(0)).unwrap();
+            assert_eq!(back, s);
+        }
+        let err = conn
+            .query_row("SELECT 'posted'", [], |r| r.get::<_, AnswerKind>(0))
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("\"posted\" is not a AnswerKind"),
+            "{err}"
+        );
+    }
+
+    /// One row of the lane table: a row as stored, the clock, our count today, the step.
+    struct Case {
+        state: SubmissionState,
+        next: Option<&'static str>,
+        lane: Lane,
+        looked_up: bool,
+        now: &'static str,
+        usage: (u32, u32),
+        step: Step,
+    }
+
+    #[test]
+    fn next_step_table_with_lane_edges_across_utc_midnight() {
+        use SubmissionState::*;
+        let domain = || Lane::Domain("w.example".into());
+        let open_at = |t: &str| Step::Defer(at(t));
+        let midnight = "2026-12-01T00:00:00Z";
+        let case = |state, next, lane, now, usage, step| Case {
+            state,
+            next,
+            lane,
+            looked_up: false,
+            now,
+            usage,
+            step,
+        };
+        let cases = [
+            // A fresh row, nothing used: send.
+            case(
+                Queued,
+                None,
+                Lane::Address,
+                "2026-11-30T12:00:00Z",
+                (0, 0),
+                Step::Send,
+            ),
+            // The address lane's fifth record is the last: the sixth waits for midnight.
+            case(
+                Queued,
+                None,
+                Lane::Address,
+                "2026-11-30T23:59:59Z",
+                (4, 4),
+                Step::Send,
+            ),
+            case(
+                Queued,
+                None,
+                Lane::Address,
+                "2026-11-30T23:59:59Z",
+                (5, 5),
+                open_at(midnight),
+            ),
+            // A second before the next day the deferred row is not due; at midnight it is,
+            // and the new day's count (kept by filed_day) starts from nothing.
+            case(
+                Queued,
+                Some(midnight),
+                Lane::Address,
+                "2026-11-30T23:59:59Z",
+                (5, 5),
+                Step::NotDue,
+            ),
+            case(
+                Queued,
+                Some(midnight),
+                Lane::Address,
+                midnight,
+                (0, 0),
+                Step::Send,
+            ),
+            // Full again on the new day: deferred to the following midnight, not the old one.
+            case(
+                Queued,
+                Some(midnight),
+                Lane::Address,
+                midnight,
+                (5, 5),
+                open_at("2026-12-02T00:00:00Z"),
+            ),
+            // The domain lane takes fifty, whatever the address lane did.
+            case(
+                Queued,
+                None,
+                domain(),
+                "2026-11-30T23:00:00Z",
+                (49, 49),
+                Step::Send,
+            ),
+            case(
+                Queued,
+                None,
+                domain(),
+                "2026-11-30T23:00:00Z",
+                (50, 50),
+                open_at(midnight),
+            ),
+            // The intake's day is full across lanes: no lane has room.
+            case(
+                Queued,
+                None,
+                domain(),
+                "2026-11-30T23:00:00Z",
+                (500, 0),
+                open_at(midnight),
+            ),
+            case(
+                Queued,
+                None,
+                Lane::Address,
+                "2026-11-30T23:00:00Z",
+                (499, 0),
+                Step::Send,
+            ),
+            // Retry times: due at the second, not before; an unreadable one is due.
+            case(
+                Queued,
+                Some("2026-11-30T12:00:30Z"),
+                Lane::Address,
+                "2026-11-30T12:00:29Z",
+                (0, 0),
+                Step::NotDue,
+            ),
+            case(
+                Queued,
+                Some("2026-11-30T12:00:30Z"),
+                Lane::Address,
+                "2026-11-30T12:00:30Z",
+                (0, 0),
+                Step::Send,
+            ),
+            case(
+                Queued,
+                Some("not a time"),
+                Lane::Address,
+                "2026-11-30T12:00:00Z",
+                (0, 0),
+                Step::Send,
+            ),
+            // An interrupted attempt is looked up first, even with the lane full.
+            case(
+                Sending,
+                None,
+                Lane::Address,
+                "2026-11-30T12:00:00Z",
+                (5, 5),
+                Step::LookUp,
+            ),
+            case(
+                Sending,
+                Some("2099-01-01T00:00:00Z"),
+                Lane::Address,
+                "2026-11-30T12:00:00Z",
+                (0, 0),
+                Step::LookUp,
+            ),
+            // Settled rows are never sent again.
+            case(
+                Filed,
+                None,
+                Lane::Address,
+                "2026-11-30T12:00:00Z",
+                (0, 0),
+                Step::NotDue,
+            ),
+            case(
+                Refused,
+                None,
+                Lane::Address,
+                "2026-11-30T12:00:00Z",
+                (0, 0),
+                Step::NotDue,
+            ),
+            case(
+                KeptLocal,
+                None,
+                Lane::Address,
+                "2026-11-30T12:00:00Z",
+                (0, 0),
+                Step::NotDue,
+            ),
+            case(
+                HostOffline,
+                None,
+                Lane::Address,
+                "2026-11-30T12:00:00Z",
+                (0, 0),
+                Step::NotDue,
+            ),
+        ];
+        // Looked up and not found: then the lane decides.
+        let looked_up = [
+            Case {
+                looked_up: true,
+                ..case(
+                    Sending,
+                    None,
+                    Lane::Address,
+                    "2026-11-30T12:00:00Z",
+                    (0, 0),
+                    Step::Send,
+                )
+            },
+            Case {
+                looked_up: true,
+                ..case(
+                    Sending,
+                    None,
+                    Lane::Address,
+                    "2026-11-30T23:59:59Z",
+                    (5, 5),
+                    open_at(midnight),
+                )
+            },
+        ];
+        for (i, c) in cases.iter().chain(&looked_up).enumerate() {
+            let row = Row {
+                state: c.state,
+                next_attempt_at: c.next,
+                lane: &c.lane,
+                looked_up: c.looked_up,
+            };
+            let usage = Usage {
+                global: c.usage.0,
+                lane: c.usage.1,
+            };
+            assert_eq!(
+                next_step(&row, at(c.now), &Limits::default(), usage),
+                c.step,
+                "case {i}: {:?} next {:?} lane {:?} at {} usage {:?}",
+                c.state,
+                c.next,
+                c.lane,
+                c.now,
+                c.usage
+            );
+        }
+    }
+
+    #[test]
+    fn stated_limits_move_the_lane_edges() {
+        let limits = Limits {
+            daily_per_ip: 0,
+            ..Limits::default()
+        };
+        let row = Row {
+            state: SubmissionState::Queued,
+            next_attempt_at: None,
+            lane: &Lane::Address,
+            looked_up: false,
+        };
+        let now = at("2026-11-30T00:00:00Z");
+        assert_eq!(
+            next_step(&row, now, &limits, Usage::default()),
+            Step::Defer(at("2026-12-01T00:00:00Z")),
+            "an intake that takes no address-lane records: never sent, waits a day at a time"
+        );
+    }
+
+    /// What the row should come to after an answer.
+    #[derive(Debug)]
+    enum Then {
+        /// Settled, with the answer's kind.
+        Settled(SubmissionState, AnswerKind),
+        /// Queued again with this kind, retried after exactly this many seconds.
+        RetryIn(AnswerKind, i64),
+    }
+
+    /// Every answer of the hostile-intake corpus (tests/hostile_intake.rs) and of §6.2, as
+    /// [`super::super::intake::classify`] reads it and [`classify`] turns it into a state.
+    #[test]
+    fn classify_table_over_the_hostile_intake_corpus() {
+        use AnswerKind as K;
+        use SubmissionState as S;
+        use Then::*;
+        let other = "f".repeat(64);
+        let hostile = format!("\u{1b}]0;pwned\u{7}\u{1b}[2J{}", "A".repeat(10_000));
+        let failed = |why: &str| Exchange::failure(HttpRequest::get("https://i/", &[]), why, 1);
+        let corpus: Vec<(&str, Exchange, Then)> = vec![
+            (
+                "accepted, counted",
+                json_answer(
+                    201,
+                    json!({"sha": SHA, "status": "pending", "counted": true}),
+                    &[],
+                ),
+                Settled(S::Filed, K::Accepted),
+            ),
+            (
+                "accepted, not counted",
+                json_answer(
+                    201,
+                    json!({"sha": SHA, "status": "pending", "counted": false, "count_reason": "same day"}),
+                    &[],
+                ),
+                Settled(S::Filed, K::Accepted),
+            ),
+            (
+                "dedup",
+                json_answer(
+                    200,
+                    json!({"sha": SHA, "status": "pending", "dedup": true}),
+                    &[],
+                ),
+                Settled(S::Filed, K::Duplicate),
+            ),
+            (
+                "acceptance not JSON",
+                exchange(201, b"OK", &[]),
+                RetryIn(K::Retry, 30),
+            ),
+            (
+                "acceptance naming another record",
+                json_answer(201, json!({"sha": other, "status": "pending"}), &[]),
+                RetryIn(K::Retry, 30),
+            ),
+            (
+                "dedup naming another record",
+                json_answer(200, json!({"sha": other, "dedup": true}), &[]),
+                RetryIn(K::Retry, 30),
+            ),
+            (
+                "acceptance naming no record",
+                json_answer(201, json!({"status": "pending"}), &[]),
+                RetryIn(K::Retry, 30),
+            ),
+            (
+                "redirect",
+                exchange(
+                    307,
+                    b"",
+                    &[("location", "https://elsewhere.example/witness")],
+                ),
+                RetryIn(K::Retry, 30),
+            ),
+            (
+                "429 global cap",
+                json_answer(
+                    429,
+                    json!({"error": "daily_global_cap_reached", "cap": 500}),
+                    &[],
+                ),
+                RetryIn(K::LaneFull, 12 * 3600),
+            ),
+            (
+                "429 per-ip cap",
+                json_answer(
+                    429,
+                    json!({"error": "daily_per_ip_cap_reached", "cap": 5}),
+                    &[],
+                ),
+                RetryIn(K::LaneFull, 12 * 3600),
+            ),
+            (
+                "422 with terminal escapes",
+                json_answer(
+                    422,
+                    json!({"error": hostile, "reason_code": "schema\u{1b}[31m"}),
+                    &[],
+                ),
+                Settled(S::Refused, K::Refused),
+            ),
+            (
+                "413",
+                json_answer(413, json!({"error": "too_large"}), &[]),
+                Settled(S::Refused, K::Refused),
+            ),
+            (
+                "400",
+                json_answer(400, json!({"error": "bad_request"}), &[]),
+                Settled(S::Refused, K::Refused),
+            ),
+            (
+                "404, unexpected",
+                exchange(404, b"", &[]),
+                Settled(S::Refused, K::Refused),
+            ),
+            (
+                "503 key_url_unreachable",
+                json_answer(
+                    503,
+                    json!({"error": "key_url_unreachable"}),
+                    &[("retry-after", "120")],
+                ),
+                RetryIn(K::Retry, 120),
+            ),
+            (
+                "503 Retry-After 9e15",
+                json_answer(
+                    503,
+                    json!({"error": "busy"}),
+                    &[("Retry-After", "9000000000000000")],
+                ),
+                RetryIn(K::Retry, 86_400),
+            ),
+            (
+                "503 Retry-After u64::MAX",
+                json_answer(
+                    503,
+                    json!({"error": "busy"}),
+                    &[("Retry-After", "18446744073709551615")],
+                ),
+                RetryIn(K::Retry, 86_400),
+            ),
+            (
+                "503 Retry-After ten years",
+                json_answer(
+                    503,
+                    json!({"error": "busy"}),
+                    &[("Retry-After", "315360000")],
+                ),
+                RetryIn(K::Retry, 86_400),
+            ),
+            (
+                "500 without Retry-After",
+                exchange(500, b"oops", &[]),
+                RetryIn(K::Retry, 30),
+            ),
+            (
+                "connection refused",
+                failed("connection refused"),
+                RetryIn(K::Retry, 30),
+            ),
+            (
+                "oversized answer",
+                failed("response body too large (over 1048576 bytes)"),
+                RetryIn(K::Retry, 30),
+            ),
+        ];
+        let now = at("2026-11-30T12:00:00Z");
+        for (what, ex, then) in corpus {
+            let answer = super::super::intake::classify(&ex, SHA);
+            let t = classify(&answer, 1, now, 0.5);
+            match then {
+                Settled(state, kind) => {
+                    assert_eq!((t.state, t.answer), (state, kind), "{what}: {t:?}");
+                    assert_eq!(t.retry_at, None, "{what}: settled rows have no retry time");
+                    let filed = state == S::Filed;
+                    assert_eq!(t.filed_day.is_some(), filed, "{what}");
+                    if filed {
+                        assert_eq!(t.filed_day.as_deref(), Some("2026-11-30"));
+                    }
+                }
+                RetryIn(kind, secs) => {
+                    assert_eq!((t.state, t.answer), (S::Queued, kind), "{what}: {t:?}");
+                    assert_eq!(
+                        t.retry_at,
+                        Some(now + chrono::Duration::seconds(secs)),
+                        "{what}"
+                    );
+                    assert!(t.error.is_some(), "{what}: a queued row says why");
+                    assert_eq!(t.filed_day, None, "{what}");
+                }
+            }
+            if let Some(e) = &t.error {
+                assert!(!e.chars().any(char::is_control), "{what}: {e:?}");
+                assert!(e.chars().count() <= 300, "{what}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_acceptance_keeps_its_count_and_a_refusal_its_reason() {
+        let now = at("2026-11-30T23:59:59Z");
+        let answer = Answer::Accepted {
+            sha: SHA.into(),
+            counted: false,
+            count_reason: Some("same day".into()),
+            signed_domain: None,
+        };
+        let t = classify(&answer, 3, now, 0.0);
+        assert_eq!(
+            (t.counted, t.count_reason.as_deref(), t.filed_day.as_deref()),
+            (Some(false), Some("same day"), Some("2026-11-30")),
+            "filed on the intake's day of the answer"
+        );
+        let refused = Answer::Refused {
+            status: 422,
+            error: "invalid_witness_record".into(),
+            reason_code: Some("path_leaks_tool".into()),
+        };
+        let t = classify(&refused, 1, now, 0.0);
+        assert_eq!(t.reason_code.as_deref(), Some("path_leaks_tool"));
+        assert_eq!(t.error.as_deref(), Some("invalid_witness_record"));
+    }
+
+    /// Every form a `Retry-After` comes in (RFC 9110 §10.2.3: delay-seconds or an HTTP-date
+    /// in any of its three forms), and the strange ones a stranger's intake may send.
+    #[test]
+    fn retry_after_table() {
+        let now = at("2026-11-30T12:00:00Z");
+        // First attempt, jitter 0.5: the backoff alone is 30 s, the floor of every row.
+        let cases: &[(&str, i64)] = &[
+            ("120", 120),
+            (" 120 ", 120),
+            ("0", 30),
+            ("29", 30),
+            ("86400", 86_400),
+            ("86401", 86_400),
+            ("315360000", 86_400),
+            ("18446744073709551615", 86_400),
+            ("99999999999999999999999", 86_400),
+            ("-5", 30),
+            ("1.5", 30),
+            ("soon", 30),
+            ("", 30),
+            ("Mon, 30 Nov 2026 12:10:00 GMT", 600),
+            ("Monday, 30-Nov-26 12:10:00 GMT", 600),
+            ("Mon Nov 30 12:10:00 2026", 600),
+            ("Mon, 30 Nov 2026 13:10:00 +0100", 600),
+            ("Mon, 30 Nov 2026 11:00:00 GMT", 30),
+            ("Thu, 01 Jan 1970 00:00:00 GMT", 30),
+            ("Mon, 01 Dec 2036 00:00:00 GMT", 86_400),
+        ];
+        for &(value, secs) in cases {
+            let ex = json_answer(503, json!({"error": "busy"}), &[("retry-after", value)]);
+            let answer = super::super::intake::classify(&ex, SHA);
+            let t = classify(&answer, 1, now, 0.5);
+            assert_eq!(
+                t.retry_at,
+                Some(now + chrono::Duration::seconds(secs)),
+                "Retry-After {value:?}: {answer:?}"
+            );
+        }
+        assert_eq!(
+            retry_after_delay(super::super::intake::RetryAfter::Seconds(u64::MAX), now),
+            MAX_RETRY_AFTER
+        );
+    }
+
+    #[test]
+    fn backoff_grows_with_the_attempts_and_stays_within_its_jitter() {
+        let now = at("2026-11-30T12:00:00Z");
+        let retry = Answer::Retry {
+            status: 500,
+            error: "http 500".into(),
+            retry_after: None,
+        };
+        let wait = |attempts, jitter| {
+            (classify(&retry, attempts, now, jitter).retry_at.unwrap() - now).num_seconds()
+        };
+        assert_eq!(wait(1, 0.5), 30);
+        assert_eq!(wait(2, 0.5), 60);
+        assert_eq!(wait(3, 0.5), 120);
+        assert_eq!(wait(40, 0.5), 6 * 3600, "capped at six hours");
+        assert_eq!(wait(1, 0.0), 24);
+        assert!(wait(1, 0.999) <= 36);
+        // A late retry near the end of time does not overflow.
+        let end = DateTime::<Utc>::MAX_UTC - chrono::Duration::seconds(10);
+        assert!(classify(&retry, 1, end, 0.5).retry_at.is_some());
+    }
+
+    #[test]
+    fn the_pipelines_own_transitions() {
+        let now = at("2026-11-30T23:59:59Z");
+        let d = Transition::deferred(lanes::next_utc_midnight(now));
+        assert_eq!(
+            (d.state, d.answer),
+            (SubmissionState::Queued, AnswerKind::LaneFull)
+        );
+        assert_eq!(d.retry_at, Some(at("2026-12-01T00:00:00Z")));
+        let f = Transition::found_at_intake(now);
+        assert_eq!(
+            (f.state, f.answer),
+            (SubmissionState::Filed, AnswerKind::Duplicate)
+        );
+        assert_eq!(
+            (f.filed_day.as_deref(), f.retry_at),
+            (Some("2026-11-30"), None)
+        );
+    }
+
+    #[test]
+    fn one_summary_for_every_state_and_answer() {
+        use AnswerKind as K;
+        use SubmissionState as S;
+        let facts = |state, answer, counted| Facts {
+            state,
+            answer,
+            counted,
+            count_reason: Some("same day"),
+            reason_code: Some("path_leaks_tool"),
+            error: Some("busy"),
+            next_attempt_at: Some("2026-12-01T00:00:00Z"),
+        };
+        let table = [
+            (
+                facts(S::Filed, Some(K::Accepted), Some(true)),
+                Outcome::FiledCounted,
+                "counted",
+            ),
+            (
+                facts(S::Filed, Some(K::Accepted), None),
+                Outcome::FiledCounted,
+                "counted",
+            ),
+            (
+                facts(S::Filed, Some(K::Accepted), Some(false)),
+                Outcome::FiledNotCounted,
+                "stored, not counted (same day)",
+            ),
+            (
+                facts(S::Filed, Some(K::Duplicate), None),
+                Outcome::Duplicate,
+                "duplicate",
+            ),
+            (
+                facts(S::Refused, Some(K::Refused), None),
+                Outcome::Refused,
+                "refused: path_leaks_tool",
+            ),
+            (
+                facts(S::Refused, None, None),
+                Outcome::Refused,
+                "refused: path_leaks_tool",
+            ),
+            (
+                facts(S::Queued, Some(K::LaneFull), None),
+                Outcome::LaneFull,
+                "lane full (waits for the next UTC day)",
+            ),
+            (
+                facts(S::Queued, Some(K::Retry), None),
+                Outcome::QueuedForRetry,
+                "queued (busy)",
+            ),
+            (
+                facts(S::Sending, Some(K::Retry), None),
+                Outcome::QueuedForRetry,
+                "queued (busy)",
+            ),
+            (
+                facts(S::Queued, None, None),
+                Outcome::NotSent,
+                "queued (busy)",
+            ),
+            (
+                facts(S::KeptLocal, None, None),
+                Outcome::KeptLocal,
+                "kept local (one counted record per day)",
+            ),
+            (
+                facts(S::HostOffline, None, None),
+                Outcome::HostOffline,
+                "host offline: not filed",
+            ),
+        ];
+        for (f, outcome, short) in table {
+            let s = f.summary();
+            assert_eq!((s.outcome, s.short.as_str()), (outcome, short), "{f:?}");
+            assert!(!s.text.is_empty());
+        }
+        let lane_full = facts(S::Queued, Some(K::LaneFull), None).summary();
+        assert!(
+            lane_full.text.contains("2026-12-01T00:00:00Z"),
+            "{}",
+            lane_full.text
+        );
+        let refused = facts(S::Refused, Some(K::Refused), None).summary();
+        assert!(
+            refused.text.contains("reason_code path_leaks_tool")
+                && refused.text.contains("not retried")
+        );
+    }
+
+    #[test]
+    fn settled_states() {
+        let settled: Vec<_> = SubmissionState::ALL
+            .iter()
+            .filter(|s| s.is_settled())
+            .map(|s| s.as_str())
+            .collect();
+        assert_eq!(settled, ["filed", "refused", "kept_local", "host_offline"]);
+        assert_eq!(SubmissionState::KeptLocal.words(), "kept local");
+    }
+}

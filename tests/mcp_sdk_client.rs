@@ -129,7 +129,11 @@ async fn the_python_sdk_over_http_with_the_token_walks_and_ends_its_session_clea
         .unwrap();
     let mut lines = tokio::io::BufReader::new(server.stderr.take().unwrap()).lines();
     let url = loop {
-        let line = lines.next_line().await.unwrap().expect("the server listens");
+        let line = lines
+            .next_line()
+            .await
+            .unwrap()
+            .expect("the server listens");
         if let Some(rest) = line.split("Streamable HTTP on ").nth(1) {
             break rest.split_whitespace().next().unwrap().to_string();
         }
@@ -150,7 +154,10 @@ async fn the_python_sdk_over_http_with_the_token_walks_and_ends_its_session_clea
     assert_eq!(v["tools"].as_array().unwrap().len(), 6);
     let walk = &v["answers"]["legacy witness_walk"];
     assert_eq!(walk["structured"]["verdict"]["outcome"], "PASS");
-    assert_eq!(walk["structured"]["walks_today"]["counted_as"], "store_only");
+    assert_eq!(
+        walk["structured"]["walks_today"]["counted_as"],
+        "store_only"
+    );
     assert!(walk["text"].as_str().unwrap().len() < 4096);
     for mode in ["legacy", "auto"] {
         assert_eq!(

@@ -35,6 +35,8 @@ pub fn error(id: Value, code: i64, message: &str) -> Value {
 
 /// What to answer instead of passing `bytes` on to rmcp, if anything.
 pub fn check(bytes: &[u8]) -> Option<Value> {
+    // A leading byte order mark is allowed (RFC 8259 §8.1), and rmcp skips it too.
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let Ok(text) = std::str::from_utf8(bytes) else {
         return Some(error(
             Value::Null,
@@ -140,6 +142,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"records_list"}}"#,
             r#"{"jsonrpc":"2.0","id":4,"method":"no/such/method"}"#,
             r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            "\u{feff}{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}",
         ] {
             assert_eq!(check(good.as_bytes()), None, "{good}");
         }

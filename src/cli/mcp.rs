@@ -49,7 +49,7 @@ fn auth(args: &McpArgs) -> anyhow::Result<crate::mcp::Auth> {
         }
     }
     anyhow::bail!(
-        "--listen needs a bearer token, or else any local user could walk and file under the operator's key: give --token-file FILE (make one with `openssl rand -hex 32 > FILE`), or pass it as the systemd credential {TOKEN_CREDENTIAL} (LoadCredential={TOKEN_CREDENTIAL}:FILE), or say --no-auth to serve without one"
+        "--listen needs a bearer token, or else any local user could walk and file under the operator's key: give --token-file FILE (make one with `(umask 077 && openssl rand -hex 32 > FILE)`), or pass it as the systemd credential {TOKEN_CREDENTIAL} (LoadCredential={TOKEN_CREDENTIAL}:FILE), or say --no-auth to serve without one"
     )
 }
 

@@ -54,7 +54,7 @@ pub fn read_token(path: &std::path::Path) -> anyhow::Result<Arc<str>> {
     let token = text.trim();
     if token.len() < MIN_TOKEN_CHARS || !token.bytes().all(|b| b.is_ascii_graphic()) {
         anyhow::bail!(
-            "the token file {} must hold one token of at least {MIN_TOKEN_CHARS} visible ASCII characters (e.g. `openssl rand -hex 32 > {}`)",
+            "the token file {} must hold one token of at least {MIN_TOKEN_CHARS} visible ASCII characters (e.g. `(umask 077 && openssl rand -hex 32 > {})`)",
             path.display(),
             path.display()
         );

@@ -169,6 +169,18 @@ async fn an_origin_that_is_not_loopback_is_refused_403() {
             .unwrap();
         assert_eq!(r.status(), StatusCode::FORBIDDEN, "Origin: {origin}");
         assert!(r.headers().get("mcp-session-id").is_none(), "{origin}");
+        // A web page does not know the token: still 403, not 401.
+        let r = s
+            .post(initialize())
+            .header("origin", origin)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            r.status(),
+            StatusCode::FORBIDDEN,
+            "Origin: {origin}, no token"
+        );
     }
     for origin in [
         Some("http://localhost:6274"),

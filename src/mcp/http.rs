@@ -1,8 +1,9 @@
 //! `--listen`: MCP Streamable HTTP on a loopback address, in front of rmcp's service:
 //!
 //! - `Host` must name the listening address (or `localhost`): DNS rebinding (rmcp checks it);
-//! - an `Origin` header must be a loopback origin, else 403 (the MCP transport spec; rmcp checks
-//!   it against the list built here); a request without one (not a browser) passes;
+//! - an `Origin` header must be a loopback origin (http or https at `localhost` or a loopback
+//!   address), else 403 before anything else (the MCP transport spec); a request without one
+//!   (not a browser) passes;
 //! - `Authorization: Bearer TOKEN` must carry the operator's token unless they chose
 //!   `--no-auth`, else 401 (compared in constant time);
 //! - a POST body that is not JSON, or no JSON-RPC message, is answered 400 with the JSON-RPC
@@ -62,23 +63,6 @@ pub fn read_token(path: &std::path::Path) -> anyhow::Result<Arc<str>> {
     Ok(token.into())
 }
 
-/// The origins a loopback server trusts: http and https at `localhost`, the loopback
-/// addresses and the listening address, any port.
-fn loopback_origins(addr: SocketAddr) -> Vec<String> {
-    let listening = match addr {
-        SocketAddr::V4(a) => a.ip().to_string(),
-        SocketAddr::V6(a) => format!("[{}]", a.ip()),
-    };
-    let mut hosts = vec!["localhost".to_string(), "127.0.0.1".into(), "[::1]".into()];
-    if !hosts.contains(&listening) {
-        hosts.push(listening);
-    }
-    ["http", "https"]
-        .iter()
-        .flat_map(|scheme| hosts.iter().map(move |h| format!("{scheme}://{h}:*")))
-        .collect()
-}
-
 /// The `Host` names accepted: rmcp's loopback defaults and the listening address (so
 /// `--listen 127.0.0.2:PORT` answers requests to that address).
 fn allowed_hosts(addr: SocketAddr) -> Vec<String> {
@@ -97,8 +81,6 @@ pub fn router(server: WitnessServer, addr: SocketAddr, auth: Auth) -> axum::Rout
     };
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(allowed_hosts(addr))
-        .with_allowed_origins(loopback_origins(addr))
-        .enforce_origin_validation()
         .with_max_request_body_bytes(MAX_BODY);
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
@@ -189,7 +171,31 @@ fn authorised(auth: &Auth, req: &Request) -> bool {
     given.trim().as_bytes().ct_eq(token.as_bytes()).into()
 }
 
+/// Whether an `Origin` header names a loopback origin (http or https at `localhost` or a
+/// loopback address, any port). Checked here rather than by rmcp (which takes a list of exact
+/// hosts) so that all of 127/8 passes and a web page gets 403 before the token is looked at.
+fn loopback_origin(value: &HeaderValue) -> bool {
+    let Some(url) = value.to_str().ok().and_then(|v| url::Url::parse(v).ok()) else {
+        return false; // "null", or not an origin at all
+    };
+    matches!(url.scheme(), "http" | "https")
+        && match url.host() {
+            Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+            None => false,
+        }
+}
+
 async fn guard(State(auth): State<Arc<Auth>>, req: Request, next: Next) -> Response {
+    if let Some(origin) = req.headers().get(header::ORIGIN)
+        && !loopback_origin(origin)
+    {
+        return plain(
+            StatusCode::FORBIDDEN,
+            "Forbidden: the Origin is not a loopback origin (this MCP server answers local clients only)",
+        );
+    }
     if !authorised(&auth, &req) {
         let mut r = plain(
             StatusCode::UNAUTHORIZED,
@@ -249,13 +255,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn loopback_origins_include_the_listening_address() {
-        let o = loopback_origins("127.0.0.2:9000".parse().unwrap());
-        assert!(o.contains(&"http://127.0.0.2:*".to_string()), "{o:?}");
-        assert!(o.contains(&"https://localhost:*".to_string()), "{o:?}");
-        assert!(!o.iter().any(|x| x.contains("null")));
+    fn allowed_hosts_include_the_listening_address() {
+        let h = allowed_hosts("127.0.0.2:9000".parse().unwrap());
+        assert_eq!(h, ["localhost", "127.0.0.1", "::1", "127.0.0.2"]);
         let h = allowed_hosts("[::1]:9000".parse().unwrap());
         assert_eq!(h, ["localhost", "127.0.0.1", "::1"]);
+    }
+
+    #[test]
+    fn only_loopback_origins_pass() {
+        for good in [
+            "http://localhost:6274",
+            "https://127.0.0.2",
+            "http://[::1]:8080",
+        ] {
+            assert!(loopback_origin(&HeaderValue::from_static(good)), "{good}");
+        }
+        for bad in [
+            "null",
+            "http://evil.example",
+            "http://127.0.0.1.evil.example",
+            "file://",
+            "x",
+        ] {
+            assert!(!loopback_origin(&HeaderValue::from_static(bad)), "{bad}");
+        }
     }
 
     #[test]

@@ -26,6 +26,14 @@ pub const CONFIG_FILE_NAME: &str = "walker.toml";
 /// Default metrics/health listener: loopback only (the Prometheus exporter port range).
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
 
+/// The longest witness name or vantage (characters): what a record carries, and what a model
+/// may give through the MCP server.
+pub const MAX_NAME_CHARS: usize = 200;
+
+/// The default daily cap on store-only walks through MCP (`submit: false`, or filing not
+/// allowed): they cost the intake nothing, so it is larger than any lane's.
+pub const DEFAULT_STORE_ONLY_CAP: u32 = 100;
+
 /// The file as written (plus serde defaults), kept for `print-config`.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -183,11 +191,16 @@ pub struct McpSection {
     /// the `[witness]` identity is always used, and the answer says so).
     #[serde(default)]
     pub allow_model_identity: bool,
-    /// Walks a model may start per UTC day; default: the witness's lane budget at the intake
-    /// (5 unsigned or address-signed, 50 domain-signed).
+    /// Walks that file with the intake a model may start per UTC day; default: the witness's
+    /// lane budget at the intake (5 unsigned or address-signed, 50 domain-signed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<u32>")]
     pub daily_walk_cap: Option<Spanned<u32>>,
+    /// Store-only walks (`submit: false`, or `allow_submit = false`) a model may start per UTC
+    /// day, counted apart from the filing walks; default 100.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<u32>")]
+    pub daily_store_only_cap: Option<Spanned<u32>>,
 }
 
 impl Default for McpSection {
@@ -196,6 +209,7 @@ impl Default for McpSection {
             allow_submit: true,
             allow_model_identity: false,
             daily_walk_cap: None,
+            daily_store_only_cap: None,
         }
     }
 }
@@ -796,6 +810,15 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
             "must not be empty (the intake refuses a record without a vantage)".into(),
         );
     }
+    for field in [&w.name, &w.vantage] {
+        let n = field.get_ref().chars().count();
+        if n > MAX_NAME_CHARS {
+            at(
+                field.span(),
+                format!("is {n} characters long; at most {MAX_NAME_CHARS} are taken"),
+            );
+        }
+    }
     let key = match (&w.key, &w.key_credential) {
         (Some(k), Some(c)) => {
             at(
@@ -917,14 +940,17 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
             }
         },
     };
-    if let Some(cap) = &file.mcp.daily_walk_cap
-        && *cap.get_ref() == 0
+    for cap in [&file.mcp.daily_walk_cap, &file.mcp.daily_store_only_cap]
+        .into_iter()
+        .flatten()
     {
-        at(
-            cap.span(),
-            "must be at least 1 (to let a model walk nothing, do not run `conduct-walker mcp`)"
-                .into(),
-        );
+        if *cap.get_ref() == 0 {
+            at(
+                cap.span(),
+                "must be at least 1 (to let a model walk nothing, do not run `conduct-walker mcp`)"
+                    .into(),
+            );
+        }
     }
     let default_privacy = w.privacy;
     let jitter_max = Duration::from_secs(d.jitter_secs);

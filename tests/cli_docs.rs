@@ -260,3 +260,100 @@ fn shell_completions_name_every_subcommand() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// README's "Use it from an MCP client": every client config named in issue 25 is there, in the
+/// form that client reads, and each `conduct-walker mcp` command line uses flags the binary has.
+#[test]
+fn readme_shows_each_mcp_client_its_own_config() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let start = readme
+        .find("## Use it from an MCP client")
+        .expect("the MCP section");
+    let section = &readme[start..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
+    // Every JSON block parses.
+    let blocks: Vec<serde_json::Value> = section
+        .split("```json\n")
+        .skip(1)
+        .map(|b| {
+            let body = &b[..b.find("```").unwrap()];
+            serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}:\n{body}"))
+        })
+        .collect();
+    let stdio_args = serde_json::json!([
+        "mcp",
+        "--config",
+        "/home/you/.config/conduct-walker/walker.toml"
+    ]);
+    // VS Code: `servers`, with a type.
+    assert!(
+        blocks
+            .iter()
+            .any(|b| b["servers"]["conduct-walker"]["type"] == "stdio"
+                && b["servers"]["conduct-walker"]["args"] == stdio_args),
+        "a VS Code stdio block"
+    );
+    assert!(
+        blocks
+            .iter()
+            .any(|b| b["servers"]["conduct-walker"]["type"] == "http"
+                && b["servers"]["conduct-walker"]["headers"]["Authorization"]
+                    .as_str()
+                    .is_some_and(|h| h.starts_with("Bearer "))),
+        "a VS Code HTTP block with the token"
+    );
+    // Claude Desktop and Cursor: `mcpServers`.
+    assert!(
+        blocks
+            .iter()
+            .any(|b| b["mcpServers"]["conduct-walker"]["args"] == stdio_args),
+        "an mcpServers block"
+    );
+    for place in [
+        "claude_desktop_config.json",
+        ".cursor/mcp.json",
+        ".vscode/mcp.json",
+    ] {
+        assert!(section.contains(place), "{place}");
+    }
+    // The Inspector: its options, then `--`, then the server's command with --config.
+    let joined = section.replace("\\\n", " ");
+    let inspector: Vec<&str> = joined
+        .lines()
+        .filter(|l| l.contains("@modelcontextprotocol/inspector --cli"))
+        .collect();
+    assert!(inspector.len() >= 2, "{inspector:?}");
+    let stdio = inspector
+        .iter()
+        .find(|l| !l.contains("http://"))
+        .expect("an Inspector stdio line");
+    let words: Vec<&str> = stdio.split_whitespace().collect();
+    let dashdash = words.iter().position(|w| *w == "--").expect("`--`");
+    assert!(
+        words[dashdash + 1].ends_with("conduct-walker")
+            && words[dashdash + 2..].starts_with(&["mcp", "--config"]),
+        "{stdio}"
+    );
+    assert!(
+        !words[..dashdash].contains(&"--config"),
+        "the Inspector would take --config as its own: {stdio}"
+    );
+    // Every flag given to `conduct-walker mcp` exists.
+    let help = Command::new(BIN).args(["mcp", "--help"]).output().unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    for line in joined.lines().filter(|l| l.contains("conduct-walker mcp ")) {
+        let after = &line[line.find("conduct-walker mcp ").unwrap()..];
+        for flag in after.split_whitespace().filter(|w| w.starts_with("--")) {
+            let flag = flag.trim_end_matches(['`', ')', ',']);
+            assert!(
+                help.contains(flag),
+                "`{flag}` ({line}) is not in `mcp --help`"
+            );
+        }
+    }
+    for flag in ["--token-file", "--no-auth", "--listen"] {
+        assert!(section.contains(flag), "{flag}");
+    }
+    assert!(section.contains("Authorization: Bearer"));
+}

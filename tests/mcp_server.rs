@@ -456,13 +456,12 @@ async fn the_daily_cap_is_enforced_across_server_restarts() {
     let o = agent.origin();
     let client = w.connect(&[&o], "daily_walk_cap = 2").await;
     for used in 1..=2 {
-        let r = call(
-            &client,
-            "witness_walk",
-            json!({"origin": o, "submit": false}),
-        )
-        .await;
-        assert_eq!(ok(&r)["walks_today"], json!({"used": used, "cap": 2}));
+        let r = call(&client, "witness_walk", json!({"origin": o})).await;
+        assert_eq!(
+            ok(&r)["walks_today"],
+            json!({"used": used, "cap": 2, "counted_as": "filing",
+                   "resets_at": "2026-12-01T00:00:00Z"})
+        );
         // Each walk its own record (the clock is fixed), within the same UTC day.
         w.clock.advance(chrono::Duration::minutes(1));
     }
@@ -472,18 +471,77 @@ async fn the_daily_cap_is_enforced_across_server_restarts() {
     let fetches = agent.card_fetches();
     let r = call(&client, "witness_walk", json!({"origin": o})).await;
     let why = error_text(&r);
-    assert!(why.contains("daily cap of 2"), "{why}");
+    assert!(why.contains("walks that file with the intake"), "{why}");
+    assert!(why.contains("2 of 2 today"), "{why}");
+    assert!(why.contains("mcp.daily_walk_cap"), "{why}");
+    assert!(why.contains("resets at 2026-12-01T00:00:00Z"), "{why}");
     assert_eq!(agent.card_fetches(), fetches, "a capped walk sends nothing");
     assert_eq!(w.records_in_store(), 2);
     // The next UTC day opens new places.
     w.clock.advance(chrono::Duration::days(1));
+    let r = call(&client, "witness_walk", json!({"origin": o})).await;
+    assert_eq!(ok(&r)["walks_today"]["used"], 1);
+}
+
+#[tokio::test]
+async fn store_only_walks_have_their_own_larger_cap() {
+    let w = World::new().await;
+    let agent = SandboxAgent::start(&w.ca, Behaviour::default())
+        .await
+        .unwrap();
+    let o = agent.origin();
+    // The default filing cap of an unsigned witness is its lane's 5; exploring with
+    // submit: false goes past it.
+    let client = w.connect(&[&o], "").await;
+    for used in 1..=6 {
+        let r = call(
+            &client,
+            "witness_walk",
+            json!({"origin": o, "submit": false}),
+        )
+        .await;
+        let v = ok(&r);
+        assert_eq!(v["walks_today"]["used"], used, "{}", text(&r));
+        assert_eq!(v["walks_today"]["cap"], 100);
+        assert_eq!(v["walks_today"]["counted_as"], "store_only");
+        w.clock.advance(chrono::Duration::minutes(1));
+    }
+    // Filing walks are counted apart: the first of the day.
+    let r = call(&client, "witness_walk", json!({"origin": o})).await;
+    assert_eq!(
+        ok(&r)["walks_today"],
+        json!({"used": 1, "cap": 5, "counted_as": "filing", "resets_at": "2026-12-01T00:00:00Z"})
+    );
+    w.clock.advance(chrono::Duration::minutes(1));
+    drop(client);
+    // The store-only cap is the operator's to set, and its refusal names it; a model that
+    // files may still walk. allow_submit = false makes every walk store-only.
+    let client = w
+        .connect(&[&o], "daily_store_only_cap = 6\ndaily_walk_cap = 3")
+        .await;
     let r = call(
         &client,
         "witness_walk",
         json!({"origin": o, "submit": false}),
     )
     .await;
-    assert_eq!(ok(&r)["walks_today"]["used"], 1);
+    let why = error_text(&r);
+    assert!(why.contains("store-only walks"), "{why}");
+    assert!(why.contains("6 of 6 today"), "{why}");
+    assert!(why.contains("mcp.daily_store_only_cap"), "{why}");
+    assert!(
+        why.contains("2026-12-01T00:00:00Z (in 11 h 53 min)"),
+        "{why}"
+    );
+    let r = call(&client, "witness_walk", json!({"origin": o})).await;
+    assert_eq!(ok(&r)["walks_today"]["used"], 2);
+    drop(client);
+    let client = w
+        .connect(&[&o], "daily_store_only_cap = 6\nallow_submit = false")
+        .await;
+    let r = call(&client, "witness_walk", json!({"origin": o})).await;
+    assert!(error_text(&r).contains("mcp.daily_store_only_cap"));
+    assert_eq!(w.records_in_store(), 8);
 }
 
 #[tokio::test]
@@ -701,4 +759,284 @@ async fn on_stdio_a_line_that_is_not_json_gets_the_parse_error_and_stdout_stays_
         .find(|m| m["id"] == 2)
         .expect("the tool call's answer");
     assert_eq!(answer["result"]["isError"], true);
+}
+
+#[tokio::test]
+async fn long_inputs_are_refused_and_errors_quote_at_most_200_characters() {
+    let w = World::new().await;
+    let agent = SandboxAgent::start(&w.ca, Behaviour::default())
+        .await
+        .unwrap();
+    let o = agent.origin();
+    let client = w.connect(&[&o], "allow_model_identity = true").await;
+    let mega = "x".repeat(1 << 20);
+    let long_url = format!("https://agent.example/{}", "a".repeat(5000));
+    for (tool, a, expect) in [
+        (
+            "witness_walk",
+            json!({"origin": mega}),
+            "origin is 1048576 characters long",
+        ),
+        ("witness_walk", json!({"origin": long_url}), "at most 4096"),
+        (
+            "witness_walk",
+            json!({"origin": o, "witness_name": mega}),
+            "witness_name is 1048576 characters long; at most 200",
+        ),
+        (
+            "witness_walk",
+            json!({"origin": o, "vantage": "v".repeat(201)}),
+            "at most 200",
+        ),
+        ("witness_walk", json!({"origin": o, "mode": mega}), "mode"),
+        (
+            "witness_walk",
+            json!({"origin": o, "submit": [mega]}),
+            "submit",
+        ),
+        (
+            "witness_walk",
+            json!({"origin": "https://x.example", mega.clone(): 1}),
+            "unknown argument",
+        ),
+        ("records_list", json!({"since": mega}), "since"),
+        ("records_list", json!({"endpoint": mega}), "endpoint"),
+        ("records_show", json!({"sha_prefix": mega}), "sha_prefix"),
+        ("card_verify", json!({"url": mega}), "url"),
+        (
+            "terms_verify",
+            json!({"url": format!("http://{mega}")}),
+            "url",
+        ),
+    ] {
+        let r = call(&client, tool, a).await;
+        let why = error_text(&r);
+        assert!(
+            why.contains(expect),
+            "{tool}: {}",
+            &why[..why.len().min(400)]
+        );
+        assert!(
+            why.len() < 1000,
+            "{tool} {expect}: a {}-byte error",
+            why.len()
+        );
+        assert!(
+            !why.contains(&"x".repeat(201)),
+            "{tool}: quotes more than 200 characters"
+        );
+    }
+    assert_eq!(w.records_in_store(), 0, "nothing was walked or stored");
+    assert_eq!(agent.card_fetches(), 0);
+    // The config's own limit for names is the same.
+    let text = format!(
+        "[witness]\nname = \"{}\"\nvantage = \"here\"\n",
+        "n".repeat(201)
+    );
+    let path = w.dir.path().join("long.toml");
+    std::fs::write(&path, text).unwrap();
+    let err = conduct_walker::config::load(&path).unwrap_err().to_string();
+    assert!(err.contains("201 characters long; at most 200"), "{err}");
+}
+
+#[tokio::test]
+async fn a_walk_answers_a_few_kb_of_text_and_the_whole_record_in_structured_content() {
+    let w = World::new().await;
+    let bad = conduct_walker::sandbox::scenario("paid-undeclared").unwrap();
+    let agent = SandboxAgent::start(&w.ca, bad.behaviour.clone())
+        .await
+        .unwrap();
+    let o = agent.origin();
+    let client = w.connect(&[&o], "").await;
+    let mut a = json!({"origin": o, "mode": bad.mode.as_str()});
+    if let Some(p) = bad.endpoint_path {
+        a["endpoint"] = json!(format!("{o}{p}"));
+    }
+    let r = call(&client, "witness_walk", a).await;
+    let v = ok(&r).clone();
+    let all = text(&r);
+    let sha = v["sha256"].as_str().unwrap();
+    assert!(all.len() < 4096, "{} bytes of text:\n{all}", all.len());
+    assert!(all.starts_with("FAIL"), "{all}");
+    assert!(all.contains(sha), "{all}");
+    assert!(
+        all.contains(w.db().to_str().unwrap()),
+        "where the record is: {all}"
+    );
+    assert!(all.contains("records_show"), "{all}");
+    // Every assertion that did not pass, by name, with its note.
+    for x in v["assertions"].as_array().unwrap() {
+        let name = x["name"].as_str().unwrap();
+        match x["result"].as_bool() {
+            Some(true) => assert!(!all.contains(&format!(" {name}:")), "{name} passed: {all}"),
+            _ => {
+                assert!(
+                    all.contains(&format!(" {name}:")),
+                    "{name} is missing: {all}"
+                );
+                if let Some(note) = x["note"].as_str() {
+                    let head: String = note.chars().take(60).collect();
+                    assert!(all.contains(&head), "{name}'s note is missing: {all}");
+                }
+            }
+        }
+    }
+    // The record is not in the text, and is whole in structuredContent.
+    assert!(!all.contains("\"record_canonical\""), "{all}");
+    let canonical = v["record_canonical"].as_str().unwrap();
+    assert!(!all.contains(canonical));
+    assert_eq!(
+        conduct_walker::digest::sha256_hex(canonical.as_bytes()),
+        sha
+    );
+    assert_eq!(v["record"]["verdict"]["ok"], false);
+}
+
+#[tokio::test]
+async fn records_list_answers_a_page_at_a_time() {
+    let w = World::new().await;
+    let agent = SandboxAgent::start(&w.ca, Behaviour::default())
+        .await
+        .unwrap();
+    let o = agent.origin();
+    let client = w.connect(&[&o], "").await;
+    let mut shas = Vec::new();
+    for _ in 0..3 {
+        let r = call(
+            &client,
+            "witness_walk",
+            json!({"origin": o, "submit": false}),
+        )
+        .await;
+        shas.push(ok(&r)["sha256"].as_str().unwrap().to_string());
+        w.clock.advance(chrono::Duration::minutes(1));
+    }
+    let r = call(&client, "records_list", json!({"limit": 2})).await;
+    let v = ok(&r);
+    assert_eq!(
+        (v["matched"].as_u64(), v["shown"].as_u64()),
+        (Some(3), Some(2))
+    );
+    assert_eq!(v["records"][0]["sha256"], json!(shas[2]), "newest first");
+    assert_eq!(v["next_offset"], 2);
+    let page = text(&r);
+    assert!(
+        page.contains(&shas[1]) && !page.contains(&shas[0]),
+        "{page}"
+    );
+    assert!(
+        !page.contains("chain_hash"),
+        "the text is a list, not the JSON: {page}"
+    );
+    let r = call(&client, "records_list", json!({"limit": 2, "offset": 2})).await;
+    let v = ok(&r);
+    assert_eq!(v["shown"], 1);
+    assert_eq!(v["records"][0]["sha256"], json!(shas[0]));
+    assert!(v.get("next_offset").is_none(), "{v}");
+    // The default page is 20, the largest 100.
+    let r = call(&client, "records_list", json!({"limit": 101})).await;
+    assert!(error_text(&r).contains("from 1 to 100"));
+}
+
+/// Run `conduct-walker mcp` on stdio with `input`; its stdout messages and stderr.
+async fn stdio_session(w: &World, input: Vec<u8>) -> (Vec<Value>, String, Option<i32>) {
+    use tokio::io::AsyncWriteExt;
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_conduct-walker"))
+        .args(["mcp", "--config"])
+        .arg(w.dir.path().join("walker.toml"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = tokio::spawn(async move {
+        stdin.write_all(&input).await.unwrap();
+        // Give the server time to answer before its input ends.
+        tokio::time::sleep(Duration::from_millis(2000)).await;
+        drop(stdin);
+    });
+    let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("the server exits when its input ends")
+        .unwrap();
+    writer.await.unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let messages = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a message: {l:?}: {e}")))
+        .collect();
+    (
+        messages,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code(),
+    )
+}
+
+#[tokio::test]
+async fn on_stdio_invalid_utf8_and_overlong_lines_get_the_parse_error_and_serving_goes_on() {
+    let w = World::new().await;
+    w.config(&[], "");
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"}}});
+    let list = |id: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "records_list", "arguments": {}}})
+    };
+    let mut input = format!(
+        "{init}\n{}\n",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .into_bytes();
+    input.extend_from_slice(b"{\"jsonrpc\": \"2.0\", \"id\": 9, \"method\": \"\xff\xfe\"}\n");
+    input.extend_from_slice(format!("{}\n", list(2)).as_bytes());
+    // 16 MiB and one byte more, as a JSON string: a line rmcp would drop without an answer.
+    input.extend_from_slice(b"\"");
+    input.extend(std::iter::repeat_n(b'z', 16 * 1024 * 1024));
+    input.extend_from_slice(b"\"\n");
+    input.extend_from_slice(format!("{}\n", list(3)).as_bytes());
+    // Malformed tools/call: -32602, not "method not found".
+    input.extend_from_slice(
+        format!(
+            "{}\n{}\n",
+            json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call"}),
+            json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                   "params": {"name": "records_list", "arguments": [1]}})
+        )
+        .as_bytes(),
+    );
+    let (messages, stderr, code) = stdio_session(&w, input).await;
+    let by_id = |id: u64| {
+        messages
+            .iter()
+            .find(|m| m["id"] == id)
+            .unwrap_or_else(|| panic!("no answer to {id}: {messages:#?}"))
+    };
+    let parse_errors: Vec<&Value> = messages.iter().filter(|m| m["id"].is_null()).collect();
+    assert_eq!(parse_errors.len(), 2, "{messages:#?}");
+    for e in &parse_errors {
+        assert_eq!(e["error"]["code"], -32700);
+    }
+    assert!(
+        parse_errors
+            .iter()
+            .any(|e| e["error"]["message"].as_str().unwrap().contains("UTF-8")),
+        "{parse_errors:#?}"
+    );
+    assert!(
+        parse_errors.iter().any(|e| e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("longer than")),
+        "{parse_errors:#?}"
+    );
+    for id in [2, 3] {
+        assert_eq!(by_id(id)["result"]["structuredContent"]["matched"], 0);
+    }
+    for id in [4, 5] {
+        assert_eq!(by_id(id)["error"]["code"], -32602, "{:#}", by_id(id));
+    }
+    assert_eq!(code, Some(0));
+    assert!(stderr.contains("stopped: its input ended"), "{stderr}");
 }

@@ -14,8 +14,43 @@ pub struct McpArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Serve MCP Streamable HTTP at http://ADDR/mcp instead of stdio (loopback addresses only).
+    /// Callers must send `Authorization: Bearer TOKEN` (see --token-file) unless --no-auth.
     #[arg(long, value_name = "127.0.0.1:PORT")]
     pub listen: Option<SocketAddr>,
+    /// With --listen: the file holding the bearer token callers must send (one line, at least
+    /// 32 characters). Default: $CREDENTIALS_DIRECTORY/mcp-token when systemd passes it.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "listen",
+        conflicts_with = "no_auth"
+    )]
+    pub token_file: Option<PathBuf>,
+    /// With --listen: serve without a token, so any local user may walk and file under the
+    /// operator's key. Only where every local user is trusted.
+    #[arg(long, requires = "listen")]
+    pub no_auth: bool,
+}
+
+/// How `--listen` admits callers: the token from --token-file or the systemd credential, or
+/// nobody checked with --no-auth; without either it does not start.
+fn auth(args: &McpArgs) -> anyhow::Result<crate::mcp::Auth> {
+    use crate::mcp::{Auth, TOKEN_CREDENTIAL, read_token};
+    if args.no_auth {
+        return Ok(Auth::Open);
+    }
+    if let Some(path) = &args.token_file {
+        return Ok(Auth::Token(read_token(path)?));
+    }
+    if let Some(dir) = std::env::var_os("CREDENTIALS_DIRECTORY") {
+        let path = std::path::Path::new(&dir).join(TOKEN_CREDENTIAL);
+        if path.exists() {
+            return Ok(Auth::Token(read_token(&path)?));
+        }
+    }
+    anyhow::bail!(
+        "--listen needs a bearer token, or else any local user could walk and file under the operator's key: give --token-file FILE (make one with `(umask 077 && openssl rand -hex 32 > FILE)`), or pass it as the systemd credential {TOKEN_CREDENTIAL} (LoadCredential={TOKEN_CREDENTIAL}:FILE), or say --no-auth to serve without one"
+    )
 }
 
 /// Logs go to stderr only: on stdio, stdout carries nothing but protocol messages. Quiet by
@@ -33,8 +68,12 @@ fn init_tracing() {
 
 pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
     init_tracing();
+    let listen = match args.listen {
+        Some(addr) => Some((addr, auth(&args)?)),
+        None => None,
+    };
     let path = config::default_config_path(args.config.as_deref())?;
     let cfg = config::load(&path)?;
-    crate::mcp::run(crate::mcp::Options::new(cfg), args.listen).await?;
+    crate::mcp::run(crate::mcp::Options::new(cfg), listen).await?;
     Ok(ExitCode::from(super::EXIT_OK))
 }

@@ -7,6 +7,8 @@
 //! (`isError: true` with a text saying what was wrong); the server itself never stops for one.
 //! Stdout carries protocol messages only: logs go to stderr.
 
+mod http;
+mod jsonrpc;
 mod reads;
 mod stdio;
 mod tools;
@@ -28,6 +30,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+pub use http::{Auth, MIN_TOKEN_CHARS, TOKEN_CREDENTIAL, read_token, router};
 pub use walk::default_daily_cap;
 
 /// What the model is told when it connects.
@@ -72,7 +75,10 @@ struct State {
     jwks_transport: Transport,
     trust: TrustStore,
     signed: bool,
+    /// Filing walks a day (the lane's budget unless the config says).
     daily_cap: u32,
+    /// Store-only walks a day.
+    store_only_cap: u32,
     clock: Arc<dyn Clock>,
 }
 
@@ -101,6 +107,13 @@ impl WitnessServer {
             .as_ref()
             .map(|c| *c.get_ref())
             .unwrap_or_else(|| default_daily_cap(config.witness.key_url.as_deref(), signed));
+        let store_only_cap = config
+            .file
+            .mcp
+            .daily_store_only_cap
+            .as_ref()
+            .map(|c| *c.get_ref())
+            .unwrap_or(crate::config::DEFAULT_STORE_ONLY_CAP);
         Ok(WitnessServer {
             state: Arc::new(State {
                 config,
@@ -111,6 +124,7 @@ impl WitnessServer {
                 trust,
                 signed,
                 daily_cap,
+                store_only_cap,
                 clock: options.clock,
             }),
         })
@@ -125,9 +139,28 @@ fn answer(summary: String, value: Value) -> CallToolResult {
     result
 }
 
+/// A tool's answer whose text is written for a model (`texts`, the first a one-line summary)
+/// rather than the JSON again: the JSON is in `structuredContent` only.
+fn answer_text(texts: Vec<String>, value: Value) -> CallToolResult {
+    let mut result = CallToolResult::structured(value);
+    result.content = texts.into_iter().map(ContentBlock::text).collect();
+    result
+}
+
+/// The longest tool error: errors quote bad input clipped ([`tools::quote`]); this bounds
+/// whatever else an error carries (an agent's or the network's words).
+const ERROR_MAX_CHARS: usize = 2000;
+
 /// A tool error: the model reads the text and can correct itself.
 fn tool_error(text: impl Into<String>) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(text.into())])
+    let mut text: String = text.into();
+    if text.chars().count() > ERROR_MAX_CHARS {
+        text = format!(
+            "{}… (clipped)",
+            text.chars().take(ERROR_MAX_CHARS).collect::<String>()
+        );
+    }
+    CallToolResult::error(vec![ContentBlock::text(text)])
 }
 
 impl ServerHandler for WitnessServer {
@@ -168,7 +201,7 @@ impl ServerHandler for WitnessServer {
             tools::TERMS_VERIFY => reads::terms_verify(state, args).await,
             other => {
                 return Err(ErrorData::invalid_params(
-                    format!("no tool named {other:?}"),
+                    format!("no tool named {}", tools::quote(other)),
                     None,
                 ));
             }
@@ -177,43 +210,12 @@ impl ServerHandler for WitnessServer {
     }
 }
 
-/// Serve on stdio until the client closes it, or on Streamable HTTP at `listen` (loopback).
-pub async fn run(options: Options, listen: Option<SocketAddr>) -> anyhow::Result<()> {
+/// Serve on stdio until the client closes it, or on Streamable HTTP at `listen` (loopback),
+/// admitting callers by `auth`.
+pub async fn run(options: Options, listen: Option<(SocketAddr, Auth)>) -> anyhow::Result<()> {
     let server = WitnessServer::new(options)?;
     match listen {
         None => stdio::serve(server).await,
-        Some(addr) => serve_http(server, addr).await,
+        Some((addr, auth)) => http::serve(server, addr, auth).await,
     }
-}
-
-async fn serve_http(server: WitnessServer, addr: SocketAddr) -> anyhow::Result<()> {
-    use rmcp::transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-    };
-    if !addr.ip().is_loopback() {
-        anyhow::bail!(
-            "--listen {addr}: not a loopback address; the MCP server walks and files under the operator's key, so it listens on loopback only"
-        );
-    }
-    let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
-    );
-    let router = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    tracing::info!(
-        "MCP Streamable HTTP on http://{}/mcp",
-        listener.local_addr()?
-    );
-    eprintln!(
-        "conduct-walker mcp: Streamable HTTP on http://{}/mcp",
-        listener.local_addr()?
-    );
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await?;
-    Ok(())
 }

@@ -2,8 +2,8 @@
 //! read-only each time so they never write) and the card verifiers (`card_verify`,
 //! `terms_verify`, through the operator's network rules).
 
-use super::tools::Args;
-use super::{State, answer};
+use super::tools::{self, Args, quote};
+use super::{State, answer, answer_text};
 use crate::card_signature::fetch::{card_url, fetch_card};
 use crate::store::{self, ListFilter, Store, StoreError};
 use rmcp::model::{CallToolResult, JsonObject};
@@ -24,7 +24,7 @@ pub(super) async fn records_list(
     state: &State,
     args: Option<JsonObject>,
 ) -> Result<CallToolResult, String> {
-    let a = Args::new(args, &["endpoint", "since", "outcome", "limit"])?;
+    let a = Args::new(args, tools::RECORDS_LIST)?;
     let filter = ListFilter {
         endpoint: a.string("endpoint")?,
         since: a
@@ -32,36 +32,72 @@ pub(super) async fn records_list(
             .map(|s| store::parse_since(&s))
             .transpose()
             .map_err(|e| format!("since: {e}"))?,
-        outcome: match a.string("outcome")? {
-            None => None,
-            Some(o) if o == "PASS" || o == "FAIL" => Some(o),
-            Some(o) => return Err(format!("outcome must be PASS or FAIL, not {o:?}")),
-        },
+        outcome: a
+            .string("outcome")?
+            .map(|o| match o.as_str() {
+                "PASS" | "FAIL" => Ok(o),
+                _ => Err(format!("outcome must be PASS or FAIL, not {}", quote(&o))),
+            })
+            .transpose()?,
     };
-    let limit = a.integer("limit", 50, 1000)? as usize;
+    let limit = a.integer("limit", tools::LIST_DEFAULT, 1, tools::LIST_MAX)? as usize;
+    let offset = a.integer("offset", 0, 0, u32::MAX as u64)? as usize;
     let rows = read_store(state, move |s| s.list(&filter)).await?;
     let matched = rows.len();
-    // Newest first: a model asking "what did I walk" wants the latest.
-    let shown: Vec<Value> = rows.iter().rev().take(limit).map(|r| r.to_json()).collect();
-    let summary = format!(
-        "{matched} records match; showing the newest {}",
-        shown.len()
-    );
-    Ok(answer(
-        summary,
-        json!({ "records": shown, "matched": matched, "shown": shown.len() }),
-    ))
+    // Newest first: a model asking "what did I walk" wants the latest. A page at a time, so an
+    // answer stays small however large the store.
+    let page: Vec<_> = rows.iter().rev().skip(offset).take(limit).collect();
+    let next = offset + page.len();
+    let mut lines = vec![if page.is_empty() {
+        format!("{matched} records match; none from offset {offset}")
+    } else {
+        format!(
+            "{matched} records match; showing {} to {} of them, newest first{}",
+            offset + 1,
+            next,
+            if next < matched {
+                format!("; the next page is offset {next}")
+            } else {
+                String::new()
+            }
+        )
+    }];
+    lines.extend(page.iter().map(|r| {
+        format!(
+            "{} {} {} sha256 {}{}",
+            r.meta.walked_at,
+            r.meta
+                .verdict
+                .as_ref()
+                .map(|v| format!("{} {}/{}", v.outcome, v.n_pass, v.n_total))
+                .unwrap_or_else(|| r.meta.privacy_mode.clone()),
+            r.meta.endpoint,
+            r.sha256,
+            if r.signed { " signed" } else { "" }
+        )
+    }));
+    let mut value = json!({
+        "records": page.iter().map(|r| r.to_json()).collect::<Vec<Value>>(),
+        "matched": matched,
+        "shown": page.len(),
+        "offset": offset,
+    });
+    if next < matched {
+        value["next_offset"] = json!(next);
+    }
+    Ok(answer_text(vec![lines.join("\n")], value))
 }
 
 pub(super) async fn records_show(
     state: &State,
     args: Option<JsonObject>,
 ) -> Result<CallToolResult, String> {
-    let a = Args::new(args, &["sha_prefix"])?;
+    let a = Args::new(args, tools::RECORDS_SHOW)?;
     let prefix = a.required("sha_prefix")?;
     if prefix.len() < 4 || !prefix.chars().all(|c| c.is_ascii_hexdigit()) {
         return Err(format!(
-            "sha_prefix must be at least 4 hex characters of a record's sha256, not {prefix:?}"
+            "sha_prefix must be at least 4 hex characters of a record's sha256, not {}",
+            quote(&prefix)
         ));
     }
     let rec = read_store(state, move |s| s.get_by_prefix(&prefix)).await?;
@@ -97,7 +133,7 @@ pub(super) async fn records_verify(
     state: &State,
     args: Option<JsonObject>,
 ) -> Result<CallToolResult, String> {
-    Args::new(args, &[])?;
+    Args::new(args, tools::RECORDS_VERIFY)?;
     let report = read_store(state, |s| store::verify_all(s, |_, _| {})).await?;
     let summary = if report.is_ok() {
         format!(
@@ -132,18 +168,21 @@ pub(super) async fn records_verify(
 async fn card(
     state: &State,
     args: Option<JsonObject>,
+    tool: &str,
 ) -> Result<(String, String, Vec<u8>), String> {
-    let a = Args::new(args, &["url"])?;
-    let url = card_url(&a.required("url")?).map_err(|why| format!("url {why}"))?;
+    let a = Args::new(args, tool)?;
+    let raw = a.required("url")?;
+    crate::net::https_url(&raw).map_err(|why| format!("url {}: {why}", quote(&raw)))?;
+    let url = card_url(&raw).map_err(|why| format!("url {why}"))?;
     let origin = url::Url::parse(&url)
-        .map_err(|e| format!("url {url:?}: {e}"))?
+        .map_err(|e| format!("url {}: {e}", quote(&url)))?
         .origin()
         .ascii_serialization();
     state
         .transport
         .check_destination(&url)
         .await
-        .map_err(|why| format!("url {url}: {why}"))?;
+        .map_err(|why| format!("url {}: {why}", quote(&url)))?;
     let bytes = fetch_card(&state.transport, &url).await?;
     Ok((url, origin, bytes))
 }
@@ -152,7 +191,7 @@ pub(super) async fn card_verify(
     state: &State,
     args: Option<JsonObject>,
 ) -> Result<CallToolResult, String> {
-    let (url, origin, bytes) = card(state, args).await?;
+    let (url, origin, bytes) = card(state, args, tools::CARD_VERIFY).await?;
     let v = crate::card_signature::verify_card_bytes(
         &bytes,
         &origin,
@@ -188,7 +227,7 @@ pub(super) async fn terms_verify(
     state: &State,
     args: Option<JsonObject>,
 ) -> Result<CallToolResult, String> {
-    let (url, _, bytes) = card(state, args).await?;
+    let (url, _, bytes) = card(state, args, tools::TERMS_VERIFY).await?;
     let card = crate::json::parse_lenient(&bytes)
         .map_err(|e| format!("the card at {url} is not JSON: {e}"))?;
     let Some(report) = crate::terms::verify_for_walk(&card, &state.transport).await else {

@@ -22,14 +22,57 @@ fn object(v: Value) -> Arc<JsonObject> {
     }
 }
 
+/// The longest URL a tool takes (`origin`, `endpoint`, `url`): real ones are far shorter, and a
+/// bound keeps a megabyte of input from being fetched, stored or echoed.
+pub const URL_MAX_CHARS: usize = 4096;
+/// The longest witness name or vantage a model may give: the same bound as the config's.
+pub const NAME_MAX_CHARS: usize = crate::config::MAX_NAME_CHARS;
+/// The longest other free-text argument (`since`).
+const SHORT_MAX_CHARS: usize = 64;
+/// How much of a bad input an error quotes.
+pub const QUOTE_CHARS: usize = 200;
+
+/// A bad input, quoted for an error: at most [`QUOTE_CHARS`] characters of it, and its length
+/// when it was longer (a 1 MB argument must not come back as a 2 MB error).
+pub fn quote(s: &str) -> String {
+    if s.chars().count() <= QUOTE_CHARS {
+        return format!("{s:?}");
+    }
+    let head: String = s.chars().take(QUOTE_CHARS).collect();
+    format!("{head:?}… ({} characters in all)", s.chars().count())
+}
+
+/// A JSON value, quoted for an error like [`quote`] (compact text, clipped).
+pub fn quote_json(v: &Value) -> String {
+    let text = v.to_string();
+    if text.chars().count() <= QUOTE_CHARS {
+        return text;
+    }
+    let head: String = text.chars().take(QUOTE_CHARS).collect();
+    format!("{head}… ({} characters in all)", text.chars().count())
+}
+
+/// "X or null", spelled as `anyOf` branches of one `type` each: several MCP clients read `type`
+/// as a single string and reject or mangle `"type": [X, "null"]` (the Inspector's `--strict`
+/// warns about it).
 fn nullable(t: &str) -> Value {
-    json!({ "type": [t, "null"] })
+    json!({ "anyOf": [{ "type": t }, { "type": "null" }] })
+}
+
+/// An object schema that may also be null, in the same portable form.
+fn nullable_object(description: &str, object: Value) -> Value {
+    json!({ "description": description, "anyOf": [object, { "type": "null" }] })
+}
+
+fn string_input(max: usize, description: &str) -> Value {
+    json!({ "type": "string", "maxLength": max, "description": description })
 }
 
 fn submission_schema() -> Value {
-    json!({
-        "type": ["object", "null"],
-        "description": "The intake's classified answer; null when nothing was to be filed.",
+    nullable_object(
+        "The intake's classified answer; null when nothing was to be filed.",
+        json!({
+        "type": "object",
         "properties": {
             "answer": {
                 "type": "string",
@@ -46,19 +89,20 @@ fn submission_schema() -> Value {
             "summary": { "type": "string" },
         },
         "required": ["answer", "state", "intake_url", "summary"],
-    })
+        }),
+    )
 }
 
 fn witness_walk() -> Tool {
     let input = json!({
         "type": "object",
         "properties": {
-            "origin": { "type": "string", "description": "The agent's https origin, e.g. https://agent.example (its card is at /.well-known/agent-card.json)." },
-            "witness_name": { "type": "string", "description": "The witness name to write into the record. Used only when the operator's config allows it; otherwise the configured identity is used and the answer says so." },
-            "vantage": { "type": "string", "description": "Where the walk is taken from (free text). Same rule as witness_name." },
+            "origin": string_input(URL_MAX_CHARS, "The agent's https origin, e.g. https://agent.example (its card is at /.well-known/agent-card.json)."),
+            "witness_name": string_input(NAME_MAX_CHARS, "The witness name to write into the record. Used only when the operator's config allows it; otherwise the configured identity is used and the answer says so."),
+            "vantage": string_input(NAME_MAX_CHARS, "Where the walk is taken from (free text). Same rule as witness_name."),
             "mode": { "type": "string", "enum": ["a2a", "mcp"], "default": "a2a", "description": "a2a: send an A2A message; mcp: send an MCP initialize." },
             "wire": { "type": "string", "enum": ["1.0", "0.3"], "default": "1.0", "description": "A2A wire version." },
-            "endpoint": { "type": "string", "description": "Walk this https endpoint instead of the card's first measured endpoint." },
+            "endpoint": string_input(URL_MAX_CHARS, "Walk this https endpoint instead of the card's first measured endpoint."),
             "submit": { "type": "boolean", "default": true, "description": "File the signed record with the intake (when the operator allows filing)." },
             "privacy": { "type": "string", "enum": ["full", "hash-only", "commitment"], "default": "full", "description": "full record, hash-only (URLs and methods redacted), or commitment (only a commitment is filed)." },
             "request_profile": { "type": "string", "enum": ["spec", "reference"], "default": "spec", "description": "mcp mode only: spec asks as MCP Streamable HTTP requires; reference asks exactly as the reference walker (byte-identical, but SDK-default MCP servers answer 406)." },
@@ -108,8 +152,8 @@ fn witness_walk() -> Tool {
                     "required": ["n", "method", "url", "status", "body_sha256", "transport_error"],
                 },
             },
-            "card_signature": { "type": ["object", "null"], "description": "The record's card_signature block (null in a commitment record)." },
-            "terms": { "type": ["object", "null"], "description": "The record's terms block, when the card lists the terms extension." },
+            "card_signature": nullable_object("The record's card_signature block (null in a commitment record).", json!({ "type": "object" })),
+            "terms": nullable_object("The record's terms block, when the card lists the terms extension.", json!({ "type": "object" })),
             "record": { "type": "object", "description": "The filed record, parsed." },
             "record_canonical": { "type": "string", "description": "The filed record's exact canonical bytes (UTF-8); sha256 is their hash." },
             "identity": {
@@ -135,8 +179,14 @@ fn witness_walk() -> Tool {
             "submit_note": nullable("string"),
             "walks_today": {
                 "type": "object",
-                "properties": { "used": { "type": "integer" }, "cap": { "type": "integer" } },
-                "required": ["used", "cap"],
+                "description": "The daily cap this walk counted against: filing walks share the lane's cap, store-only walks (submit false) have their own.",
+                "properties": {
+                    "used": { "type": "integer" },
+                    "cap": { "type": "integer" },
+                    "counted_as": { "type": "string", "enum": ["filing", "store_only"] },
+                    "resets_at": { "type": "string" },
+                },
+                "required": ["used", "cap", "counted_as", "resets_at"],
             },
         },
         "required": ["sha256", "verdict", "assertions", "nodes", "card_signature", "terms", "record",
@@ -164,10 +214,11 @@ fn records_list() -> Tool {
     let input = json!({
         "type": "object",
         "properties": {
-            "endpoint": { "type": "string", "description": "Only records of this endpoint (exact match)." },
-            "since": { "type": "string", "description": "Only records walked at or after this date (YYYY-MM-DD or RFC 3339)." },
+            "endpoint": string_input(URL_MAX_CHARS, "Only records of this endpoint (exact match)."),
+            "since": string_input(SHORT_MAX_CHARS, "Only records walked at or after this date (YYYY-MM-DD or RFC 3339)."),
             "outcome": { "type": "string", "enum": ["PASS", "FAIL"] },
-            "limit": { "type": "integer", "minimum": 1, "maximum": 1000, "default": 50, "description": "At most this many, newest first." },
+            "limit": { "type": "integer", "minimum": 1, "maximum": LIST_MAX, "default": LIST_DEFAULT, "description": "At most this many per page, newest first." },
+            "offset": { "type": "integer", "minimum": 0, "default": 0, "description": "Skip this many of the newest matches: pass the previous page's next_offset." },
         },
         "additionalProperties": false,
     });
@@ -177,12 +228,15 @@ fn records_list() -> Tool {
             "records": { "type": "array", "items": { "type": "object" } },
             "matched": { "type": "integer" },
             "shown": { "type": "integer" },
+            "offset": { "type": "integer" },
+            "next_offset": { "type": "integer", "description": "Present when more records match: the offset of the next page." },
         },
-        "required": ["records", "matched", "shown"],
+        "required": ["records", "matched", "shown", "offset"],
     });
     Tool::new(
         RECORDS_LIST,
-        "List stored walk records (read-only): time, endpoint, verdict, sha256, signed.",
+        "List stored walk records (read-only), newest first, a page at a time: time, endpoint, \
+         verdict, sha256, signed.",
         object(input),
     )
     .with_raw_output_schema(object(output))
@@ -193,7 +247,7 @@ fn records_show() -> Tool {
     let input = json!({
         "type": "object",
         "properties": {
-            "sha_prefix": { "type": "string", "pattern": "^[0-9a-fA-F]{4,64}$", "description": "The first hex characters (at least 4) of the record's sha256." },
+            "sha_prefix": { "type": "string", "pattern": "^[0-9a-fA-F]{4,64}$", "maxLength": 64, "description": "The first hex characters (at least 4) of the record's sha256." },
         },
         "required": ["sha_prefix"],
         "additionalProperties": false,
@@ -228,10 +282,13 @@ fn records_verify() -> Tool {
             "ok": { "type": "boolean" },
             "rows": { "type": "integer" },
             "signed": { "type": "integer" },
-            "chain_head": {
-                "type": ["object", "null"],
-                "properties": { "row": { "type": "integer" }, "chain_hash": { "type": "string" } },
-            },
+            "chain_head": nullable_object(
+                "The last row and its chain hash; null for an empty store.",
+                json!({
+                    "type": "object",
+                    "properties": { "row": { "type": "integer" }, "chain_hash": { "type": "string" } },
+                }),
+            ),
             "problems": {
                 "type": "array",
                 "items": {
@@ -261,7 +318,7 @@ fn url_input(what: &str) -> Arc<JsonObject> {
     object(json!({
         "type": "object",
         "properties": {
-            "url": { "type": "string", "description": what },
+            "url": string_input(URL_MAX_CHARS, what),
         },
         "required": ["url"],
         "additionalProperties": false,
@@ -275,7 +332,7 @@ fn card_verify() -> Tool {
             "url": { "type": "string" },
             "valid": { "type": "boolean" },
             "verified": {
-                "type": ["boolean", "null"],
+                "anyOf": [{ "type": "boolean" }, { "type": "null" }],
                 "description": "true: a signature verifies; false: every checked signature failed; null: nothing could be checked",
             },
             "card_signature": { "type": "object" },
@@ -301,7 +358,7 @@ fn terms_verify() -> Tool {
             "url": { "type": "string" },
             "listed": { "type": "boolean" },
             "all_verified": { "type": "boolean" },
-            "terms": { "type": ["object", "null"] },
+            "terms": nullable_object("The card's terms block; null when the card lists no terms extension.", json!({ "type": "object" })),
             "establishes": { "type": "array", "items": { "type": "string" } },
             "does_not_establish": { "type": "array", "items": { "type": "string" } },
         },
@@ -333,29 +390,75 @@ pub fn all() -> Vec<Tool> {
     ]
 }
 
+/// The tool's input schema, which [`Args`] reads its argument names and bounds from.
+pub fn input_schema(name: &str) -> Arc<JsonObject> {
+    all()
+        .into_iter()
+        .find(|t| t.name == name)
+        .map(|t| t.input_schema)
+        .unwrap_or_default()
+}
+
+/// `records_list`'s page size: its default and its largest.
+pub const LIST_DEFAULT: u64 = 20;
+pub const LIST_MAX: u64 = 100;
+
 /// A tool's arguments, read with clear errors: the model sees the text and can correct itself.
+/// The names it takes and each string's `maxLength` come from the tool's input schema, so what
+/// a client is told and what the server enforces are one thing.
 pub struct Args {
     map: Map<String, Value>,
+    schema: Arc<JsonObject>,
 }
 
 impl Args {
     /// Refuses names the tool does not take (a typo would otherwise silently fall to a default).
-    pub fn new(map: Option<JsonObject>, known: &[&str]) -> Result<Args, String> {
+    pub fn new(map: Option<JsonObject>, tool: &str) -> Result<Args, String> {
         let map = map.unwrap_or_default();
+        let schema = input_schema(tool);
+        let known: Vec<&str> = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|p| p.keys().map(String::as_str).collect())
+            .unwrap_or_default();
         if let Some(unknown) = map.keys().find(|k| !known.contains(&k.as_str())) {
-            return Err(format!(
-                "unknown argument {unknown:?}; this tool takes {}",
-                known.join(", ")
-            ));
+            return Err(if known.is_empty() {
+                format!("unknown argument {}; this tool takes none", quote(unknown))
+            } else {
+                format!(
+                    "unknown argument {}; this tool takes {}",
+                    quote(unknown),
+                    known.join(", ")
+                )
+            });
         }
-        Ok(Args { map })
+        Ok(Args { map, schema })
+    }
+
+    fn max_chars(&self, name: &str) -> Option<usize> {
+        self.schema
+            .get("properties")?
+            .get(name)?
+            .get("maxLength")?
+            .as_u64()
+            .map(|n| n as usize)
     }
 
     pub fn string(&self, name: &str) -> Result<Option<String>, String> {
         match self.map.get(name) {
             None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(format!("{name} must be a string, not {other}")),
+            Some(Value::String(s)) => match self.max_chars(name) {
+                Some(max) if s.chars().count() > max => Err(format!(
+                    "{name} is {} characters long; at most {max} are taken: {}",
+                    s.chars().count(),
+                    quote(s)
+                )),
+                _ => Ok(Some(s.clone())),
+            },
+            Some(other) => Err(format!(
+                "{name} must be a string, not {}",
+                quote_json(other)
+            )),
         }
     }
 
@@ -368,17 +471,22 @@ impl Args {
         match self.map.get(name) {
             None | Some(Value::Null) => Ok(default),
             Some(Value::Bool(b)) => Ok(*b),
-            Some(other) => Err(format!("{name} must be true or false, not {other}")),
+            Some(other) => Err(format!(
+                "{name} must be true or false, not {}",
+                quote_json(other)
+            )),
         }
     }
 
-    pub fn integer(&self, name: &str, default: u64, max: u64) -> Result<u64, String> {
+    /// An integer from `min` to `max`, or `default` when absent.
+    pub fn integer(&self, name: &str, default: u64, min: u64, max: u64) -> Result<u64, String> {
         match self.map.get(name) {
             None | Some(Value::Null) => Ok(default),
             Some(v) => match v.as_u64() {
-                Some(n) if (1..=max).contains(&n) => Ok(n),
+                Some(n) if (min..=max).contains(&n) => Ok(n),
                 _ => Err(format!(
-                    "{name} must be an integer from 1 to {max}, not {v}"
+                    "{name} must be an integer from {min} to {max}, not {}",
+                    quote_json(v)
                 )),
             },
         }
@@ -393,11 +501,102 @@ impl Args {
     ) -> Result<&'static str, String> {
         match self.string(name)? {
             None => Ok(default),
-            Some(s) => {
-                allowed.iter().copied().find(|a| *a == s).ok_or_else(|| {
-                    format!("{name} must be one of {}, not {s:?}", allowed.join(", "))
-                })
+            Some(s) => allowed.iter().copied().find(|a| *a == s).ok_or_else(|| {
+                format!(
+                    "{name} must be one of {}, not {}",
+                    allowed.join(", "),
+                    quote(&s)
+                )
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every schema node, with its path, for the checks below.
+    fn nodes<'a>(v: &'a Value, path: String, out: &mut Vec<(String, &'a Value)>) {
+        match v {
+            Value::Object(m) => {
+                out.push((path.clone(), v));
+                for (k, child) in m {
+                    nodes(child, format!("{path}.{k}"), out);
+                }
+            }
+            Value::Array(a) => {
+                for (i, child) in a.iter().enumerate() {
+                    nodes(child, format!("{path}[{i}]"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// What the MCP Inspector's `--strict` and strict clients object to: `type` as an array
+    /// (`[X, "null"]`), an array without `items`, a bare `true`/`false` as a schema, a
+    /// `default: null`. None may appear in any input or output schema.
+    #[test]
+    fn schemas_use_only_the_forms_strict_clients_read() {
+        let mut problems = Vec::new();
+        for tool in all() {
+            let output = Value::Object((*tool.output_schema.clone().expect("output")).clone());
+            let input = Value::Object((*tool.input_schema).clone());
+            for (which, schema) in [("input", &input), ("output", &output)] {
+                let mut all_nodes = Vec::new();
+                nodes(schema, format!("{}.{which}", tool.name), &mut all_nodes);
+                for (path, node) in all_nodes {
+                    let Value::Object(m) = node else { continue };
+                    if m.get("type").is_some_and(Value::is_array) {
+                        problems.push(format!("{path}: type is an array"));
+                    }
+                    if m.get("type") == Some(&json!("array")) && !m.contains_key("items") {
+                        problems.push(format!("{path}: an array without items"));
+                    }
+                    if m.get("default") == Some(&Value::Null) {
+                        problems.push(format!("{path}: default null"));
+                    }
+                    if let Some(Value::Object(props)) = m.get("properties") {
+                        for (k, p) in props {
+                            if p.is_boolean() {
+                                problems.push(format!("{path}.properties.{k}: a bare boolean"));
+                            }
+                            if !(p.get("type").is_some() || p.get("anyOf").is_some()) {
+                                problems.push(format!("{path}.properties.{k}: no type"));
+                            }
+                        }
+                    }
+                }
             }
         }
+        assert!(problems.is_empty(), "{problems:#?}");
+    }
+
+    #[test]
+    fn every_string_input_is_bounded() {
+        for tool in all() {
+            let props = tool.input_schema["properties"].as_object().unwrap();
+            for (name, p) in props {
+                if p["type"] == "string" && p.get("enum").is_none() {
+                    assert!(
+                        p["maxLength"].as_u64().is_some(),
+                        "{}.{name} has no maxLength",
+                        tool.name
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn quote_keeps_at_most_200_characters_and_says_how_long_it_was() {
+        let long = "é".repeat(1_000_000);
+        let q = quote(&long);
+        assert!(q.chars().count() < QUOTE_CHARS + 60, "{}", q.len());
+        assert!(q.contains("1000000 characters"), "{q}");
+        assert_eq!(quote("short"), "\"short\"");
+        let v = Value::Array(vec![json!("x"); 100_000]);
+        assert!(quote_json(&v).len() < 300);
     }
 }

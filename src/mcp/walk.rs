@@ -2,8 +2,8 @@
 //! place under the daily cap, then walk → sign → store → file through the shared pipeline,
 //! with progress notifications and cancellation up to the store's commit.
 
-use super::tools::Args;
-use super::{State, answer};
+use super::tools::{self, Args, quote};
+use super::{State, answer_text};
 use crate::consent::{self, Consent};
 use crate::digest::sha256_hex;
 use crate::pipeline::{Stage, WalkJob};
@@ -18,18 +18,6 @@ use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-
-const INPUTS: &[&str] = &[
-    "origin",
-    "witness_name",
-    "vantage",
-    "mode",
-    "wire",
-    "endpoint",
-    "submit",
-    "privacy",
-    "request_profile",
-];
 
 /// The default daily cap: what the witness's lane at the intake takes in a UTC day, so a model
 /// cannot start more walks than could ever be filed.
@@ -89,12 +77,12 @@ pub(super) async fn witness_walk(
     args: Option<JsonObject>,
     ctx: RequestContext<RoleServer>,
 ) -> Result<CallToolResult, String> {
-    let a = Args::new(args, INPUTS)?;
+    let a = Args::new(args, tools::WITNESS_WALK)?;
     let origin = a.required("origin")?;
     let endpoint = a.string("endpoint")?;
     for (name, url) in [("origin", Some(&origin)), ("endpoint", endpoint.as_ref())] {
         if let Some(url) = url {
-            crate::net::https_url(url).map_err(|why| format!("{name} {url:?}: {why}"))?;
+            crate::net::https_url(url).map_err(|why| format!("{name} {}: {why}", quote(url)))?;
         }
     }
     let mode = Mode::parse(a.choice("mode", &["a2a", "mcp"], "a2a")?).expect("listed");
@@ -115,7 +103,7 @@ pub(super) async fn witness_walk(
                 .transport
                 .check_destination(url)
                 .await
-                .map_err(|why| format!("{name} {url}: {why}"))?;
+                .map_err(|why| format!("{name} {}: {why}", quote(url)))?;
         }
     }
     let request = WalkRequest {
@@ -136,23 +124,19 @@ pub(super) async fn witness_walk(
         ));
     }
 
+    let allow_submit = state.config.file.mcp.allow_submit;
+    let submit = submit_asked && allow_submit;
     let now = state.clock.now();
-    let day = lanes::utc_day(now);
     let ledger = Ledger {
         database: state.database.clone(),
         clock: state.clock.clone(),
     };
-    let (walk_id, used) = ledger
-        .begin(
-            &day,
-            &crate::clock::walked_at(now),
-            &origin,
-            state.daily_cap,
-        )
-        .await?;
-
-    let allow_submit = state.config.file.mcp.allow_submit;
-    let submit = submit_asked && allow_submit;
+    let cap = if submit {
+        Cap::filing(state.daily_cap)
+    } else {
+        Cap::store_only(state.store_only_cap)
+    };
+    let (walk_id, used) = ledger.begin(now, &origin, cap).await?;
     let job = WalkJob { request, submit };
     let report = match run_with_progress(state, &job, &ctx).await {
         Some(Ok(report)) => report,
@@ -244,9 +228,167 @@ pub(super) async fn witness_walk(
         },
         "submission": sub,
         "submit_note": submit_note,
-        "walks_today": { "used": used, "cap": state.daily_cap },
+        "walks_today": {
+            "used": used,
+            "cap": cap.limit,
+            "counted_as": cap.name,
+            "resets_at": crate::clock::walked_at(lanes::next_utc_midnight(now)),
+        },
     });
-    Ok(answer(summary, value))
+    let details = walk_text(&value, report.record_id);
+    Ok(answer_text(vec![summary, details], value))
+}
+
+/// The longest note quoted per assertion in the text answer: the whole note is in
+/// `structuredContent`.
+const NOTE_CHARS: usize = 300;
+
+/// What a model needs from a walk, in a few KB (the record itself is in `structuredContent`,
+/// and `records_show` reads it again): each failed or not-applicable assertion with its note,
+/// the identity used, where the record is, the filing answer, the cap.
+fn walk_text(v: &Value, record_id: i64) -> String {
+    let clip = |s: &str| -> String {
+        if s.chars().count() <= NOTE_CHARS {
+            s.to_string()
+        } else {
+            format!("{}…", s.chars().take(NOTE_CHARS).collect::<String>())
+        }
+    };
+    let mut out = Vec::new();
+    let assertions = v["assertions"].as_array().cloned().unwrap_or_default();
+    let failed: Vec<&Value> = assertions
+        .iter()
+        .filter(|a| a["result"] != Value::Bool(true))
+        .collect();
+    if failed.is_empty() {
+        out.push(format!("all {} assertions passed", assertions.len()));
+    }
+    for a in failed {
+        let result = match &a["result"] {
+            Value::Bool(false) => "FAIL",
+            _ => "n/a",
+        };
+        // The note says why; the claim (what the assertion states) only when there is none.
+        let name = a["name"].as_str().unwrap_or_default();
+        let why = match a["note"].as_str() {
+            Some(note) => note.to_string(),
+            None => {
+                let claim = a["claim"].as_str().unwrap_or_default();
+                claim
+                    .strip_prefix(&format!("{name}: "))
+                    .unwrap_or(claim)
+                    .to_string()
+            }
+        };
+        let line = format!("{result} {name}: {}", clip(&why));
+        out.push(line);
+    }
+    for n in v["nodes"].as_array().into_iter().flatten() {
+        if let Some(e) = n["transport_error"].as_str() {
+            out.push(format!(
+                "n{} {} {}: {}",
+                n["n"],
+                n["method"].as_str().unwrap_or_default(),
+                clip(n["url"].as_str().unwrap_or_default()),
+                clip(e)
+            ));
+        }
+    }
+    let sha = v["sha256"].as_str().unwrap_or_default();
+    let identity = &v["identity"];
+    out.push(format!(
+        "witness {:?} at {:?} (from the {})",
+        identity["witness_name"].as_str().unwrap_or_default(),
+        identity["vantage"].as_str().unwrap_or_default(),
+        identity["source"].as_str().unwrap_or_default()
+    ));
+    if let Some(note) = identity["note"].as_str() {
+        out.push(note.to_string());
+    }
+    out.push(format!(
+        "record sha256 {sha}: row {record_id} of {} ({}); the whole record is in structuredContent, or call records_show with sha_prefix {:?}",
+        v["stored"]["database"].as_str().unwrap_or_default(),
+        if v["stored"]["signed"] == Value::Bool(true) { "signed" } else { "unsigned" },
+        &sha[..sha.len().min(12)]
+    ));
+    match (
+        v["submission"]["summary"].as_str(),
+        v["submit_note"].as_str(),
+    ) {
+        (Some(s), _) => out.push(format!(
+            "filing: {} ({})",
+            s,
+            v["submission"]["intake_url"].as_str().unwrap_or_default()
+        )),
+        (None, Some(note)) => out.push(note.to_string()),
+        (None, None) => {}
+    }
+    let w = &v["walks_today"];
+    out.push(format!(
+        "{} of {} {} walks today (UTC); the cap resets at {}",
+        w["used"],
+        w["cap"],
+        if w["counted_as"] == "filing" {
+            "filing"
+        } else {
+            "store-only"
+        },
+        w["resets_at"].as_str().unwrap_or_default()
+    ));
+    out.join("\n")
+}
+
+/// Which daily cap a walk counts against: filing walks share the lane's budget, store-only
+/// walks (nothing reaches the intake) have their own, larger one.
+#[derive(Debug, Clone, Copy)]
+struct Cap {
+    files: bool,
+    limit: u32,
+    name: &'static str,
+}
+
+impl Cap {
+    fn filing(limit: u32) -> Cap {
+        Cap {
+            files: true,
+            limit,
+            name: "filing",
+        }
+    }
+
+    fn store_only(limit: u32) -> Cap {
+        Cap {
+            files: false,
+            limit,
+            name: "store_only",
+        }
+    }
+
+    /// The refusal: which cap, its setting, and when it resets.
+    fn refusal(&self, used: u32, now: chrono::DateTime<chrono::Utc>) -> String {
+        let resets = lanes::next_utc_midnight(now);
+        let left = resets - now;
+        let (what, key, other) = if self.files {
+            (
+                "walks that file with the intake",
+                "mcp.daily_walk_cap, by default the witness's lane at the intake",
+                "store-only walks (submit: false) have their own cap and may still run",
+            )
+        } else {
+            (
+                "store-only walks (submit: false)",
+                "mcp.daily_store_only_cap",
+                "walks that file have their own cap",
+            )
+        };
+        format!(
+            "not walked: the daily cap on {what} is reached ({used} of {} today, UTC; {key}). It resets at {} (in {} h {} min); {other}",
+            self.limit,
+            crate::clock::walked_at(resets),
+            left.num_hours(),
+            left.num_minutes() % 60
+        )
+    }
 }
 
 fn nodes_json(outcome: &WalkOutcome) -> Vec<Value> {
@@ -371,26 +513,30 @@ impl Ledger {
             .map_err(|e| format!("the store: {e}"))
     }
 
-    /// Take a place under the cap (one transaction, so two calls cannot both take the last
-    /// place): the new row's id and the walks started today including this one.
+    /// Take a place under the walk's cap (one transaction, so two calls cannot both take the
+    /// last place): the new row's id and the walks of its kind started today including this one.
     async fn begin(
         &self,
-        day: &str,
-        now: &str,
+        now: chrono::DateTime<chrono::Utc>,
         origin: &str,
-        cap: u32,
+        cap: Cap,
     ) -> Result<(i64, u32), String> {
-        let (day, now, origin) = (day.to_string(), now.to_string(), origin.to_string());
+        let day = lanes::utc_day(now);
+        let started = crate::clock::walked_at(now);
+        let origin = origin.to_string();
         let taken = self
             .blocking(move |store| {
-                crate::store::mcp_walks::begin(store.connection(), &day, &now, &origin, cap)
+                crate::store::mcp_walks::begin(
+                    store.connection(),
+                    &day,
+                    &started,
+                    &origin,
+                    cap.files,
+                    cap.limit,
+                )
             })
             .await?;
-        taken.map_err(|used| {
-            format!(
-                "not walked: the operator's daily cap of {cap} walks started through MCP is reached ({used} today, UTC); the next place opens at 00:00 UTC"
-            )
-        })
+        taken.map_err(|used| cap.refusal(used, now))
     }
 
     /// Note how a walk ended. Best effort: the walk's record (if any) is already stored.

@@ -7,25 +7,28 @@ use rusqlite::{Connection, params};
 /// Take a place under `cap` walks on `day` (one `IMMEDIATE` transaction, so two servers cannot
 /// both take the last place): `Ok((row id, walks today including this one))`, or
 /// `Err(walks today)` when the cap is reached.
+/// `files`: whether the walk files its record (filing walks and store-only walks are counted
+/// against separate caps, migration 6).
 pub fn begin(
     conn: &Connection,
     day: &str,
     now: &str,
     origin: &str,
+    files: bool,
     cap: u32,
 ) -> Result<Result<(i64, u32), u32>, StoreError> {
     let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
     let used: u32 = conn.query_row(
-        "SELECT count(*) FROM mcp_walks WHERE day = ?1",
-        [day],
+        "SELECT count(*) FROM mcp_walks WHERE day = ?1 AND files = ?2",
+        params![day, files],
         |r| r.get(0),
     )?;
     if used >= cap {
         return Ok(Err(used));
     }
     conn.execute(
-        "INSERT INTO mcp_walks (day, started_at, origin, state) VALUES (?1, ?2, ?3, 'running')",
-        [day, now, origin],
+        "INSERT INTO mcp_walks (day, started_at, origin, state, files) VALUES (?1, ?2, ?3, 'running', ?4)",
+        params![day, now, origin, files],
     )?;
     let id = conn.last_insert_rowid();
     tx.commit()?;

@@ -33,6 +33,10 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "status_pages",
         sql: include_str!("migrations/0005_status_pages.sql"),
     },
+    Migration {
+        name: "mcp_store_only",
+        sql: include_str!("migrations/0006_mcp_store_only.sql"),
+    },
 ];
 
 /// The schema version this binary writes and understands.

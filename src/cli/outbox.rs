@@ -117,6 +117,7 @@ async fn drain(db: &DbArg, net: &NetArgs) -> anyhow::Result<ExitCode> {
         file_extra_walks: false,
     })?;
     let report = pipeline.drain_outbox().await?;
+    pipeline.checkpoint().await?;
     println!(
         "sent {}: {} filed, {} refused, {} still queued",
         report.attempted, report.filed, report.refused, report.deferred

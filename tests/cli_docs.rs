@@ -260,3 +260,35 @@ fn shell_completions_name_every_subcommand() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn completions_help_names_every_shell_it_accepts() {
+    use clap::ValueEnum as _;
+    let help = Command::new(BIN)
+        .args(["completions", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    let top = Command::new(BIN).arg("--help").output().unwrap();
+    let top = String::from_utf8_lossy(&top.stdout);
+    let line = top
+        .lines()
+        .find(|l| l.trim_start().starts_with("completions"))
+        .unwrap();
+    for shell in clap_complete::Shell::value_variants() {
+        let name = shell.to_possible_value().unwrap().get_name().to_string();
+        assert!(
+            help.contains(&name),
+            "completions --help omits {name}:\n{help}"
+        );
+        assert!(
+            line.contains(&name),
+            "--help's completions line omits {name}: {line}"
+        );
+        let out = Command::new(BIN)
+            .args(["completions", &name])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{name}");
+    }
+}

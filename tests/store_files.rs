@@ -68,10 +68,18 @@ fn the_demo_leaves_a_0600_store_that_is_whole_in_walker_db() {
         .arg(dir.path())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let db = dir.path().join("walker.db");
     assert_eq!(mode(&db), 0o600);
-    assert_eq!(wal_len(&db), 0, "the demo left transactions in walker.db-wal");
+    assert_eq!(
+        wal_len(&db),
+        0,
+        "the demo left transactions in walker.db-wal"
+    );
     let (ok, whole) = list(&db);
     assert!(ok, "{whole}");
     let copy = copy_alone(&db, &dir.path().join("copy"));
@@ -97,7 +105,13 @@ fn walk_with_db_leaves_a_store_whole_in_walker_db() {
     let db = dir.path().join("walker.db");
     let out = Command::new(BIN)
         .args(["walk", "--origin", &agent.origin(), "--mode", "a2a"])
-        .args(["--witness-name", "w", "--vantage", "v", "--allow-private-network"])
+        .args([
+            "--witness-name",
+            "w",
+            "--vantage",
+            "v",
+            "--allow-private-network",
+        ])
         .arg("--ca-cert")
         .arg(dir.path().join("ca.pem"))
         .arg("--db")
@@ -106,9 +120,17 @@ fn walk_with_db_leaves_a_store_whole_in_walker_db() {
         .arg(dir.path().join("w.json"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(mode(&db), 0o600);
-    assert_eq!(wal_len(&db), 0, "walk --db left transactions in walker.db-wal");
+    assert_eq!(
+        wal_len(&db),
+        0,
+        "walk --db left transactions in walker.db-wal"
+    );
     let copy = copy_alone(&db, &dir.path().join("copy"));
     let (ok, copied) = list(&copy);
     assert!(ok, "{copied}");
@@ -124,7 +146,10 @@ fn a_copy_without_the_wal_it_needs_says_so_instead_of_offering_an_empty_store() 
     let copy = copy_alone(&path, &dir.path().join("copy"));
     let (ok, text) = list(&copy);
     assert!(!ok, "{text}");
-    assert!(text.contains("walker.db-wal") && text.contains("is missing"), "{text}");
+    assert!(
+        text.contains("walker.db-wal") && text.contains("is missing"),
+        "{text}"
+    );
     assert!(text.contains("records export"), "{text}");
     assert!(!text.contains("open it read-write once"), "{text}");
     drop(store);

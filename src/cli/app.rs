@@ -54,7 +54,7 @@ pub enum Command {
     Bench(super::bench::BenchArgs),
     /// Serve MCP (stdio, or Streamable HTTP with --listen): let an AI agent be the witness.
     Mcp(super::mcp::McpArgs),
-    /// Print a shell completion script (bash, zsh or fish) to stdout.
+    /// Print a shell completion script (bash, zsh, fish, elvish or powershell) to stdout.
     Completions(super::docs::CompletionsArgs),
     /// Write the man pages: one per subcommand, and conduct-walker.toml(5).
     ///

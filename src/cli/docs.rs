@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {
-    /// The shell to print a completion script for.
+    /// The shell to print a completion script for: bash, zsh, fish, elvish or powershell.
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
 }
@@ -28,14 +28,28 @@ pub struct ManArgs {
 pub const CONFIG_PAGE: &str = "conduct-walker.toml.5";
 
 pub fn completions(args: CompletionsArgs) -> anyhow::Result<ExitCode> {
-    let mut cmd = super::Cli::command();
-    clap_complete::generate(
-        args.shell,
-        &mut cmd,
-        "conduct-walker",
-        &mut std::io::stdout(),
-    );
+    use std::io::Write as _;
+    std::io::stdout()
+        .write_all(completion_script(args.shell).as_bytes())
+        .context("cannot write the completion script")?;
     Ok(ExitCode::from(super::EXIT_OK))
+}
+
+/// The completion script for `shell`, as `completions` prints it and the package installs it.
+pub fn completion_script(shell: clap_complete::Shell) -> String {
+    let mut cmd = super::Cli::command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "conduct-walker", &mut out);
+    let script = String::from_utf8_lossy(&out).into_owned();
+    match shell {
+        // clap_complete 4.6's bash script names the state of `conduct-walker SUB` twice, in two
+        // spellings: the word loop sets `conduct__walker__subcmd__SUB`, while the case that
+        // completes it is labelled `conduct__subcmd__walker__subcmd__SUB` (the hyphen in the
+        // binary's name escaped a second way). Nothing matched, so everything after the first
+        // word fell back to file names. One spelling makes them meet again.
+        clap_complete::Shell::Bash => script.replace("conduct__subcmd__walker", "conduct__walker"),
+        _ => script,
+    }
 }
 
 pub fn man(args: ManArgs) -> anyhow::Result<ExitCode> {

@@ -466,7 +466,7 @@ fn observed(outcome: &WalkOutcome, a: &Assertion) -> String {
     a.evidence_nodes
         .iter()
         .map(|n| match outcome.nodes.iter().find(|node| node.n == *n) {
-            None => format!("n{n} not sent"),
+            None => format!("n{n} was not sent"),
             Some(node) => match &node.exchange.transport_error {
                 Some(e) => format!(
                     "n{n} {} {}: no answer, transport error: {e}",

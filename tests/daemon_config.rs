@@ -505,3 +505,42 @@ fn a_config_without_a_store_names_the_config_key_not_a_flag_run_lacks() {
     assert!(text.contains("set `database` under [daemon]"), "{text}");
     assert!(text.contains("1 problem;"), "{text}");
 }
+
+#[test]
+fn config_check_reload_leaves_the_credential_unread_and_checks_the_rest() {
+    // The unit's ExecReload= runs `config check --reload`: systemd 252 does not let a reload
+    // process read the credential, and the running daemon keeps the key it loaded at start.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("walker.toml");
+    let keyed = GOOD.replace(
+        "vantage = \"v\"\n",
+        "vantage = \"v\"\nkey_credential = \"signing-key\"\n",
+    );
+    std::fs::write(&path, &keyed).unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(["config", "check"])
+            .args(args)
+            .arg(&path)
+            .env("CREDENTIALS_DIRECTORY", dir.path().join("unreadable"))
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, text) = run(&[]);
+    assert_eq!(code, Some(2), "{text}");
+    let (code, text) = run(&["--reload"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("key: credential signing-key, as loaded at start"),
+        "{text}"
+    );
+    // Everything else is still checked.
+    std::fs::write(&path, format!("{keyed}typo = 1\n")).unwrap();
+    let (code, text) = run(&["--reload"]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("unknown field `typo`"), "{text}");
+}

@@ -64,12 +64,14 @@ fn suite() -> String {
 fn tree() -> Result<PathBuf, String> {
     let suite = suite();
     let base = repo().join("target/nspawn");
-    let tree = base.join(format!("{suite}-minbase"));
+    // The package list is in the name: a changed list builds a new tree.
+    let name = format!("{suite}-minbase-{}", INCLUDE.replace(',', "+"));
+    let tree = base.join(&name);
     if tree.join("usr/lib/systemd/systemd").exists() || tree.join("lib/systemd/systemd").exists() {
         return Ok(tree);
     }
     std::fs::create_dir_all(&base).map_err(|e| format!("cannot create {}: {e}", base.display()))?;
-    let tmp = base.join(format!("{suite}-minbase.partial"));
+    let tmp = base.join(format!("{name}.partial"));
     let _ = std::fs::remove_dir_all(&tmp);
     let mirror = std::env::var("CONDUCT_WALKER_DEBIAN_MIRROR")
         .unwrap_or_else(|_| "http://deb.debian.org/debian".into());

@@ -1138,7 +1138,9 @@ impl Config {
     pub fn database_path(&self) -> Result<PathBuf, crate::store::StoreError> {
         self.database
             .clone()
-            .ok_or(crate::store::StoreError::NoDbPath)
+            .ok_or_else(|| crate::store::StoreError::NoDbPathInConfig {
+                config: self.path.clone(),
+            })
     }
 
     /// Every URL the operator named: targets and the intake override. Private addresses are

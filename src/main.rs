@@ -32,6 +32,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Walk(args) => cli::walk::run(*args).await,
             Command::Demo(args) => cli::walk::demo(args).await,
+            Command::Sandbox(args) => cli::sandbox::run(args).await,
             Command::Reveal(args) => cli::walk::reveal(args).await,
             Command::Keygen(args) => cli::keys::keygen(args),
             Command::Pubkey(args) => cli::keys::pubkey(args),

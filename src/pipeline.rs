@@ -269,6 +269,13 @@ impl Pipeline {
         &self.inner.trust
     }
 
+    /// Move the store's write-ahead log into its main file ([`Store::checkpoint`]): called by the
+    /// faces that end after their walks (demo, walk, reveal, outbox), so the store they leave is
+    /// whole in one file.
+    pub async fn checkpoint(&self) -> Result<(), PipelineError> {
+        self.with_store(|s| s.checkpoint()).await
+    }
+
     /// Run a store operation off the async threads (SQLite with synchronous=FULL fsyncs).
     async fn with_store<T: Send + 'static>(
         &self,

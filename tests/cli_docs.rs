@@ -357,3 +357,165 @@ fn readme_shows_each_mcp_client_its_own_config() {
     }
     assert!(section.contains("Authorization: Bearer"));
 }
+
+#[test]
+fn completions_help_names_every_shell_it_accepts() {
+    use clap::ValueEnum as _;
+    let help = Command::new(BIN)
+        .args(["completions", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    let top = Command::new(BIN).arg("--help").output().unwrap();
+    let top = String::from_utf8_lossy(&top.stdout);
+    let line = top
+        .lines()
+        .find(|l| l.trim_start().starts_with("completions"))
+        .unwrap();
+    for shell in clap_complete::Shell::value_variants() {
+        let name = shell.to_possible_value().unwrap().get_name().to_string();
+        assert!(
+            help.contains(&name),
+            "completions --help omits {name}:\n{help}"
+        );
+        assert!(
+            line.contains(&name),
+            "--help's completions line omits {name}: {line}"
+        );
+        let out = Command::new(BIN)
+            .args(["completions", &name])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{name}");
+    }
+}
+
+/// Every `--flag` a message in the code names (hints such as "pass --db PATH") is a flag some
+/// subcommand takes: a hint must name something that exists.
+#[test]
+fn every_flag_a_message_names_exists() {
+    fn flags(cmd: &clap::Command, out: &mut BTreeSet<String>) {
+        for a in cmd.get_arguments() {
+            if let Some(l) = a.get_long() {
+                out.insert(format!("--{l}"));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            flags(sub, out);
+        }
+    }
+    // Other programs' flags the pages quote: systemctl enable --now.
+    let mut known = BTreeSet::from(["--help", "--version", "--now"].map(String::from));
+    flags(&Cli::command(), &mut known);
+    let mut unknown = Vec::new();
+    let mut stack = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("src")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                // Only string literals: the text between quotes on a line of code.
+                if line.trim_start().starts_with("//") {
+                    continue;
+                }
+                for (i, literal) in line.split('"').enumerate() {
+                    if i % 2 == 0 {
+                        continue;
+                    }
+                    for word in literal.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')) {
+                        if word.starts_with("--")
+                            && word.len() > 2
+                            && word.as_bytes()[2].is_ascii_lowercase()
+                            && !known.contains(word)
+                        {
+                            unknown.push(format!("{}:{}: {word}", path.display(), n + 1));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        unknown.is_empty(),
+        "flags named in messages that no subcommand takes: {unknown:#?}"
+    );
+}
+
+/// README states `walk --mode`'s default as clap has it, and the notes a newcomer needed.
+#[test]
+fn readme_states_what_a_newcomer_ran_into() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let cli = Cli::command();
+    let walk = cli.find_subcommand("walk").unwrap();
+    let mode = walk
+        .get_arguments()
+        .find(|a| a.get_long() == Some("mode"))
+        .unwrap();
+    let default = mode.get_default_values()[0].to_string_lossy().into_owned();
+    assert!(
+        readme.contains(&format!("`--mode` defaults to `{default}`")),
+        "README does not say walk --mode defaults to {default}"
+    );
+    for needle in [
+        "about 12 minutes\non 2 cores",
+        "ssh -L 9464:127.0.0.1:9464",
+        "cargo install cargo-deb --locked --version 3.8.0",
+        "dpkg-dev",
+        "### Troubleshooting the service",
+        "Failed at step CREDENTIALS",
+        "`records export --with-signatures`",
+        "conduct-walker sandbox",
+    ] {
+        assert!(readme.contains(needle), "README lacks {needle:?}");
+    }
+}
+
+/// The top page and run's page have the sections an operator looks for.
+#[test]
+fn man_pages_have_signals_environment_files_exit_status_and_examples() {
+    let dir = tempfile::tempdir().unwrap();
+    docs::write_man_pages(dir.path()).unwrap();
+    let top = std::fs::read_to_string(dir.path().join("man1/conduct-walker.1")).unwrap();
+    let run = std::fs::read_to_string(dir.path().join("man1/conduct-walker-run.1")).unwrap();
+    for (name, page, sections) in [
+        (
+            "conduct-walker(1)",
+            &top,
+            &["EXIT STATUS", "ENVIRONMENT", "FILES", "EXAMPLES"][..],
+        ),
+        (
+            "conduct-walker-run(1)",
+            &run,
+            &["SIGNALS", "EXIT STATUS", "ENVIRONMENT", "FILES", "EXAMPLES"][..],
+        ),
+    ] {
+        for s in sections {
+            assert!(
+                page.contains(&format!(".SH \"{s}\"")) || page.contains(&format!(".SH {s}")),
+                "{name} has no {s} section"
+            );
+        }
+    }
+    for needle in ["SIGHUP", "SIGTERM", "shutdown_grace_secs"] {
+        assert!(run.contains(needle), "run's page does not mention {needle}");
+    }
+    // Every environment variable the code reads is on the page.
+    for var in [
+        "STATE_DIRECTORY",
+        "CONFIGURATION_DIRECTORY",
+        "CREDENTIALS_DIRECTORY",
+        "CONDUCT_WALKER_LOG",
+        "JOURNAL_STREAM",
+        "SSL_CERT_FILE",
+    ] {
+        assert!(top.contains(var) && run.contains(var), "{var} missing");
+    }
+}

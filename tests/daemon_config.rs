@@ -412,3 +412,135 @@ fn every_target_with_a_pattern_that_never_fires_is_refused() {
     assert!(found.iter().all(|p| p.message.contains("never fires")));
     assert_eq!(found[249].line, Some(4 + 249 * 5 + 4));
 }
+
+fn config_check(path: &Path, state_dir: Option<&Path>) -> (Option<i32>, String) {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["config", "check"])
+        .arg(path)
+        .env_remove("CREDENTIALS_DIRECTORY")
+        .env_remove("STATE_DIRECTORY");
+    if let Some(d) = state_dir {
+        cmd.env("STATE_DIRECTORY", d);
+    }
+    let out = cmd.output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+#[test]
+fn the_shipped_placeholder_identity_is_flagged_and_refused_once_a_target_would_sign_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let shipped =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("config/walker.toml"))
+            .unwrap()
+            .replace("key_credential = \"signing-key\"", "");
+    let path = dir.path().join("walker.toml");
+    std::fs::write(&path, &shipped).unwrap();
+    // As installed (no target): the check passes, but says what is still a placeholder.
+    let (code, text) = config_check(&path, Some(dir.path()));
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains(
+            "warning: [witness] name is still the shipped placeholder \"Example Witness\""
+        ) && text.contains("warning: [witness] vantage is still the shipped placeholder"),
+        "{text}"
+    );
+    // With a target, every record would carry it: refused.
+    std::fs::write(
+        &path,
+        format!(
+            "{shipped}\n[[target]]\norigin = \"https://agent.example\"\nschedule = \"@daily\"\n"
+        ),
+    )
+    .unwrap();
+    let (code, text) = config_check(&path, Some(dir.path()));
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("error: [witness] name is still the shipped placeholder"),
+        "{text}"
+    );
+    assert!(text.contains("2 problems"), "{text}");
+    // Your own identity: no word about placeholders.
+    std::fs::write(
+        &path,
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .replace("Example Witness", "Jo's witness")
+            .replace(
+                "Frankfurt, DE; residential fibre (AS3320)",
+                "Lyon, FR; office",
+            ),
+    )
+    .unwrap();
+    let (code, text) = config_check(&path, Some(dir.path()));
+    assert_eq!(code, Some(0), "{text}");
+    assert!(!text.contains("placeholder"), "{text}");
+}
+
+#[test]
+fn a_config_without_a_store_names_the_config_key_not_a_flag_run_lacks() {
+    // `run` has no --db: its hint must be daemon.database (and `config check` says the same).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("walker.toml");
+    std::fs::write(&path, GOOD.replace("database = \"walker.db\"\n", "")).unwrap();
+    let out = Command::new(BIN)
+        .args(["run", "--config"])
+        .arg(&path)
+        .env_remove("STATE_DIRECTORY")
+        .env_remove("CREDENTIALS_DIRECTORY")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(!err.contains("--db"), "{err}");
+    assert!(
+        err.contains("set `database` under [daemon] in") && err.contains("walker.toml"),
+        "{err}"
+    );
+    let (code, text) = config_check(&path, None);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(!text.contains("--db"), "{text}");
+    assert!(text.contains("set `database` under [daemon]"), "{text}");
+    assert!(text.contains("1 problem;"), "{text}");
+}
+
+#[test]
+fn config_check_reload_leaves_the_credential_unread_and_checks_the_rest() {
+    // The unit's ExecReload= runs `config check --reload`: systemd 252 does not let a reload
+    // process read the credential, and the running daemon keeps the key it loaded at start.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("walker.toml");
+    let keyed = GOOD.replace(
+        "vantage = \"v\"\n",
+        "vantage = \"v\"\nkey_credential = \"signing-key\"\n",
+    );
+    std::fs::write(&path, &keyed).unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(["config", "check"])
+            .args(args)
+            .arg(&path)
+            .env("CREDENTIALS_DIRECTORY", dir.path().join("unreadable"))
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, text) = run(&[]);
+    assert_eq!(code, Some(2), "{text}");
+    let (code, text) = run(&["--reload"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("key: credential signing-key, as loaded at start"),
+        "{text}"
+    );
+    // Everything else is still checked.
+    std::fs::write(&path, format!("{keyed}typo = 1\n")).unwrap();
+    let (code, text) = run(&["--reload"]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("unknown field `typo`"), "{text}");
+}

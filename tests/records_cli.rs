@@ -292,6 +292,16 @@ fn verify_clean_store_and_each_tamper() {
             assert!(out.contains(e), "{name}: expected {e:?} in\n{out}");
         }
         assert!(out.lines().last().unwrap().starts_with("FAILED:"), "{out}");
+        if name == "flip a signature" {
+            // One of each, said in the singular.
+            assert!(
+                out.lines()
+                    .last()
+                    .unwrap()
+                    .starts_with("FAILED: 1 problem at 1 row, out of"),
+                "{out}"
+            );
+        }
     }
 }
 

@@ -20,6 +20,9 @@ pub enum Command {
     Walk(Box<super::walk::WalkArgs>),
     /// Start loopback sandbox agents and walk an honest one and a few misbehaving ones.
     Demo(super::walk::DemoArgs),
+    /// Keep the demo's loopback agents and a local intake running, printing their origins and a
+    /// ready daemon config: try `run` or `walk` without a real agent.
+    Sandbox(super::sandbox::SandboxArgs),
     /// File the full record a commitment walk kept.
     Reveal(super::walk::RevealArgs),
     /// Create an Ed25519 witness key (PKCS#8 PEM, mode 0600).
@@ -51,7 +54,7 @@ pub enum Command {
     Bench(super::bench::BenchArgs),
     /// Serve MCP (stdio, or Streamable HTTP with --listen): let an AI agent be the witness.
     Mcp(super::mcp::McpArgs),
-    /// Print a shell completion script (bash, zsh or fish) to stdout.
+    /// Print a shell completion script (bash, zsh, fish, elvish or powershell) to stdout.
     Completions(super::docs::CompletionsArgs),
     /// Write the man pages: one per subcommand, and conduct-walker.toml(5).
     ///

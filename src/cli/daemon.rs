@@ -40,6 +40,11 @@ pub enum ConfigCommand {
     Check {
         #[command(flatten)]
         config: ConfigFileArg,
+        /// Check the file as `systemctl reload` does (the unit's ExecReload=): a systemd
+        /// credential is loaded at start and cannot change without a restart (nor can a reload
+        /// process read it), so a key_credential is not read; everything else is checked.
+        #[arg(long)]
+        reload: bool,
     },
 }
 
@@ -83,11 +88,11 @@ pub fn print_config(args: PrintConfigArgs) -> anyhow::Result<ExitCode> {
 
 pub fn config_command(cmd: ConfigCommand) -> anyhow::Result<ExitCode> {
     match cmd {
-        ConfigCommand::Check { config } => check(&config.path()?),
+        ConfigCommand::Check { config, reload } => check(&config.path()?, reload),
     }
 }
 
-fn check(file: &Path) -> anyhow::Result<ExitCode> {
+fn check(file: &Path, reload: bool) -> anyhow::Result<ExitCode> {
     let cfg = match config::load(file) {
         Ok(c) => c,
         Err(config::ConfigError::Invalid { path, problems }) => {
@@ -96,14 +101,14 @@ fn check(file: &Path) -> anyhow::Result<ExitCode> {
                 println!("  error: {p}");
             }
             println!(
-                "{} problem(s); the daemon would refuse to start",
-                problems.len()
+                "{}; the daemon would refuse to start",
+                problems_count(problems.len())
             );
             return Ok(ExitCode::from(super::EXIT_ERROR));
         }
         Err(e) => return Err(e).context("config check"),
     };
-    let (lines, problems) = explain(&cfg);
+    let (lines, problems) = explain_for(&cfg, reload);
     println!("{}: parsed", cfg.path.display());
     for l in &lines {
         println!("{l}");
@@ -116,17 +121,52 @@ fn check(file: &Path) -> anyhow::Result<ExitCode> {
             println!("  error: {p}");
         }
         println!(
-            "{} problem(s); the daemon would refuse to start",
-            problems.len()
+            "{}; the daemon would refuse to start",
+            problems_count(problems.len())
         );
         Ok(ExitCode::from(super::EXIT_ERROR))
     }
 }
 
+/// The identity config/walker.toml ships with (the package installs it as is): records signed
+/// under it would tell the intake nothing true about who walked and from where.
+pub const SHIPPED_PLACEHOLDERS: [(&str, &str); 2] = [
+    ("name", "Example Witness"),
+    ("vantage", "Frankfurt, DE; residential fibre (AS3320)"),
+];
+
+fn problems_count(n: usize) -> String {
+    format!("{n} problem{}", if n == 1 { "" } else { "s" })
+}
+
 /// What the daemon would do with this config, and what would stop it from starting.
 pub fn explain(cfg: &Config) -> (Vec<String>, Vec<String>) {
+    explain_for(cfg, false)
+}
+
+/// [`explain`]; `reload` leaves a credential key unread (see `config check --reload`).
+fn explain_for(cfg: &Config, reload: bool) -> (Vec<String>, Vec<String>) {
     let mut lines = Vec::new();
     let mut problems = Vec::new();
+    for (key, placeholder) in SHIPPED_PLACEHOLDERS {
+        let value = match key {
+            "name" => &cfg.witness.name,
+            _ => &cfg.witness.vantage,
+        };
+        if value != placeholder {
+            continue;
+        }
+        // With no target nothing is signed yet, so the installed file still idles; a target
+        // would put the placeholder into every record it files.
+        let text = format!(
+            "[witness] {key} is still the shipped placeholder {placeholder:?}: set your own"
+        );
+        if cfg.targets.is_empty() {
+            lines.push(format!("warning: {text} before adding targets"));
+        } else {
+            problems.push(format!("{text} (every record would carry it)"));
+        }
+    }
     lines.push(format!(
         "witness: {:?}, vantage {:?}{}",
         cfg.witness.name,
@@ -155,6 +195,9 @@ pub fn explain(cfg: &Config) -> (Vec<String>, Vec<String>) {
                 "key: none: records are filed unsigned (address lane, 5 per day)".to_string(),
             ),
         },
+        KeySource::Credential(n) if reload => lines.push(format!(
+            "key: credential {n}, as loaded at start (a reload keeps it; not read here)"
+        )),
         source => match cfg.signing_key() {
             Ok(Some(k)) => lines.push(format!(
                 "key: {} readable, public key {}",
@@ -203,10 +246,7 @@ pub fn explain(cfg: &Config) -> (Vec<String>, Vec<String>) {
     }
     match cfg.database_path() {
         Ok(p) => lines.push(format!("database: {}", p.display())),
-        Err(_) => problems.push(
-            "no database path: set daemon.database, or run under systemd with StateDirectory= set"
-                .into(),
-        ),
+        Err(e) => problems.push(e.to_string()),
     }
     match cfg.listen {
         Some(a) => lines.push(format!("listener: http://{a}/ (healthz, metrics, records)")),

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {
-    /// The shell to print a completion script for.
+    /// The shell to print a completion script for: bash, zsh, fish, elvish or powershell.
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
 }
@@ -28,14 +28,28 @@ pub struct ManArgs {
 pub const CONFIG_PAGE: &str = "conduct-walker.toml.5";
 
 pub fn completions(args: CompletionsArgs) -> anyhow::Result<ExitCode> {
-    let mut cmd = super::Cli::command();
-    clap_complete::generate(
-        args.shell,
-        &mut cmd,
-        "conduct-walker",
-        &mut std::io::stdout(),
-    );
+    use std::io::Write as _;
+    std::io::stdout()
+        .write_all(completion_script(args.shell).as_bytes())
+        .context("cannot write the completion script")?;
     Ok(ExitCode::from(super::EXIT_OK))
+}
+
+/// The completion script for `shell`, as `completions` prints it and the package installs it.
+pub fn completion_script(shell: clap_complete::Shell) -> String {
+    let mut cmd = super::Cli::command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "conduct-walker", &mut out);
+    let script = String::from_utf8_lossy(&out).into_owned();
+    match shell {
+        // clap_complete 4.6's bash script names the state of `conduct-walker SUB` twice, in two
+        // spellings: the word loop sets `conduct__walker__subcmd__SUB`, while the case that
+        // completes it is labelled `conduct__subcmd__walker__subcmd__SUB` (the hyphen in the
+        // binary's name escaped a second way). Nothing matched, so everything after the first
+        // word fell back to file names. One spelling makes them meet again.
+        clap_complete::Shell::Bash => script.replace("conduct__subcmd__walker", "conduct__walker"),
+        _ => script,
+    }
 }
 
 pub fn man(args: ManArgs) -> anyhow::Result<ExitCode> {
@@ -58,6 +72,19 @@ pub fn write_man_pages(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     // clap_mangen walks the subcommand tree itself (hidden ones are skipped).
     clap_mangen::generate_to(super::Cli::command(), &man1)
         .with_context(|| format!("cannot write man pages into {}", man1.display()))?;
+    // clap knows options, not how the program meets its environment: the top page and run's
+    // get the sections an operator looks for.
+    for (page, extra) in [
+        ("conduct-walker.1", top_page_sections()),
+        ("conduct-walker-run.1", run_page_sections()),
+    ] {
+        let path = man1.join(page);
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let at = text.find(".SH VERSION").unwrap_or(text.len());
+        let text = format!("{}{extra}{}", &text[..at], &text[at..]);
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
     let config_page = man5.join(CONFIG_PAGE);
     std::fs::write(&config_page, config_man_page())
         .with_context(|| format!("cannot write {}", config_page.display()))?;
@@ -73,6 +100,184 @@ pub fn write_man_pages(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     }
     pages.sort();
     Ok(pages)
+}
+
+/// A man section: a heading, then (term, text) pairs as tagged paragraphs.
+fn section(page: &mut clap_mangen::roff::Roff, heading: &str, items: &[(&str, &str)]) {
+    use clap_mangen::roff::{bold, roman};
+    page.control("SH", [heading]);
+    for (term, text) in items {
+        page.control("TP", []);
+        page.text([bold(*term)]);
+        page.text([roman(*text)]);
+    }
+}
+
+const EXIT_STATUS: &[(&str, &str)] = &[
+    (
+        "0",
+        "Success: a walk that passed, a store or signature that verified, a daemon stopped cleanly.",
+    ),
+    (
+        "1",
+        "A finding: a walk that failed, a verification that did not hold, a submission not filed.",
+    ),
+    (
+        "2",
+        "An error: bad usage, an invalid config, an unreadable key or store, a network or I/O failure. The message names what was wrong.",
+    ),
+];
+
+const ENVIRONMENT: &[(&str, &str)] = &[
+    (
+        "STATE_DIRECTORY",
+        "Set by systemd's StateDirectory=: the store is $STATE_DIRECTORY/walker.db unless daemon.database (or, for the commands that take it, --db) names one.",
+    ),
+    (
+        "CONFIGURATION_DIRECTORY",
+        "Set by systemd's ConfigurationDirectory=: the config is $CONFIGURATION_DIRECTORY/walker.toml unless a FILE or --config is given.",
+    ),
+    (
+        "CREDENTIALS_DIRECTORY",
+        "Set by systemd's LoadCredential=: the signing key is read from $CREDENTIALS_DIRECTORY/signing-key (witness.key_credential).",
+    ),
+    (
+        "CONDUCT_WALKER_LOG",
+        "Log filter (tracing's EnvFilter syntax, e.g. info or debug); RUST_LOG when unset; info by default.",
+    ),
+    (
+        "JOURNAL_STREAM",
+        "Set under systemd: log lines carry no timestamp (the journal adds its own).",
+    ),
+    (
+        "NOTIFY_SOCKET, WATCHDOG_USEC",
+        "Set by systemd for Type=notify and WatchdogSec=: run reports READY=1, STATUS= and WATCHDOG=1.",
+    ),
+    (
+        "SSL_CERT_FILE, SSL_CERT_DIR",
+        "Where the system's trust roots are, when not in the usual places.",
+    ),
+];
+
+const FILES: &[(&str, &str)] = &[
+    (
+        "/etc/conduct-walker/walker.toml",
+        "The daemon's config (conduct-walker.toml(5)); a conffile of the Debian package.",
+    ),
+    (
+        "/etc/conduct-walker/signing-key.pem",
+        "The witness's Ed25519 key (PKCS#8 PEM, mode 0600), handed to the service as the signing-key credential.",
+    ),
+    (
+        "/var/lib/conduct-walker/walker.db",
+        "The record store (SQLite, mode 0600). While a writer has it open its newest records are in walker.db-wal beside it; a clean exit folds them into walker.db.",
+    ),
+    (
+        "/lib/systemd/system/conduct-walker.service",
+        "The systemd unit that runs conduct-walker run.",
+    ),
+];
+
+fn top_page_sections() -> String {
+    use clap_mangen::roff::Roff;
+    let mut page = Roff::new();
+    section(&mut page, "EXIT STATUS", EXIT_STATUS);
+    section(&mut page, "ENVIRONMENT", ENVIRONMENT);
+    section(&mut page, "FILES", FILES);
+    section(
+        &mut page,
+        "EXAMPLES",
+        &[
+            (
+                "conduct-walker demo",
+                "Walk loopback sandbox agents, honest and misbehaving, and store, sign and file each record.",
+            ),
+            (
+                "conduct-walker walk --origin https://agent.example --witness-name NAME --vantage WHERE",
+                "Walk one agent and write its canonical record.",
+            ),
+            (
+                "conduct-walker sandbox",
+                "Keep sandbox agents running and print a config that walks them, to try run without a real agent.",
+            ),
+            (
+                "conduct-walker records verify --db walker.db",
+                "Check every record's sha256, signature and the hash chain.",
+            ),
+            (
+                "conduct-walker config check /etc/conduct-walker/walker.toml",
+                "Say whether the daemon can start with a config, and what it would do.",
+            ),
+        ],
+    );
+    page.control("SH", ["SEE ALSO"]);
+    page.text([clap_mangen::roff::roman(
+        "conduct-walker-run(1), conduct-walker.toml(5), systemctl(1), journalctl(1)",
+    )]);
+    page.render()
+}
+
+fn run_page_sections() -> String {
+    use clap_mangen::roff::Roff;
+    let mut page = Roff::new();
+    section(
+        &mut page,
+        "SIGNALS",
+        &[
+            (
+                "SIGTERM, SIGINT",
+                "Stop: walks in flight may finish for daemon.shutdown_grace_secs (30 s by default); the rest are recorded as aborted, never as the agent's failure. The store is checkpointed and the daemon exits 0.",
+            ),
+            (
+                "SIGHUP",
+                "Reload the config. An invalid file is refused with its line and key, and the running configuration kept. systemctl reload runs config check --reload first, so an invalid file makes the reload fail visibly.",
+            ),
+        ],
+    );
+    section(
+        &mut page,
+        "EXIT STATUS",
+        &[
+            ("0", "Stopped by a signal, cleanly."),
+            (
+                "2",
+                "Could not start: an invalid config, an unreadable key, a store that cannot be opened, a listener address in use. The message names it.",
+            ),
+        ],
+    );
+    section(&mut page, "ENVIRONMENT", ENVIRONMENT);
+    section(&mut page, "FILES", FILES);
+    section(
+        &mut page,
+        "EXAMPLES",
+        &[
+            (
+                "systemctl enable --now conduct-walker",
+                "Run it as the packaged service (ExecStartPre= checks the config with the key credential).",
+            ),
+            (
+                "systemctl reload conduct-walker",
+                "Check and reload the config.",
+            ),
+            (
+                "journalctl -u conduct-walker -f",
+                "One line per walk: target, endpoint, sha256, outcome, submission.",
+            ),
+            (
+                "conduct-walker sandbox --out-dir /tmp/sb; conduct-walker run --config /tmp/sb/walker.toml",
+                "Try the daemon on loopback sandbox agents.",
+            ),
+            (
+                "curl -s localhost:9464/metrics",
+                "Prometheus metrics; /healthz answers 503 when the loop stalls or the store cannot write.",
+            ),
+        ],
+    );
+    page.control("SH", ["SEE ALSO"]);
+    page.text([clap_mangen::roff::roman(
+        "conduct-walker(1), conduct-walker.toml(5), systemd.service(5), systemd.exec(5)",
+    )]);
+    page.render()
 }
 
 /// `conduct-walker.toml(5)`: every table and key the parser accepts, with its type, default and

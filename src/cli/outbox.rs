@@ -114,6 +114,7 @@ async fn drain(db: &DbArg, net: &NetArgs) -> anyhow::Result<ExitCode> {
         Arc::new(SystemClock),
     ))?;
     let report = pipeline.drain_outbox().await?;
+    pipeline.checkpoint().await?;
     println!(
         "sent {}: {} filed, {} refused, {} still queued",
         report.attempted, report.filed, report.refused, report.deferred

@@ -436,14 +436,19 @@ fn verify(db: &DbArg) -> anyhow::Result<ExitCode> {
         let rows: std::collections::BTreeSet<_> = report.problems.iter().map(|p| p.row).collect();
         writeln!(
             out,
-            "FAILED: {} problems at {} rows, out of {} records ({} signed){head}",
-            report.problems.len(),
-            rows.len(),
+            "FAILED: {} at {}, out of {} records ({} signed){head}",
+            count(report.problems.len(), "problem"),
+            count(rows.len(), "row"),
             report.rows,
             report.signed
         )?;
         Ok(ExitCode::from(EXIT_FINDING))
     }
+}
+
+/// "1 problem", "2 problems".
+fn count(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
 fn verify_file(file: &Path, signature: &str, public_key: &str) -> anyhow::Result<ExitCode> {

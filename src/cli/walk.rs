@@ -324,6 +324,7 @@ pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
                 submit: args.submit,
             })
             .await?;
+        pipeline.checkpoint().await?;
         if args.submit && report.submission.is_none() {
             eprintln!(
                 "conduct-walker: not filed: the card names no params.witness_intake and no --intake was given"
@@ -477,6 +478,33 @@ fn result_word(a: &Assertion) -> &'static str {
     }
 }
 
+/// What an assertion's evidence nodes saw, for a line beside a claim that did not hold.
+fn observed(outcome: &WalkOutcome, a: &Assertion) -> String {
+    if a.evidence_nodes.is_empty() {
+        return "no request was sent for it".into();
+    }
+    a.evidence_nodes
+        .iter()
+        .map(|n| match outcome.nodes.iter().find(|node| node.n == *n) {
+            None => format!("n{n} was not sent"),
+            Some(node) => match &node.exchange.transport_error {
+                Some(e) => format!(
+                    "n{n} {} {}: no answer, transport error: {e}",
+                    node.exchange.request.method, node.exchange.request.url
+                ),
+                None => format!(
+                    "n{n} {} {}: http {} ({} bytes)",
+                    node.exchange.request.method,
+                    node.exchange.request.url,
+                    node.status(),
+                    node.exchange.body.len()
+                ),
+            },
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// The human summary: verdict, sha256, one line per assertion, one line per node.
 pub fn human_summary(outcome: &WalkOutcome, written_to: Option<&std::path::Path>) -> String {
     let v = outcome.verdict;
@@ -491,7 +519,14 @@ pub fn human_summary(outcome: &WalkOutcome, written_to: Option<&std::path::Path>
         s.push_str(&format!("record written to {}\n", path.display()));
     }
     for a in &outcome.assertions {
-        s.push_str(&format!("  {}  {}\n", result_word(a), a.claim));
+        // A claim is what the spec expects; only a pass observed it. Anything else prints the
+        // claim as expected and what the evidence nodes saw, transport errors included.
+        if a.result == Some(true) {
+            s.push_str(&format!("  {}  {}\n", result_word(a), a.claim));
+        } else {
+            s.push_str(&format!("  {}  expected {}\n", result_word(a), a.claim));
+            s.push_str(&format!("        observed: {}\n", observed(outcome, a)));
+        }
         if let Some(note) = &a.note {
             s.push_str(&format!("        note: {note}\n"));
         }
@@ -534,7 +569,7 @@ pub struct DemoArgs {
 /// The scenarios the demo walks, with the verdict each must get under the `spec` request
 /// profile and under the `reference` one (§2.6.1: only an MCP server that answers as its SDK
 /// does by default tells them apart).
-const DEMO: &[(&str, bool, bool)] = &[
+pub(crate) const DEMO: &[(&str, bool, bool)] = &[
     ("honest-mcp", true, true),
     ("honest-mcp-streamable", true, false),
     ("honest-a2a", true, true),
@@ -671,6 +706,7 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         }
         println!();
     }
+    pipeline.checkpoint().await?;
     if unexpected > 0 {
         bail!("{unexpected} demo scenario(s) got an unexpected verdict");
     }
@@ -717,6 +753,7 @@ pub async fn reveal(args: RevealArgs) -> anyhow::Result<ExitCode> {
         .witness
         .pipeline(transport, store_path.clone(), signing, true)?;
     let report = pipeline.reveal(&args.sha_prefix, true, &name).await?;
+    pipeline.checkpoint().await?;
     println!("revealed record sha256 {}", report.outcome.sha256);
     match &report.submission {
         Some(sub) => {

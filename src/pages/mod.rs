@@ -196,8 +196,30 @@ pub fn router(state: PagesState) -> Router {
         .route("/records/{prefix}", get(record))
         .route("/records/{prefix}/raw", get(raw))
         .route("/endpoints", get(endpoints))
+        .fallback(not_found)
         .with_state(state)
         .layer(axum::middleware::map_response(security_headers))
+}
+
+/// Any other path: a 404 that says so and links back, not an empty body.
+async fn not_found(uri: axum::http::Uri) -> Response {
+    let body = maud::html! {
+        (maud::DOCTYPE)
+        html lang="en" {
+            head { meta charset="utf-8"; title { "Not found" } link rel="stylesheet" href="/assets/style.css"; }
+            body { main {
+                h1 { "Not found" }
+                p { "There is no page at " code { (uri.path()) } "." }
+                p { a href="/" { "Overview" } " · " a href="/endpoints" { "Endpoints" } }
+            } }
+        }
+    };
+    (
+        StatusCode::NOT_FOUND,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        body.into_string(),
+    )
+        .into_response()
 }
 
 async fn security_headers(mut r: Response) -> Response {

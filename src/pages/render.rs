@@ -97,11 +97,46 @@ fn url_component(s: &str) -> String {
     out
 }
 
+/// Names of a record's not-applicable assertions (`result: null`).
+fn not_applicable(canonical: &[u8]) -> Vec<String> {
+    let v = crate::json::parse_lenient(canonical).unwrap_or(serde_json::Value::Null);
+    v["assertions"]
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .filter(|a| a["result"].is_null())
+                .filter_map(|a| a["claim"].as_str())
+                .map(|c| c.split(':').next().unwrap_or(c).trim().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A JSON scalar as a cell shows it: strings bare, absent or null as a dash.
+fn shown(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => "—".into(),
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
 fn verdict_text(r: &FireRecord) -> String {
     match (&r.outcome, r.n_pass, r.n_total) {
         (Some(o), Some(p), Some(t)) => format!("{o} {p}/{t}"),
         (Some(o), _, _) => o.clone(),
         _ => "no verdict".into(),
+    }
+}
+
+/// How a fire ended, once: "PASS 4/4", not "PASS PASS 4/4"; the kind is named beside the
+/// verdict only when it says more (a transport error behind a FAIL).
+fn fire_text(f: &Fire) -> String {
+    let kind = kind_of(f);
+    match &f.record {
+        Some(r) if r.outcome.as_deref() == Some(kind.label()) => verdict_text(r),
+        Some(r) => format!("{} ({})", kind.label(), verdict_text(r)),
+        None => kind.label().to_string(),
     }
 }
 
@@ -112,10 +147,7 @@ fn cells(fires: &[Fire]) -> Vec<Cell> {
         .rev()
         .map(|f| {
             let kind = kind_of(f);
-            let mut title = format!("{} {}", f.at, kind.label());
-            if let Some(r) = &f.record {
-                title.push_str(&format!(" ({})", verdict_text(r)));
-            }
+            let mut title = format!("{} {}", f.at, fire_text(f));
             if let Some(d) = &f.detail
                 && f.record.is_none()
             {
@@ -138,7 +170,13 @@ pub fn filing(subs: &[Submission]) -> String {
     }
     subs.iter()
         .map(|s| s.summary().short)
-        .collect::<Vec<_>>()
+        // Each wording once (several answers for one record often say the same).
+        .fold(Vec::<String>::new(), |mut seen, text| {
+            if !seen.contains(&text) {
+                seen.push(text);
+            }
+            seen
+        })
         .join("; ")
 }
 
@@ -159,10 +197,27 @@ fn witness_of(
     conn: &rusqlite::Connection,
     ctx: &Context,
 ) -> Result<Option<WitnessInfo>, StoreError> {
+    let newest = status::newest_record_id(conn)?;
     if let Some(w) = &ctx.witness {
-        return Ok(Some(w.clone()));
+        let mut w = w.clone();
+        // The config's key may be a credential only the service can read: then the newest
+        // record this witness signed tells its key, rather than calling it unsigned.
+        if w.public_key_b64.is_none()
+            && let Some(id) = newest
+        {
+            let (canonical, key): (Vec<u8>, Option<String>) = conn.query_row(
+                "SELECT canonical, public_key_b64 FROM records WHERE id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            let v = crate::json::parse_lenient(&canonical).unwrap_or(serde_json::Value::Null);
+            if v["witness"]["name"].as_str() == Some(w.name.as_str()) {
+                w.public_key_b64 = key;
+            }
+        }
+        return Ok(Some(w));
     }
-    let Some(id) = status::newest_record_id(conn)? else {
+    let Some(id) = newest else {
         return Ok(None);
     };
     let (canonical, key): (Vec<u8>, Option<String>) = conn.query_row(
@@ -214,21 +269,40 @@ pub fn overview(
     // (walks with --db, merged imports) has one row per endpoint instead.
     let mut names: BTreeSet<String> = ctx.targets.iter().map(|t| t.name.clone()).collect();
     names.extend(status::walked_targets(conn, 100_000)?);
-    let by_endpoint = names.is_empty();
-    let all: Vec<String> = if by_endpoint {
-        status::endpoints(conn, 100_000)?
-    } else {
-        names.into_iter().collect()
+    // Endpoints whose records no daemon fire stands for (walks with --db, records imported
+    // from other daemons): a row each, also beside configured targets (`records serve
+    // --config` over a merged store), so nothing in the store is hidden.
+    let fired: BTreeSet<String> = {
+        let mut stmt = conn.prepare_cached(
+            "SELECT DISTINCT r.endpoint FROM daemon_walks w JOIN records r ON r.id = w.record_id",
+        )?;
+        stmt.query_map([], |r| r.get::<_, String>(0))?
+            .collect::<Result<_, _>>()?
     };
+    let configured_endpoints: BTreeSet<&str> = ctx
+        .targets
+        .iter()
+        .filter_map(|t| t.endpoint.as_deref())
+        .collect();
+    let bare: Vec<String> = status::endpoints(conn, 100_000)?
+        .into_iter()
+        .filter(|e| !fired.contains(e) && !configured_endpoints.contains(e.as_str()))
+        .collect();
+    let all: Vec<(bool, String)> = names
+        .into_iter()
+        .map(|n| (false, n))
+        .chain(bare.into_iter().map(|e| (true, e)))
+        .collect();
+    let by_endpoint = all.iter().all(|(e, _)| *e);
     let pages = all.len().div_ceil(TARGETS_PER_PAGE).max(1);
     let page = page.min(pages);
     let mut rows = Vec::new();
-    for name in all
+    for (is_endpoint, name) in all
         .iter()
         .skip((page - 1) * TARGETS_PER_PAGE)
         .take(TARGETS_PER_PAGE)
     {
-        if by_endpoint {
+        if *is_endpoint {
             rows.push(Row {
                 name: name.clone(),
                 is_target: false,
@@ -239,8 +313,15 @@ pub fn overview(
             });
             continue;
         }
-        let fires = status::latest_fires(conn, name, STRIP)?;
         let conf = configured(ctx, name);
+        let mut fires = status::latest_fires(conn, name, STRIP)?;
+        // A configured target this store has no fires of (a merged store served with the
+        // config): the records of its endpoint, when the config names one.
+        if fires.is_empty()
+            && let Some(e) = conf.and_then(|t| t.endpoint.as_deref())
+        {
+            fires = status::endpoint_records(conn, e, STRIP)?;
+        }
         let endpoint = conf
             .map(|t| t.endpoint.clone().unwrap_or_else(|| t.origin.clone()))
             .or_else(|| {
@@ -278,6 +359,11 @@ pub fn overview(
     let outbox_states = status::outbox_by_state(conn)?;
     let size = status::size_bytes(conn)?;
     let records = status::newest_record_id(conn)?.unwrap_or(0);
+    // The charts' caps: what the one intake stated, else the spec's.
+    let chart_limits = match ctx.limits.as_slice() {
+        [(_, l)] => *l,
+        _ => Limits::default(),
+    };
     let limits_of = |intake: &str| -> (Limits, bool) {
         match ctx.limits.iter().find(|(u, _)| u == intake) {
             Some((_, l)) => (*l, true),
@@ -323,9 +409,16 @@ pub fn overview(
                         }
                     }
                 }
-                @let per_day = lane_day_series(&lane_days, now);
-                (svg::lane_bars("records accepted per UTC day, all lanes (the cap line: the address lane's)",
-                    &per_day, Limits::default().daily_per_ip as u64))
+                // One chart per lane, each under its own cap: a domain lane's 9 of 50 is not an
+                // address lane's 9 of 5.
+                @let lanes: BTreeSet<&str> = lane_days.iter().map(|(_, l, _)| l.as_str()).collect();
+                @let lanes: Vec<&str> = if lanes.is_empty() { vec!["address"] } else { lanes.into_iter().collect() };
+                @for lane in lanes {
+                    @let per_day = lane_day_series(&lane_days, lane, now);
+                    @let cap = chart_limits.lane_cap(&Lane::from_key(lane)) as u64;
+                    (svg::lane_bars(&format!("lane {lane}: records accepted per UTC day (cap {cap})"),
+                        &per_day, cap))
+                }
             }
             div class="box" id="outbox" {
                 h2 { "Outbox" }
@@ -421,7 +514,11 @@ pub fn overview(
 }
 
 /// Accepted per day over the lane chart's days, zeros included.
-fn lane_day_series(rows: &[(String, String, u64)], now: DateTime<Utc>) -> Vec<(String, u64)> {
+fn lane_day_series(
+    rows: &[(String, String, u64)],
+    lane: &str,
+    now: DateTime<Utc>,
+) -> Vec<(String, u64)> {
     let mut by_day: BTreeMap<String, u64> = BTreeMap::new();
     for d in 0..LANE_DAYS {
         by_day.insert(
@@ -431,7 +528,7 @@ fn lane_day_series(rows: &[(String, String, u64)], now: DateTime<Utc>) -> Vec<(S
             0,
         );
     }
-    for (day, _, n) in rows {
+    for (day, _, n) in rows.iter().filter(|(_, l, _)| l == lane) {
         if let Some(v) = by_day.get_mut(day) {
             *v += n;
         }
@@ -477,16 +574,22 @@ pub fn target(
             None => String::new(),
         });
     }
-    let timeline: Vec<(String, Option<Vec<String>>)> = fires
-        .iter()
-        .rev()
-        .map(|f| {
-            (
-                f.at.clone(),
-                f.record.as_ref().map(|r| r.facts.failed.clone()),
-            )
-        })
-        .collect();
+    // Not-applicable assertions are not among the stored facts: read from each record shown.
+    let mut timeline: Vec<svg::TimelineColumn> = Vec::with_capacity(fires.len());
+    for f in fires.iter().rev() {
+        let column = match &f.record {
+            Some(r) => {
+                let canonical: Vec<u8> = conn.query_row(
+                    "SELECT canonical FROM records WHERE id = ?1",
+                    [r.id],
+                    |row| row.get(0),
+                )?;
+                Some((r.facts.failed.clone(), not_applicable(&canonical)))
+            }
+            None => None,
+        };
+        timeline.push((f.at.clone(), column));
+    }
     let body = html! {
         h1 { "Target " span class="target-name" { (name) } }
         dl class="box" {
@@ -518,7 +621,7 @@ pub fn target(
                     @let k = kind_of(f);
                     tr class="fire" data-kind=(k.slug()) {
                         td { (f.at) }
-                        td class={"v " (k.slug())} { (k.label()) @if let Some(r) = &f.record { " " (verdict_text(r)) } }
+                        td class={"v " (k.slug())} { (fire_text(f)) }
                         td { @if let Some(r) = &f.record { a href=(record_href(&r.sha256)) { code { (r.sha256.get(..12).unwrap_or(&r.sha256)) } } } }
                         td class="failed" { @if let Some(r) = &f.record { (r.facts.failed.join(", ")) } }
                         td { (filed) }
@@ -707,10 +810,11 @@ pub fn record(store: &Store, prefix: &str, served_by: &str) -> Result<String, St
                     tr { th { "id" } th { "kind" } th { "request" } th { "status" } }
                     @for n in list {
                         tr {
-                            td { (n["id"].to_string()) }
+                            // A compute node has no id of its own and no response.
+                            td { (shown(&n["id"])) }
                             td { (n["kind"].as_str().unwrap_or("")) }
                             td { (n["request"]["method"].as_str().unwrap_or("")) " " code { (n["request"]["url"].as_str().or(n["label"].as_str()).unwrap_or("")) } }
-                            td { (n["response"]["status"].to_string()) }
+                            td { (shown(&n["response"]["status"])) }
                         }
                     }
                 }
@@ -842,7 +946,7 @@ pub fn endpoints(
                 @for f in &recs {
                     @if let Some(r) = &f.record {
                         tr { td { (r.walked_at) } td { (r.facts.witness_name.as_deref().unwrap_or("")) } td { (r.facts.vantage.as_deref().unwrap_or("")) }
-                             td { (kind_of(f).label()) " " (verdict_text(r)) } td { (r.facts.failed.join(", ")) }
+                             td { (fire_text(f)) } td { (r.facts.failed.join(", ")) }
                              td { a href=(record_href(&r.sha256)) { code { (r.sha256.get(..12).unwrap_or(&r.sha256)) } } } }
                     }
                 }

@@ -221,7 +221,19 @@ pub fn lane_bars(title: &str, days: &[(String, u64)], cap: u64) -> Markup {
 
 /// Which assertion failed when: one row per assertion, one column per walk (oldest left).
 /// A column is `None` when the fire stored no record.
-pub fn assertion_timeline(names: &[&str], columns: &[(String, Option<Vec<String>>)]) -> Markup {
+/// One column of the assertion timeline: when, and for a walk with a record the names of its
+/// failed and of its not-applicable assertions.
+pub type TimelineColumn = (String, Option<(Vec<String>, Vec<String>)>);
+
+/// The timeline's colours, with the words the legend and each cell's title use.
+pub const TIMELINE_STATES: [(&str, &str); 4] = [
+    ("#c62828", "FAILED"),
+    ("#a5d6a7", "passed"),
+    ("#ffffff", "n/a"),
+    ("#cfd8dc", "no record"),
+];
+
+pub fn assertion_timeline(names: &[&str], columns: &[TimelineColumn]) -> Markup {
     let cw = 8;
     let ch = 14;
     let left = 230;
@@ -237,14 +249,26 @@ pub fn assertion_timeline(names: &[&str], columns: &[(String, Option<Vec<String>
                 @for (col, (when, failed)) in columns.iter().enumerate() {
                     @let x = left + col * (cw + 1);
                     @let (fill, word) = match failed {
-                        None => ("#cfd8dc", "no record"),
-                        Some(f) if f.iter().any(|n| n == name) => ("#c62828", "FAILED"),
-                        Some(_) => ("#a5d6a7", "did not fail"),
+                        None => TIMELINE_STATES[3],
+                        Some((f, _)) if f.iter().any(|n| n == name) => TIMELINE_STATES[0],
+                        // Not applicable: white with a grey outline, not a lighter green.
+                        Some((_, na)) if na.iter().any(|n| n == name) => TIMELINE_STATES[2],
+                        Some(_) => TIMELINE_STATES[1],
                     };
                     rect class="tl" data-assertion=(name) data-state=(word) x=(x) y=(y)
-                        width=(cw) height=(ch) fill=(fill) {
+                        width=(cw) height=(ch) fill=(fill) stroke="#90a4ae" stroke-width="1" {
                         title { (when) ": " (name) " " (word) }
                     }
+                }
+            }
+        }
+        p class="legend" {
+            @for (fill, word) in TIMELINE_STATES {
+                span class="key" data-state=(word) {
+                    svg xmlns="http://www.w3.org/2000/svg" width="12" height="12" viewBox="0 0 12 12" {
+                        rect x="0.5" y="0.5" width="11" height="11" fill=(fill) stroke="#90a4ae" {}
+                    }
+                    " " (word) " "
                 }
             }
         }

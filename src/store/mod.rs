@@ -41,8 +41,18 @@ pub const CHAIN_GENESIS: [u8; 32] = [0; 32];
 pub enum StoreError {
     #[error("no database path: pass --db PATH (or run under systemd with StateDirectory= set)")]
     NoDbPath,
+    /// A config file names no store: `run` and `mcp` take no `--db`, so the hint is the key.
+    #[error(
+        "no database path: set `database` under [daemon] in {config} (or run under systemd with StateDirectory= set)"
+    )]
+    NoDbPathInConfig { config: PathBuf },
     #[error("cannot create the directory {path} for the database: {source}")]
     CreateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot create the database {path}: {source}")]
+    Create {
         path: PathBuf,
         source: std::io::Error,
     },
@@ -72,6 +82,10 @@ pub enum StoreError {
         known: i64,
     },
     #[error(
+        "{path} holds no records in its main file, and its write-ahead log {wal} is missing: a store in use keeps its newest records in the -wal file. Copy walker.db together with walker.db-wal (or stop the writer first: a clean exit folds the log into walker.db), or copy it with `records export` / sqlite3's `.backup`"
+    )]
+    WalMissing { path: PathBuf, wal: PathBuf },
+    #[error(
         "{path} is not a conduct-walker store (schema version 0); open it read-write once to create one"
     )]
     NotAStore { path: PathBuf },
@@ -81,6 +95,10 @@ pub enum StoreError {
         known: i64,
         source: rusqlite::Error,
     },
+    #[error(
+        "{path}: another connection kept its write-ahead log busy, so its records were not all copied into the database file; copy the store with its -wal file, or with `records export`"
+    )]
+    CheckpointBusy { path: PathBuf },
     #[error("database error: {0}")]
     Sql(#[from] rusqlite::Error),
     #[error("not a walk record: {0}")]
@@ -307,6 +325,19 @@ fn sidecar(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// Whether the file's SQLite header says WAL journaling (read and write versions 2, bytes 18
+/// and 19): its newest transactions may live in the `-wal` file beside it.
+fn is_wal_database(path: &Path) -> bool {
+    use std::io::Read as _;
+    let mut head = [0u8; 20];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok()
+        && head.starts_with(b"SQLite format 3\0")
+        && head[18] == 2
+        && head[19] == 2
+}
+
 /// A `file:` URI for SQLite with one query parameter; the path is percent-encoded so `?`, `#`
 /// and `%` in a file name stay part of it.
 fn sqlite_uri(path: &Path, query: &str) -> String {
@@ -333,6 +364,27 @@ impl Store {
                 path: dir.to_path_buf(),
                 source,
             })?;
+        }
+        // The store holds commitment salts and kept full records: it is created 0600, as `walk`
+        // writes its salt files, whatever the umask. SQLite gives its -wal and -shm files the
+        // main file's mode.
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path)
+            {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(source) => {
+                    return Err(StoreError::Create {
+                        path: path.to_path_buf(),
+                        source,
+                    });
+                }
+            }
         }
         let open_err = |source| StoreError::Open {
             path: path.to_path_buf(),
@@ -438,6 +490,14 @@ impl Store {
             });
         }
         if found == 0 {
+            // A WAL database whose -wal was left behind (a copy of walker.db alone, taken while
+            // a writer had it open) reads as empty: say so, rather than suggest making a store.
+            if is_wal_database(path) && !wal.exists() {
+                return Err(StoreError::WalMissing {
+                    path: path.to_path_buf(),
+                    wal,
+                });
+            }
             return Err(StoreError::NotAStore {
                 path: path.to_path_buf(),
             });
@@ -446,6 +506,24 @@ impl Store {
             conn,
             path: path.to_path_buf(),
         })
+    }
+
+    /// Copy every transaction in the write-ahead log into the database file and empty the log:
+    /// after this, `walker.db` alone holds every record, so a copy of it without its `-wal` is
+    /// whole. Each face that writes calls it on a clean exit (SQLite does the same when the last
+    /// connection closes, but a process that exits with a connection still open skips that).
+    pub fn checkpoint(&self) -> Result<(), StoreError> {
+        let (busy, _log, _moved): (i64, i64, i64) =
+            self.conn
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })?;
+        if busy != 0 {
+            return Err(StoreError::CheckpointBusy {
+                path: self.path.clone(),
+            });
+        }
+        Ok(())
     }
 
     /// The database file this store was opened from.

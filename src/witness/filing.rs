@@ -194,7 +194,16 @@ impl Facts<'_> {
             ),
             S::Filed if self.counted == Some(false) => (
                 Outcome::FiledNotCounted,
-                match self.count_reason {
+                // The intake's reason may end with the same words: say them once.
+                match self
+                    .count_reason
+                    .map(|r| {
+                        r.replace("stored, not counted", "")
+                            .trim_matches(|c: char| c == ';' || c == ',' || c.is_whitespace())
+                            .to_string()
+                    })
+                    .filter(|r| !r.is_empty())
+                {
                     Some(r) => format!("stored, not counted ({r})"),
                     None => "stored, not counted".to_string(),
                 },

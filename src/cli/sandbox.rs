@@ -1,0 +1,178 @@
+//! `conduct-walker sandbox`: the demo's loopback agents and a local intake, kept running, so an
+//! operator can try the daemon (or `walk`) without a real agent.
+
+use crate::clock::SystemClock;
+use crate::net::{NetPolicy, Transport, TransportConfig};
+use crate::sandbox::{SandboxAgent, SandboxCa, scenarios};
+use anyhow::Context as _;
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+#[derive(Debug, Args)]
+pub struct SandboxArgs {
+    /// Directory for the sandbox's CA certificate (ca.pem), a ready config (walker.toml), the
+    /// intake emulator's state and, with that config, the daemon's store (default: a fresh
+    /// temporary directory).
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+    /// Schedule of every target in the written config (cron in UTC, seconds first allowed).
+    #[arg(long, value_name = "CRON", default_value = "*/30 * * * * *")]
+    pub schedule: String,
+}
+
+/// Start the agents and the intake, write `ca.pem` and `walker.toml`, print where they are and
+/// serve until SIGINT or SIGTERM.
+pub async fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
+    use crate::intake_emulator::{Emulator, EmulatorConfig};
+    let dir = match &args.out_dir {
+        Some(d) => d.clone(),
+        None => std::env::temp_dir().join(format!("conduct-walker-sandbox-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let dir = dir
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", dir.display()))?;
+    let ca = SandboxCa::generate();
+    let ca_path = dir.join("ca.pem");
+    ca.write_pem(&ca_path)
+        .with_context(|| format!("cannot write {}", ca_path.display()))?;
+
+    // The emulator fetches no key_url here: records signed without one are checked by their
+    // signature alone, and unsigned ones are taken on the address lane.
+    let emulator_config = EmulatorConfig {
+        clock: Arc::new(SystemClock),
+        ..EmulatorConfig::new(
+            dir.join("intake-emulator.sqlite"),
+            Transport::new(TransportConfig::new(NetPolicy::new(false)))?,
+        )
+    };
+    let emulator = Emulator::start(emulator_config, &ca, "127.0.0.1:0".parse()?).await?;
+
+    let all = scenarios();
+    let mut agents = Vec::new();
+    for (name, pass_under_spec, _) in super::walk::DEMO {
+        let sc = all
+            .iter()
+            .find(|s| s.name == *name)
+            .context("sandbox scenario missing")?
+            .clone();
+        let agent = SandboxAgent::start(&ca, sc.behaviour.clone()).await?;
+        agents.push((sc, agent, *pass_under_spec));
+    }
+
+    let targets: Vec<Target> = agents
+        .iter()
+        .map(|(sc, agent, pass)| Target {
+            name: sc.name.to_string(),
+            origin: agent.origin(),
+            endpoint: sc.endpoint_path.map(|p| format!("{}{p}", agent.origin())),
+            mode: sc.mode.as_str(),
+            wire: sc.wire.as_str(),
+            expect: if *pass { "PASS" } else { "FAIL" },
+            about: sc.about.to_string(),
+        })
+        .collect();
+    let snippet = config_snippet(&ca_path, &emulator.url(), &targets, &args.schedule);
+    let config_path = dir.join("walker.toml");
+    let whole = format!(
+        "# Written by `conduct-walker sandbox`: a daemon config that walks the sandbox's agents.\n\
+         # Run it with: conduct-walker run --config {}\n\
+         [witness]\n\
+         name = \"sandbox trial\"\n\
+         vantage = \"loopback sandbox on this machine\"\n\
+         intake = \"{}\"\n\n\
+         [daemon]\n\
+         database = \"{}\"\n\
+         listen = \"127.0.0.1:9464\"\n\
+         jitter_secs = 0\n\
+         drain_interval_secs = 10\n\n{snippet}",
+        config_path.display(),
+        emulator.url(),
+        dir.join("walker.db").display(),
+    );
+    std::fs::write(&config_path, &whole)
+        .with_context(|| format!("cannot write {}", config_path.display()))?;
+
+    println!("conduct-walker sandbox: loopback agents with a CA made for this run");
+    println!("  CA certificate:   {}", ca_path.display());
+    println!("  intake emulator:  {}", emulator.url());
+    println!("  agents:");
+    for t in &targets {
+        println!(
+            "    {:<24} {}  ({} mode; expect {}: {})",
+            t.name, t.origin, t.mode, t.expect, t.about
+        );
+    }
+    println!(
+        "\nA daemon config that walks them all: {}",
+        config_path.display()
+    );
+    println!("  conduct-walker run --config {}", config_path.display());
+    println!(
+        "  conduct-walker walk --origin {} --witness-name me --vantage here --ca-cert {} --allow-private-network",
+        targets[0].origin,
+        ca_path.display()
+    );
+    println!(
+        "\nOr add these lines to your own walker.toml (and intake = \"{}\" under [witness] to file with the emulator):\n",
+        emulator.url()
+    );
+    print!("{snippet}");
+    println!(
+        "\nServing until Ctrl-C (SIGINT) or SIGTERM; the agents' ports change at every start."
+    );
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = sigterm.recv() => {}
+    }
+    drop(agents);
+    drop(emulator);
+    Ok(ExitCode::from(super::EXIT_OK))
+}
+
+struct Target {
+    name: String,
+    origin: String,
+    endpoint: Option<String>,
+    mode: &'static str,
+    wire: &'static str,
+    expect: &'static str,
+    about: String,
+}
+
+/// `[network]` trusting the sandbox CA and one `[[target]]` per agent: what an existing config
+/// needs to walk the sandbox.
+fn config_snippet(ca: &Path, intake: &str, targets: &[Target], schedule: &str) -> String {
+    let toml_str = |s: &str| toml::Value::String(s.to_string()).to_string();
+    let mut s = format!(
+        "[network]\n\
+         # the sandbox's CA, and its loopback agents (and intake {intake}) admitted\n\
+         extra_ca = [{}]\n\
+         allow_private_network = true\n",
+        toml_str(&ca.display().to_string())
+    );
+    for t in targets {
+        s.push_str(&format!(
+            "\n[[target]]\n# {} (expect {})\nname = {}\norigin = {}\n",
+            t.about,
+            t.expect,
+            toml_str(&t.name),
+            toml_str(&t.origin)
+        ));
+        if let Some(e) = &t.endpoint {
+            s.push_str(&format!("endpoint = {}\n", toml_str(e)));
+        }
+        s.push_str(&format!("mode = \"{}\"\n", t.mode));
+        if t.mode == "a2a" {
+            s.push_str(&format!("wire = \"{}\"\n", t.wire));
+        }
+        s.push_str(&format!("schedule = {}\n", toml_str(schedule)));
+    }
+    s
+}

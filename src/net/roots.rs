@@ -16,7 +16,6 @@
 //! rustls-pki-types' constant-time base64 decoder is the costly part (BENCHMARKS.md, note 8).
 
 use rustls_pki_types::CertificateDer;
-use rustls_pki_types::pem::PemObject;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -109,9 +108,8 @@ impl RootsReader {
             if !self.blocks.insert(block.to_vec()) {
                 continue;
             }
-            // The block alone, through the same PEM reader rustls-native-certs uses.
-            if let Ok(cert) = CertificateDer::from_pem_slice(block) {
-                self.certs.push(cert.into_owned());
+            if let Some(der) = decode_block(block) {
+                self.certs.push(CertificateDer::from(der));
             }
         }
     }
@@ -128,6 +126,23 @@ fn cert_blocks(text: &[u8]) -> impl Iterator<Item = &[u8]> {
         rest = &rest[end..];
         Some(block)
     })
+}
+
+/// The DER inside one certificate block (markers included), or None if its body is not
+/// base64. The base64 crate's decoder, not rustls-pki-types' constant-time one (which
+/// rustls-native-certs uses): that one guards secrets against timing, these are public
+/// certificates, and it cost 8.0 M of a one-shot walk's 19.0 M instructions. The `pem` crate
+/// was measured too: its parser and char-wise whitespace filter cost more (18.3 M) than the
+/// decoding they wrap (BENCHMARKS.md, issue 26).
+fn decode_block(block: &[u8]) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    let body = block.get(BEGIN.len()..block.len().checked_sub(END.len())?)?;
+    let text: Vec<u8> = body
+        .iter()
+        .copied()
+        .filter(|b| !b.is_ascii_whitespace())
+        .collect();
+    base64::engine::general_purpose::STANDARD.decode(text).ok()
 }
 
 /// Where `needle` (which starts with `-`) first occurs: look for its first byte, then compare.
@@ -197,6 +212,8 @@ mod tests {
         r.read_pem(pem(&[&b]).replace('\n', "\r\n").as_bytes());
         let c = vec![0x30u8, 2, 7, 7];
         r.read_pem(pem(&[&c]).as_bytes());
+        // A block whose body is not base64 is skipped, as rustls-native-certs skips a bad file.
+        r.read_pem(b"-----BEGIN CERTIFICATE-----\n@@not base64@@\n-----END CERTIFICATE-----\n");
         let mut got: Vec<&[u8]> = r.certs.iter().map(|c| c.as_ref()).collect();
         assert_eq!(got.len(), 4, "the identical copy was not decoded again");
         got.dedup();

@@ -1,4 +1,5 @@
 use clap::Parser as _;
+use conduct_walker::cli::records::RecordsCommand;
 use conduct_walker::cli::{self, Cli, Command};
 use std::process::ExitCode;
 
@@ -6,6 +7,35 @@ use std::process::ExitCode;
 /// so more threads only wait for it; tokio's default of 512 let a daemon with 10,000 targets due
 /// at once grow to 72 threads, each keeping its own stack and malloc arena (issue 17, note 10).
 const MAX_BLOCKING_THREADS: usize = 16;
+
+/// Whether a command serves or runs work side by side (the daemon, the servers, the throughput
+/// bench): those get the multi-thread runtime. Every other command is one-shot: a walk's
+/// requests go one after another, so a current-thread runtime does the same work without
+/// starting a worker per core and handing every wake-up between threads (issue 26: two threads
+/// cloned, 84 `futex` and 32 `epoll_wait` calls per walk). `spawn_blocking` (SQLite, record
+/// checks) still runs on the blocking pool either way.
+fn serves(command: &Command) -> bool {
+    match command {
+        Command::Run(_)
+        | Command::IntakeEmulator(_)
+        | Command::Bench(_)
+        | Command::Mcp(_)
+        | Command::Records(RecordsCommand::Serve { .. }) => true,
+        Command::Walk(_)
+        | Command::Demo(_)
+        | Command::Reveal(_)
+        | Command::Keygen(_)
+        | Command::Pubkey(_)
+        | Command::Records(_)
+        | Command::Outbox(_)
+        | Command::Card(_)
+        | Command::Terms(_)
+        | Command::Config(_)
+        | Command::PrintConfig(_)
+        | Command::Completions(_)
+        | Command::Man(_) => false,
+    }
+}
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -20,7 +50,12 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    let mut builder = if serves(&cli.command) {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    let runtime = match builder
         .enable_all()
         .max_blocking_threads(MAX_BLOCKING_THREADS)
         .build()

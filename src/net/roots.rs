@@ -1,35 +1,55 @@
-//! The system's trust roots: the same certificates `rustls_native_certs::load_native_certs`
-//! returns (`SSL_CERT_FILE`/`SSL_CERT_DIR` when set, else the bundle file and directory that
-//! `openssl-probe` finds), read at about half the cost.
+//! The system's trust roots, read once per process: the bundle file when the system has one,
+//! the certificate directory only when it has none.
 //!
-//! On Debian-like systems `/etc/ssl/certs` holds every certificate of the bundle file a second
-//! time, one file each. rustls-native-certs skips directory entries that are the bundle file
-//! itself but decodes the copies again, and its constant-time base64 decoder made that second
-//! pass about a third of a one-shot walk's instructions once aws-lc's jitter start-up was gone
-//! (BENCHMARKS.md, note 7). Here a PEM block whose text was already seen is not decoded again:
-//! identical text is an identical certificate, so the set of roots is unchanged.
+//! Where they are: `SSL_CERT_FILE`/`SSL_CERT_DIR` when either is set (then only those), else the
+//! bundle file and directories that `openssl-probe` finds, as rustls-native-certs decides on
+//! Unix. rustls-native-certs then reads the bundle *and* every file of the directory. On
+//! Debian-like systems (and on Fedora/RHEL, whose extracted bundle lists the same anchors as its
+//! directory) `update-ca-certificates` writes every certificate of `/etc/ssl/certs` into the
+//! bundle, so the directory's ~150 files were the same roots a second time: about 150 `openat`,
+//! 300 `read` and 450 `statx` calls per process (BENCHMARKS.md, issue 26). So a bundle that
+//! yields at least one certificate is the whole set; the directory is read only when there is
+//! no bundle, or it is unreadable or holds none (as on systems that ship only hashed files).
+//!
+//! Reading a directory, a PEM block whose text was already seen is not decoded again: hash-named
+//! symlinks and copies hold identical text, identical text is an identical certificate, and
+//! rustls-pki-types' constant-time base64 decoder is the costly part (BENCHMARKS.md, note 8).
 
 use rustls_pki_types::CertificateDer;
-use rustls_pki_types::pem::PemObject;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 const BEGIN: &[u8] = b"-----BEGIN CERTIFICATE-----";
 const END: &[u8] = b"-----END CERTIFICATE-----";
 
-/// Every trust root of the system (best effort: unreadable files are skipped, as before).
-pub fn system_roots() -> Vec<CertificateDer<'static>> {
-    let (file, dirs) = cert_paths();
+/// Every trust root of the system (best effort: unreadable files are skipped, as before). Read
+/// at the first call and kept for the process: commands that build several transports (`card`,
+/// `demo`, `mcp`) read the files once, and the daemon, which builds its transport once at
+/// start and keeps it across reloads, reads them at start as before.
+pub fn system_roots() -> &'static [CertificateDer<'static>] {
+    static ROOTS: OnceLock<Vec<CertificateDer<'static>>> = OnceLock::new();
+    ROOTS.get_or_init(|| {
+        let (file, dirs) = cert_paths();
+        roots_from(file.as_deref(), &dirs)
+    })
+}
+
+/// The roots of a bundle file, or, when there is none (absent, unreadable or without a
+/// certificate), of every file of `dirs`.
+fn roots_from(file: Option<&Path>, dirs: &[PathBuf]) -> Vec<CertificateDer<'static>> {
     let mut roots = RootsReader::default();
-    if let Some(file) = &file {
+    if let Some(file) = file {
         roots.read_file(file);
     }
-    for dir in &dirs {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            roots.read_file(&entry.path());
+    if roots.certs.is_empty() {
+        for dir in dirs {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                roots.read_file(&entry.path());
+            }
         }
     }
     let mut certs = roots.certs;
@@ -88,9 +108,8 @@ impl RootsReader {
             if !self.blocks.insert(block.to_vec()) {
                 continue;
             }
-            // The block alone, through the same PEM reader rustls-native-certs uses.
-            if let Ok(cert) = CertificateDer::from_pem_slice(block) {
-                self.certs.push(cert.into_owned());
+            if let Some(der) = decode_block(block) {
+                self.certs.push(CertificateDer::from(der));
             }
         }
     }
@@ -107,6 +126,23 @@ fn cert_blocks(text: &[u8]) -> impl Iterator<Item = &[u8]> {
         rest = &rest[end..];
         Some(block)
     })
+}
+
+/// The DER inside one certificate block (markers included), or None if its body is not
+/// base64. The base64 crate's decoder, not rustls-pki-types' constant-time one (which
+/// rustls-native-certs uses): that one guards secrets against timing, these are public
+/// certificates, and it cost 8.0 M of a one-shot walk's 19.0 M instructions. The `pem` crate
+/// was measured too: its parser and char-wise whitespace filter cost more (18.3 M) than the
+/// decoding they wrap (BENCHMARKS.md, issue 26).
+fn decode_block(block: &[u8]) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    let body = block.get(BEGIN.len()..block.len().checked_sub(END.len())?)?;
+    let text: Vec<u8> = body
+        .iter()
+        .copied()
+        .filter(|b| !b.is_ascii_whitespace())
+        .collect();
+    base64::engine::general_purpose::STANDARD.decode(text).ok()
 }
 
 /// Where `needle` (which starts with `-`) first occurs: look for its first byte, then compare.
@@ -176,24 +212,81 @@ mod tests {
         r.read_pem(pem(&[&b]).replace('\n', "\r\n").as_bytes());
         let c = vec![0x30u8, 2, 7, 7];
         r.read_pem(pem(&[&c]).as_bytes());
+        // A block whose body is not base64 is skipped, as rustls-native-certs skips a bad file.
+        r.read_pem(b"-----BEGIN CERTIFICATE-----\n@@not base64@@\n-----END CERTIFICATE-----\n");
         let mut got: Vec<&[u8]> = r.certs.iter().map(|c| c.as_ref()).collect();
         assert_eq!(got.len(), 4, "the identical copy was not decoded again");
         got.dedup();
         assert_eq!(got, vec![&a[..], &b[..], &c[..]]);
     }
 
+    fn sorted(certs: Vec<CertificateDer<'_>>) -> Vec<Vec<u8>> {
+        let mut v: Vec<Vec<u8>> = certs.iter().map(|c| c.to_vec()).collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
     #[test]
-    fn the_same_roots_as_rustls_native_certs() {
-        let mut ours: Vec<Vec<u8>> = system_roots().iter().map(|c| c.to_vec()).collect();
-        let mut theirs: Vec<Vec<u8>> = rustls_native_certs::load_native_certs()
-            .certs
-            .iter()
-            .map(|c| c.to_vec())
-            .collect();
-        ours.sort();
-        ours.dedup();
-        theirs.sort();
-        theirs.dedup();
-        assert_eq!(ours, theirs);
+    fn a_bundle_is_the_whole_set_and_the_directory_is_not_read() {
+        let (a, b, c) = (vec![0x30u8, 1, 1], vec![0x30u8, 1, 2], vec![0x30u8, 1, 3]);
+        let tmp = tempfile::tempdir().unwrap();
+        let bundle = tmp.path().join("bundle.crt");
+        std::fs::write(&bundle, pem(&[&a, &b])).unwrap();
+        let dir = tmp.path().join("certs");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("0badc0de.0"), pem(&[&c])).unwrap();
+        let got = sorted(roots_from(Some(&bundle), std::slice::from_ref(&dir)));
+        assert_eq!(
+            got,
+            vec![a.clone(), b.clone()],
+            "c is only in the directory"
+        );
+        // The same set rustls-native-certs reads from that bundle alone.
+        let theirs = rustls_native_certs::load_certs_from_paths(Some(&bundle), None);
+        assert!(theirs.errors.is_empty(), "{:?}", theirs.errors);
+        assert_eq!(got, sorted(theirs.certs));
+    }
+
+    #[test]
+    fn without_a_bundle_every_file_of_the_directory_is_read_once() {
+        let (a, b, c) = (vec![0x30u8, 2, 1], vec![0x30u8, 2, 2], vec![0x30u8, 2, 3]);
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("certs");
+        std::fs::create_dir(&dir).unwrap();
+        // Hash-named files, a symlink to one of them, a CRLF copy and a file that is no PEM.
+        std::fs::write(dir.join("11111111.0"), pem(&[&a])).unwrap();
+        std::fs::write(dir.join("22222222.0"), pem(&[&b, &c])).unwrap();
+        std::os::unix::fs::symlink(dir.join("11111111.0"), dir.join("a.pem")).unwrap();
+        std::fs::write(dir.join("b-copy.pem"), pem(&[&b]).replace('\n', "\r\n")).unwrap();
+        std::fs::write(dir.join("README"), "not a certificate").unwrap();
+        let want = vec![a, b, c];
+        let theirs = rustls_native_certs::load_certs_from_paths(None, Some(&dir));
+        assert_eq!(sorted(theirs.certs), want);
+        // No bundle at all; a bundle path that does not exist; a bundle without a certificate.
+        let missing = tmp.path().join("missing.crt");
+        let empty = tmp.path().join("empty.crt");
+        std::fs::write(&empty, "").unwrap();
+        for file in [None, Some(missing.as_path()), Some(empty.as_path())] {
+            let got = sorted(roots_from(file, std::slice::from_ref(&dir)));
+            assert_eq!(got, want, "bundle {file:?}");
+        }
+    }
+
+    #[test]
+    fn the_system_roots_are_what_rustls_native_certs_reads_from_the_same_source() {
+        let ours = sorted(system_roots().to_vec());
+        let (file, _) = cert_paths();
+        let from_file = file
+            .as_deref()
+            .map(|f| rustls_native_certs::load_certs_from_paths(Some(f), None).certs)
+            .unwrap_or_default();
+        let theirs = if from_file.is_empty() {
+            // No bundle: the directories, as rustls-native-certs reads them.
+            rustls_native_certs::load_native_certs().certs
+        } else {
+            from_file
+        };
+        assert_eq!(ours, sorted(theirs));
     }
 }

@@ -178,7 +178,7 @@ impl Transport {
         // System roots are best effort: a machine without them can still walk operator-trusted
         // hosts through --ca-cert.
         for cert in super::roots::system_roots() {
-            let _ = roots.add(cert);
+            let _ = roots.add(CertificateDer::from(cert.as_ref()));
         }
         for cert in &config.extra_roots {
             roots.add(cert.clone()).map_err(|e| {

@@ -1,0 +1,198 @@
+//! Where the real binary finds its trust roots (issue 26): `--ca-cert` alone, the system's
+//! bundle file, and a system with only a certificate directory. The "system" is pointed at
+//! temporary files through `SSL_CERT_FILE` / `SSL_CERT_DIR` (which rustls-native-certs and
+//! openssl-probe honour as well), and each walk goes to a real loopback HTTPS agent whose CA is
+//! in exactly one of those places.
+
+use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// One `walk` of `origin` with the roots the environment names, and nothing else: the caller
+/// sets (or clears) both variables.
+async fn walk(
+    origin: &str,
+    file: Option<&Path>,
+    dir: Option<&Path>,
+    ca_cert: Option<&Path>,
+) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_conduct-walker"));
+    cmd.args([
+        "walk",
+        "--origin",
+        origin,
+        "--mode",
+        "a2a",
+        "--witness-name",
+        "roots test",
+        "--vantage",
+        "loopback",
+        "--allow-private-network",
+        "--json",
+    ]);
+    cmd.env_remove("SSL_CERT_FILE").env_remove("SSL_CERT_DIR");
+    if let Some(file) = file {
+        cmd.env("SSL_CERT_FILE", file);
+    }
+    if let Some(dir) = dir {
+        cmd.env("SSL_CERT_DIR", dir);
+    }
+    if let Some(ca) = ca_cert {
+        cmd.arg("--ca-cert").arg(ca);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    cmd.arg("--out").arg(dir.path().join("rec.json"));
+    tokio::process::Command::from(cmd).output().await.unwrap()
+}
+
+fn passed(out: &Output) -> bool {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    out.status.code() == Some(0) && stdout.contains("\"sha256\"")
+}
+
+/// Exit 1 and the card fetch (n0) failing on the certificate: the agent was not trusted.
+fn untrusted(out: &Output) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).expect("--json output");
+    let n0 = json["transport_errors"]["0"].as_str().unwrap_or_default();
+    assert!(
+        n0.to_ascii_lowercase().contains("certificate") || n0.contains("UnknownIssuer"),
+        "n0 should fail on the certificate: {stdout}"
+    );
+}
+
+struct Layout {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Layout {
+    fn new() -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_path_buf();
+        Layout { _tmp: tmp, root }
+    }
+
+    /// A bundle file holding these CAs' certificates, one after another.
+    fn bundle(&self, name: &str, cas: &[&SandboxCa]) -> PathBuf {
+        let path = self.root.join(name);
+        let text: String = cas.iter().map(|ca| ca.cert_pem().to_string()).collect();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// A directory laid out as `update-ca-certificates`/`c_rehash` leave one: a `.pem` file per
+    /// CA and an 8-hex-digit `.0` name linking to it (the name's digits are not OpenSSL's
+    /// subject hash, which nothing here looks up by).
+    fn directory(&self, name: &str, cas: &[&SandboxCa]) -> PathBuf {
+        let dir = self.root.join(name);
+        std::fs::create_dir(&dir).unwrap();
+        for (i, ca) in cas.iter().enumerate() {
+            let pem = dir.join(format!("sandbox-ca-{i}.pem"));
+            std::fs::write(&pem, ca.cert_pem()).unwrap();
+            let hashed = &conduct_walker::digest::sha256_hex(ca.cert_pem().as_bytes())[..8];
+            std::os::unix::fs::symlink(&pem, dir.join(format!("{hashed}.0"))).unwrap();
+        }
+        dir
+    }
+}
+
+#[tokio::test]
+async fn a_system_with_only_a_certificate_directory_trusts_what_it_holds() {
+    let (ca, other) = (SandboxCa::generate(), SandboxCa::generate());
+    let agent = SandboxAgent::start(&ca, Behaviour::default())
+        .await
+        .unwrap();
+    let l = Layout::new();
+    let with_ca = l.directory("certs", &[&other, &ca]);
+    let without = l.directory("other-certs", &[&other]);
+    let out = walk(&agent.origin(), None, Some(&with_ca), None).await;
+    assert!(
+        passed(&out),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The control: the same walk with a directory that lacks the CA fails on the certificate,
+    // so the directory was what made the agent trusted.
+    untrusted(&walk(&agent.origin(), None, Some(&without), None).await);
+    // A bundle path that names nothing is no bundle: the directory is read.
+    let missing = l.root.join("no-such-bundle.crt");
+    let out = walk(&agent.origin(), Some(&missing), Some(&with_ca), None).await;
+    assert!(passed(&out), "{}", String::from_utf8_lossy(&out.stdout));
+}
+
+#[tokio::test]
+async fn a_system_bundle_is_the_whole_set_of_roots() {
+    let (ca, other) = (SandboxCa::generate(), SandboxCa::generate());
+    let agent = SandboxAgent::start(&ca, Behaviour::default())
+        .await
+        .unwrap();
+    let l = Layout::new();
+    let bundle = l.bundle("ca-certificates.crt", &[&other, &ca]);
+    let out = walk(&agent.origin(), Some(&bundle), None, None).await;
+    assert!(
+        passed(&out),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // With a directory beside it, as on Debian: the bundle is read, the directory is not
+    // (update-ca-certificates puts every root of the directory into the bundle).
+    let dir = l.directory("certs", &[&other, &ca]);
+    let out = walk(&agent.origin(), Some(&bundle), Some(&dir), None).await;
+    assert!(passed(&out), "{}", String::from_utf8_lossy(&out.stdout));
+    let other_only = l.bundle("other.crt", &[&other]);
+    untrusted(&walk(&agent.origin(), Some(&other_only), Some(&dir), None).await);
+}
+
+#[tokio::test]
+async fn ca_cert_alone_is_enough_on_a_system_without_roots() {
+    let ca = SandboxCa::generate();
+    let agent = SandboxAgent::start(&ca, Behaviour::default())
+        .await
+        .unwrap();
+    let l = Layout::new();
+    let ca_pem = l.root.join("ca.pem");
+    ca.write_pem(&ca_pem).unwrap();
+    let empty = l.directory("empty", &[]);
+    let nothing = l.root.join("no-such-bundle.crt");
+    untrusted(&walk(&agent.origin(), Some(&nothing), Some(&empty), None).await);
+    let out = walk(&agent.origin(), Some(&nothing), Some(&empty), Some(&ca_pem)).await;
+    assert!(
+        passed(&out),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // And beside the system's own roots (whatever this machine has).
+    let out = walk_with_system_roots(&agent.origin(), &ca_pem).await;
+    assert!(passed(&out), "{}", String::from_utf8_lossy(&out.stdout));
+}
+
+/// A walk with the machine's own roots (the environment as the test runner has it) plus
+/// `--ca-cert`.
+async fn walk_with_system_roots(origin: &str, ca: &Path) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_conduct-walker"));
+    cmd.args([
+        "walk",
+        "--origin",
+        origin,
+        "--mode",
+        "a2a",
+        "--witness-name",
+        "roots test",
+        "--vantage",
+        "loopback",
+        "--allow-private-network",
+        "--json",
+        "--ca-cert",
+    ])
+    .arg(ca)
+    .arg("--out")
+    .arg(dir.path().join("rec.json"));
+    tokio::process::Command::from(cmd).output().await.unwrap()
+}

@@ -20,6 +20,7 @@ fn serves(command: &Command) -> bool {
         | Command::IntakeEmulator(_)
         | Command::Bench(_)
         | Command::Mcp(_)
+        | Command::Sandbox(_)
         | Command::Records(RecordsCommand::Serve { .. }) => true,
         Command::Walk(_)
         | Command::Demo(_)

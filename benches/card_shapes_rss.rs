@@ -3,54 +3,21 @@
 //! shape). Each walk is a separate process; its peak RSS is `ru_maxrss` from `wait4`.
 //! `cargo bench --bench card_shapes_rss` (the bench profile's binary); BENCHMARKS.md has the table.
 
+#[path = "../tests/support/card_shapes.rs"]
+mod card_shapes;
+
 use conduct_walker::sandbox::{Behaviour, CardBytes, SandboxAgent, SandboxCa};
 use serde_json::{Value, json};
 use std::process::{Command, Stdio};
 
-fn nested_arrays(depth: usize) -> Value {
-    let mut v = json!([]);
-    for _ in 1..depth {
-        v = Value::Array(vec![v]);
-    }
-    v
-}
-
-/// A distinct name of at most three characters for each `i` below 238,328 (62³).
-fn short_key(i: usize) -> String {
-    const ALPHABET: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
-    let (a, b, c) = (i / (62 * 62), (i / 62) % 62, i % 62);
-    [a, b, c].iter().map(|&d| ALPHABET[d] as char).collect()
-}
-
-fn chains(count: usize, depth: usize) -> Value {
-    let mut chain = json!(1);
-    for _ in 0..depth {
-        chain = json!({ "a": chain });
-    }
-    Value::Array(vec![chain; count])
-}
-
 fn shapes() -> Vec<(&'static str, Option<Value>)> {
-    let many_keys: serde_json::Map<String, Value> =
-        (0..110_000).map(|i| (short_key(i), json!(0))).collect();
-    vec![
-        ("ordinary small card", None),
-        ("many small keys (110,000)", Some(Value::Object(many_keys))),
-        (
-            "nested one-key objects (1,600 x 100)",
-            Some(chains(1_600, 100)),
-        ),
-        ("992 nested arrays", Some(nested_arrays(992))),
-        (
-            "long array of small numbers (450,000)",
-            Some(Value::Array(vec![json!(0); 450_000])),
-        ),
-        ("a 900 KiB string", Some(json!("x".repeat(900 * 1024)))),
-        (
-            "one-key objects (110,000)",
-            Some(Value::Array(vec![json!({"a": 1}); 110_000])),
-        ),
-    ]
+    let mut all = vec![("ordinary small card", None)];
+    all.extend(
+        card_shapes::shapes()
+            .into_iter()
+            .map(|(what, v)| (what, Some(v))),
+    );
+    all
 }
 
 /// Run the walker with `args` and return (exit code, peak RSS in KiB, stdout's first line).

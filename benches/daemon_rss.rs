@@ -5,6 +5,8 @@
 //! `DAEMON_RSS_CARD=chains` (or `keys`, `numbers`): every agent's card carries about 1 MB of that
 //! shape (issue 21: 64 walks of such cards at once stay within 512 MiB).
 
+#[path = "../tests/support/card_shapes.rs"]
+mod card_shapes;
 #[path = "support/daemon.rs"]
 mod daemon;
 use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa};
@@ -21,18 +23,8 @@ async fn main() {
     let shape = std::env::var("DAEMON_RSS_CARD").unwrap_or_default();
     let bulk = match shape.as_str() {
         "" => None,
-        "chains" => {
-            let mut chain = serde_json::json!(1);
-            for _ in 0..100 {
-                chain = serde_json::json!({ "a": chain });
-            }
-            Some(serde_json::Value::Array(vec![chain; 1_600]))
-        }
-        "keys" => Some(serde_json::Value::Object(
-            (0..100_000)
-                .map(|i| (format!("k{i}"), serde_json::json!(0)))
-                .collect(),
-        )),
+        "chains" => Some(card_shapes::chains(1_600, 100)),
+        "keys" => Some(card_shapes::many_keys(110_000)),
         "numbers" => Some(serde_json::Value::Array(vec![
             serde_json::json!(0);
             450_000

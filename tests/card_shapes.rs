@@ -5,55 +5,16 @@
 //! those are checked against CPython's `json.dumps(..., sort_keys=True, separators=(",", ":"),
 //! ensure_ascii=False)` of the same bytes, read with `json.loads` (the reference's reader).
 
+#[path = "support/card_shapes.rs"]
+mod card_shapes;
 mod common;
 
+use card_shapes::{nested_arrays, shapes};
 use common::*;
 use conduct_walker::digest::sha256_hex;
 use conduct_walker::sandbox::{Behaviour, CardBytes, SandboxAgent, SandboxCa};
 use conduct_walker::walk::{Mode, Wire};
-use serde_json::{Value, json};
-
-/// `depth` arrays nested in each other, the innermost empty.
-fn nested_arrays(depth: usize) -> Value {
-    let mut v = json!([]);
-    for _ in 1..depth {
-        v = Value::Array(vec![v]);
-    }
-    v
-}
-
-/// A distinct name of at most three characters for each `i` below 238,328 (62³).
-fn short_key(i: usize) -> String {
-    const ALPHABET: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
-    let (a, b, c) = (i / (62 * 62), (i / 62) % 62, i % 62);
-    [a, b, c].iter().map(|&d| ALPHABET[d] as char).collect()
-}
-
-/// `count` chains of `depth` nested one-key objects.
-fn chains(count: usize, depth: usize) -> Value {
-    let mut chain = json!(1);
-    for _ in 0..depth {
-        chain = json!({ "a": chain });
-    }
-    Value::Array(vec![chain; count])
-}
-
-/// The shapes issue 21 names, each making the card close to (and under) 1 MiB.
-fn shapes() -> Vec<(&'static str, Value)> {
-    let many_keys: serde_json::Map<String, Value> =
-        (0..110_000).map(|i| (short_key(i), json!(0))).collect();
-    vec![
-        ("many small keys", Value::Object(many_keys)),
-        ("nested one-key objects", chains(1_600, 100)),
-        // The card object and 992 arrays: the deepest the reference reads (§8.3 item 21).
-        ("992 nested arrays", nested_arrays(992)),
-        (
-            "one long array of small numbers",
-            Value::Array(vec![json!(0); 450_000]),
-        ),
-        ("a 900 KiB string", json!("x".repeat(900 * 1024))),
-    ]
-}
+use serde_json::json;
 
 /// CPython's canonical text of the first conduct extension listing in `card`.
 fn python_extension_canonical(card: &[u8]) -> String {

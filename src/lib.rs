@@ -4,6 +4,7 @@
 //! [`walk::record`]) beside the edges that do I/O ([`net`], [`store`], [`sandbox`], the CLI).
 //! `ARCHITECTURE.md` at the repository root draws the map.
 
+pub mod alerts;
 pub mod canonical;
 pub mod card_signature;
 pub mod cli;

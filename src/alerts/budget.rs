@@ -50,7 +50,9 @@ pub fn admit(
     at: DateTime<Utc>,
 ) -> (ChannelDay, Admission, Option<Digest>) {
     let day = utc_day(at);
-    let (mut s, digest) = if prev.day == day {
+    // A time before the stored day (a clock stepped back) counts on the stored day: a day's
+    // digest is only ever taken once that day is over.
+    let (mut s, digest) = if !prev.day.is_empty() && day <= prev.day {
         (prev.clone(), None)
     } else {
         (

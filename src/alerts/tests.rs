@@ -20,7 +20,7 @@ fn t0() -> DateTime<Utc> {
 ///
 /// `P` / `F`: a conduct walk, PASS / FAIL (assertions `a` and `b` from `ab`); `U`: unreachable;
 /// `D`: consent declined.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 struct W(char, [Option<bool>; 2]);
 
 const T: Option<bool> = Some(true);
@@ -948,6 +948,89 @@ fn observation_from_walk_tells_transport_from_conduct() {
                 assert_eq!(assertions[0].result, Some(false));
             }
             other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
+fn daily_cap_counts_a_clock_stepped_back_on_the_stored_day() {
+    let day2 = t0() + Duration::days(1);
+    let (ch, _, _) = budget::admit("ops", &ChannelDay::default(), 1, "a", day2);
+    let (ch, adm, digest) = budget::admit("ops", &ch, 1, "b", t0());
+    assert_eq!(adm, Admission::Held);
+    assert!(digest.is_none());
+    assert_eq!((ch.day.as_str(), ch.held.len()), ("2026-12-02", 1));
+}
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn walk() -> impl Strategy<Value = W> {
+        let r = prop_oneof![Just(T), Just(F), Just(NA)];
+        (0..10u8, r.clone(), r).prop_map(|(k, a, b)| match k {
+            0..=3 => W('P', [a, b]),
+            4..=7 => W('F', [a, b]),
+            8 => unreach(),
+            _ => declined(),
+        })
+    }
+
+    proptest! {
+        // A fixed seed: the same 512 sequences on every run and in CI.
+        #![proptest_config(ProptestConfig {
+            cases: 512,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(24),
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        /// Over any sequence: each track alternates opened/resolved of the same incident, ids
+        /// are unique, two alerts of the target are never closer than the minimum interval
+        /// (except those sent together), and stopping and reloading the state at any walk
+        /// changes nothing that is sent.
+        #[test]
+        fn any_sequence_keeps_the_invariants(
+            walks in proptest::collection::vec(walk(), 1..40),
+            n in 1u32..4,
+            m in 1u32..4,
+            interval_min in 0u64..5,
+            cut in 0usize..40,
+        ) {
+            let mut s = settings(n, m);
+            s.min_interval_secs = interval_min * 60;
+            let (_, _, all) = run_from(TargetState::default(), &walks, &s, 0);
+
+            let mut open: std::collections::HashMap<IncidentKind, Option<u64>> = Default::default();
+            for p in &all {
+                match &p.transition {
+                    Transition::Opened { kind, incident } => {
+                        let slot = open.entry(*kind).or_default();
+                        prop_assert!(slot.is_none(), "opened twice: {:?}", all);
+                        *slot = Some(incident.number);
+                    }
+                    Transition::Resolved { kind, number } => {
+                        let slot = open.entry(*kind).or_default();
+                        prop_assert_eq!(*slot, Some(*number));
+                        *slot = None;
+                    }
+                    _ => {}
+                }
+            }
+            let ids: std::collections::HashSet<_> = all.iter().map(|p| &p.id).collect();
+            prop_assert_eq!(ids.len(), all.len());
+            for pair in all.windows(2) {
+                let gap = (pair[1].at - pair[0].at).num_seconds();
+                prop_assert!(gap == 0 || gap >= s.min_interval_secs as i64, "gap {}", gap);
+            }
+
+            // Restart at walk `cut`: the state goes through JSON; the rest runs from it.
+            let cut = cut.min(walks.len());
+            let (mid, _, before) = run_from(TargetState::default(), &walks[..cut], &s, 0);
+            let mid: TargetState = serde_json::from_str(&serde_json::to_string(&mid).unwrap()).unwrap();
+            let (_, _, after) = run_from(mid, &walks[cut..], &s, cut);
+            let resumed: Vec<_> = before.into_iter().chain(after).collect();
+            prop_assert_eq!(resumed, all);
         }
     }
 }

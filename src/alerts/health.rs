@@ -4,7 +4,7 @@
 
 use super::alert_id;
 use crate::witness::filing::{AnswerKind, Transition};
-use crate::witness::lanes::utc_day;
+use crate::witness::lanes::{Lane, Limits, Usage, has_room, utc_day};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -174,6 +174,25 @@ pub fn lane_exhausted(
         }
         .plan(now)
     })
+}
+
+/// [`lane_exhausted`] from the filing's own lane arithmetic: the lane is named by its stored key
+/// (`address`, `domain:<host>`), or `global` when the intake's daily total is what is used up.
+pub fn lane_exhausted_by_limits(
+    intake: &str,
+    limits: &Limits,
+    lane: &Lane,
+    usage: Usage,
+    now: DateTime<Utc>,
+) -> Option<PlannedHealth> {
+    if has_room(limits, lane, usage) {
+        return None;
+    }
+    if usage.global >= limits.daily_global {
+        lane_exhausted(intake, "global", usage.global, limits.daily_global, now)
+    } else {
+        lane_exhausted(intake, &lane.key(), usage.lane, limits.lane_cap(lane), now)
+    }
 }
 
 /// The store's health, stored between checks.

@@ -412,6 +412,34 @@ fn minimum_interval_holds_and_sends_the_net_change() {
     let (_, again) = incident::flush("alpha", &state, &s, t0() + Duration::minutes(30));
     assert!(again.is_empty(), "a flush sends a held alert once");
 
+    // Assertion flips are held like the rest: one that flips back inside the interval is never
+    // sent; one that stays is sent once the interval has passed.
+    let (a, b) = (W('P', [T, T]), W('P', [T, NA]));
+    let walks = [f, p, p, b, a, a, a, a, a, a, a, a, a, a];
+    let mut s1 = settings(1, 1);
+    s1.min_interval_secs = 10 * 60;
+    let (_, seen, all) = run_from(TargetState::default(), &walks, &s1, 0);
+    assert_eq!(seen, vec![(0, OPENED), (10, RESOLVED)]);
+    let names: Vec<_> = all[1].flips.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["a"], "b flipped and back while held");
+    // PASS at 0 is no alert, so the interval starts at the first one: a FAIL incident at 1.
+    let walks = [p, f, p, b, a, b, b, b, b, b, b, b, b, b];
+    let (_, seen, all) = run_from(TargetState::default(), &walks, &s1, 0);
+    assert_eq!(seen, vec![(1, OPENED), (11, RESOLVED)]);
+    // The resolved alert reports the flips since the opened one: a back to true, b to n/a.
+    let flips: Vec<_> = all[1]
+        .flips
+        .iter()
+        .map(|f| (f.name.as_str(), f.from, f.to))
+        .collect();
+    assert_eq!(flips, [("a", F, T), ("b", T, NA)]);
+    // And a flip alone while PASS holds: held until 10 minutes after the last alert.
+    let walks = [
+        f, p, p, p, p, p, p, p, p, p, p, p, b, b, b, b, b, b, b, b, b, b, b, b,
+    ];
+    let (_, seen, _) = run_from(TargetState::default(), &walks, &s1, 0);
+    assert_eq!(seen, vec![(0, OPENED), (10, RESOLVED), (20, FLIPPED)]);
+
     // An interval beyond the calendar: the first alert goes, then nothing (and no panic).
     let mut forever = settings(1, 1);
     forever.min_interval_secs = u64::MAX;
@@ -739,6 +767,56 @@ fn filing_and_health_triggers_table() {
             .unwrap()
             .id,
         full.id
+    );
+
+    // The same from the filing's lane arithmetic (spec caps: 5 per address lane, 500 a day).
+    use crate::witness::lanes::{Lane, Limits, Usage};
+    let limits = Limits::default();
+    let lane_key = |u: Usage, lane: &Lane| {
+        health::lane_exhausted_by_limits("https://i", &limits, lane, u, now).map(|p| {
+            match p.event {
+                HealthEvent::LaneExhausted { lane, .. } => lane,
+                other => panic!("{other:?}"),
+            }
+        })
+    };
+    let domain = Lane::Domain("example.org".into());
+    assert_eq!(lane_key(Usage { global: 4, lane: 4 }, &Lane::Address), None);
+    assert_eq!(
+        lane_key(Usage { global: 5, lane: 5 }, &Lane::Address).as_deref(),
+        Some("address")
+    );
+    assert_eq!(
+        lane_key(
+            Usage {
+                global: 49,
+                lane: 49
+            },
+            &domain
+        ),
+        None
+    );
+    assert_eq!(
+        lane_key(
+            Usage {
+                global: 50,
+                lane: 50
+            },
+            &domain
+        )
+        .as_deref(),
+        Some("domain:example.org")
+    );
+    assert_eq!(
+        lane_key(
+            Usage {
+                global: 500,
+                lane: 3
+            },
+            &domain
+        )
+        .as_deref(),
+        Some("global")
     );
 
     // Store health: an alert on each change, numbered episodes.

@@ -1112,3 +1112,50 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn payload_of_every_target_transition() {
+    let (p, f, u, d) = (pass(), fail(), unreach(), declined());
+    let s = settings(1, 1);
+    let walks = [p, W('P', [T, NA]), f, p, u, u, u, p, d, p];
+    let (_, _, all) = run_from(TargetState::default(), &walks, &s, 0);
+    let bodies: Vec<serde_json::Value> = all
+        .iter()
+        .map(|p| serde_json::to_value(AlertPayload::of_incident(p)).unwrap())
+        .collect();
+    let summary: Vec<(String, serde_json::Value)> = bodies
+        .iter()
+        .map(|b| {
+            let d = &b["data"];
+            let what = match b["type"].as_str().unwrap() {
+                "assertion.flipped" => d["assertions_flipped"][0]["name"].clone(),
+                "consent.declined" | "consent.allowed" => d["consent_episode"].clone(),
+                _ => serde_json::json!([d["incident"]["kind"], d["incident"]["number"]]),
+            };
+            (b["type"].as_str().unwrap().to_string(), what)
+        })
+        .collect();
+    use serde_json::json;
+    assert_eq!(
+        summary,
+        [
+            ("assertion.flipped".to_string(), json!("b")),
+            ("incident.opened".to_string(), json!(["conduct", 1])),
+            ("incident.resolved".to_string(), json!(["conduct", 1])),
+            ("unreachable.opened".to_string(), json!(["unreachable", 2])),
+            (
+                "unreachable.resolved".to_string(),
+                json!(["unreachable", 2])
+            ),
+            ("consent.declined".to_string(), json!(1)),
+            ("consent.allowed".to_string(), json!(1)),
+        ]
+    );
+    for b in &bodies {
+        assert_eq!(b["schema_version"], 1);
+        assert_eq!(b["data"]["target"], "alpha");
+        assert!(b["id"].as_str().unwrap().starts_with("cwa_"));
+    }
+    // The unreachable incident's alert links the record of the walk that opened it.
+    assert_eq!(bodies[3]["data"]["record"]["page"], "/records/ab126");
+}

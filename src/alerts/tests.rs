@@ -516,6 +516,23 @@ fn triggers_off_track_silently_and_turning_on_announces_nothing_old() {
             (8, RESOLVED)
         ]
     );
+    // Assertion trigger off only: no flip alone, and the opened alert carries only the flips of
+    // its own verdict change (b went n/a while PASS held and was absorbed then).
+    let mut s = settings(1, 1);
+    s.triggers.assertion = false;
+    let (_, seen, all) = run_from(
+        TargetState::default(),
+        &[W('P', [T, T]), W('P', [T, NA]), W('F', [F, NA])],
+        &s,
+        0,
+    );
+    assert_eq!(seen, vec![(2, OPENED)]);
+    let flips: Vec<_> = all[0]
+        .flips
+        .iter()
+        .map(|f| (f.name.as_str(), f.from, f.to))
+        .collect();
+    assert_eq!(flips, [("a", T, F)]);
     // Consent off only: verdict alerts still flow.
     let mut s = settings(1, 1);
     s.triggers.consent = false;

@@ -1,9 +1,10 @@
 //! conduct-walker: witnesses how A2A agents behave in public.
 //!
 //! A pure core (no I/O: [`canonical`], [`json`], [`walk::declaration`], [`walk::assertions`],
-//! [`walk::record`]) beside the edges that do I/O ([`net`], [`store`], [`sandbox`], the CLI).
+//! [`walk::record`], [`alerts`]) beside the edges that do I/O ([`net`], [`store`], [`sandbox`], the CLI).
 //! `ARCHITECTURE.md` at the repository root draws the map.
 
+pub mod alerts;
 pub mod canonical;
 pub mod card_signature;
 pub mod cli;

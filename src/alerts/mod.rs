@@ -1,0 +1,56 @@
+//! Alerts, the pure core (issue 24): what to tell the operator, decided from data, with no I/O
+//! and no clock (every time is an argument).
+//!
+//! - [`incident`]: the per-target state machine. One walk's [`incident::Observation`] and the
+//!   target's [`incident::Settings`] turn the stored [`incident::TargetState`] into the next one
+//!   and the alerts to plan (incident opened / resolved, an assertion flipped while the verdict
+//!   holds, consent declined / allowed again), each with a deterministic id.
+//! - [`budget`]: the per-channel daily cap and the digest of what the cap held back.
+//! - [`health`]: filing problems and the daemon's own health (intake refusal, a record queued too
+//!   long, a lane exhausted for the day, store degraded) and the hook for ledger findings.
+//! - [`payload`]: the versioned JSON body of the generic webhook.
+//!
+//! What is not here yet (the rest of issue 24): the outbox rows planned in the record's
+//! transaction, the channels, delivery, the commands and the faces. ARCHITECTURE.md
+//! ("Alerts: the incident core") draws the state machine.
+
+pub mod budget;
+pub mod health;
+pub mod incident;
+pub mod payload;
+#[cfg(test)]
+mod tests;
+
+use sha2::{Digest, Sha256};
+
+/// The idempotency key of one alert: Standard Webhooks' `webhook-id`, and the outbox's unique key,
+/// so planning the same transition twice (a replayed walk, a restart) yields one delivery.
+///
+/// `cwa_` and the first 32 hex digits of the SHA-256 of the alert's `key` (target, incident
+/// number, transition, ...; see each planner): header-safe whatever the target is called, and
+/// stable across versions as long as the key's text is.
+pub fn alert_id(key: &str) -> String {
+    let digest = Sha256::digest(key.as_bytes());
+    format!("cwa_{}", &hex::encode(digest)[..32])
+}
+
+#[cfg(test)]
+mod id_tests {
+    use super::alert_id;
+
+    #[test]
+    fn alert_id_is_stable_header_safe_and_distinct() {
+        let a = alert_id("target\u{0}alpha\u{0}conduct\u{0}1\u{0}opened");
+        assert_eq!(a, alert_id("target\u{0}alpha\u{0}conduct\u{0}1\u{0}opened"));
+        assert_ne!(
+            a,
+            alert_id("target\u{0}alpha\u{0}conduct\u{0}1\u{0}resolved")
+        );
+        assert_eq!(a.len(), 4 + 32);
+        assert!(a.starts_with("cwa_"));
+        assert!(a[4..].bytes().all(|b| b.is_ascii_hexdigit()));
+        // A target name with newlines or spaces cannot leak into the header.
+        let odd = alert_id("target\u{0}a b\r\nX: y\u{0}conduct\u{0}1\u{0}opened");
+        assert!(odd.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'));
+    }
+}

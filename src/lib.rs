@@ -16,6 +16,7 @@ pub mod findings;
 pub mod intake_emulator;
 pub mod jcs;
 pub mod json;
+pub mod ledger;
 pub mod mcp;
 pub mod net;
 pub mod pages;

@@ -462,3 +462,269 @@ impl EntryText {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The spec's observed answers (ledger.md §2–§5), pretty-printed as the worker serves them;
+    // values the spec shortens with `…` are filled in full.
+    const SHA_A: &str = "1711aa6d00000000000000000000000000000000000000000000000000006bf9a9";
+    const HEAD_1: &str = "fa548cc57ce7819dfb71e394f2f56f3995f02a18639afb962f04a581d785dd06";
+
+    fn pending_body() -> String {
+        format!(
+            r#"{{
+  "status": "pending",
+  "sha": "{SHA_A}",
+  "record_canonical": "{{\"assertions\":[],\"mode\":\"full\"}}",
+  "signed": false,
+  "public_key_ed25519_b64": null,
+  "signed_domain": null,
+  "key_url": null,
+  "mode": "full",
+  "v11": true,
+  "disclaimer_present": true,
+  "endpoint": "https://agent-obs1-a.example/a2a",
+  "counted": true,
+  "count_reason": null,
+  "purpose": "a2a-conduct-walk-v1: https://agent-obs1-a.example/a2a",
+  "witness_name": "obs-witness",
+  "vantage": "probe obs1 #1",
+  "submitted_at": "2026-12-01T13:25:09.865Z",
+  "responses": []
+}}"#
+        )
+    }
+
+    /// §2.3: the flat pending form of record A.
+    #[test]
+    fn observed_2_3_pending_answer() {
+        let WitnessAnswer::Pending { record, responses } =
+            WitnessAnswer::parse(200, pending_body().as_bytes()).unwrap()
+        else {
+            panic!("not pending")
+        };
+        assert_eq!(record.sha, SHA_A);
+        assert_eq!(
+            record.record_canonical,
+            r#"{"assertions":[],"mode":"full"}"#
+        );
+        assert!(!record.signed);
+        assert_eq!(record.mode_or_full(), "full");
+        assert!(record.is_counted());
+        assert_eq!(record.witness_name, "obs-witness");
+        assert_eq!(
+            record.submitted_at.as_deref(),
+            Some("2026-12-01T13:25:09.865Z")
+        );
+        assert!(responses.is_empty());
+    }
+
+    /// §2.4: the nested anchored form (six keys), `record` identical to the pending answer
+    /// minus `status` and `responses`; replies carried in `responses`.
+    #[test]
+    fn observed_2_4_anchored_answer_with_a_reply() {
+        let pending: Value = serde_json::from_str(&pending_body()).unwrap();
+        let mut record = pending.as_object().unwrap().clone();
+        record.remove("status");
+        record.remove("responses");
+        let body = serde_json::to_string_pretty(&serde_json::json!({
+            "status": "anchored", "sha": SHA_A, "ledger_entry": 1,
+            "url": "https://127.0.0.1:46043/ledger/1", "record": record,
+            "responses": [{"response_sha": "ab".repeat(32),
+                           "url": format!("https://127.0.0.1:46043/response/{}", "ab".repeat(32)),
+                           "subject_origin": "https://agent-obs1-a.example",
+                           "responded_at": "2026-12-02T08:00:00Z"}],
+        }))
+        .unwrap();
+        let WitnessAnswer::Pending { record: stored, .. } =
+            WitnessAnswer::parse(200, pending_body().as_bytes()).unwrap()
+        else {
+            panic!()
+        };
+        let answer = WitnessAnswer::parse(200, body.as_bytes()).unwrap();
+        let WitnessAnswer::Anchored {
+            sha,
+            ledger_entry,
+            url,
+            record,
+            responses,
+        } = &answer
+        else {
+            panic!("not anchored")
+        };
+        assert_eq!(sha, SHA_A);
+        assert_eq!(*ledger_entry, 1);
+        assert_eq!(url, "https://127.0.0.1:46043/ledger/1");
+        assert_eq!(record.as_ref(), Some(&stored));
+        assert_eq!(responses.len(), 1);
+        assert_eq!(
+            answer.responses()[0].subject_origin,
+            "https://agent-obs1-a.example"
+        );
+    }
+
+    /// §2.4: `record` is null when the worker's copy is missing; §2.2: the 404 answer.
+    #[test]
+    fn observed_2_2_not_found_and_anchored_without_copy() {
+        let nf = format!("{{\n  \"error\": \"not found\",\n  \"sha\": \"{SHA_A}\"\n}}");
+        assert_eq!(
+            WitnessAnswer::parse(404, nf.as_bytes()).unwrap(),
+            WitnessAnswer::NotFound { sha: SHA_A.into() }
+        );
+        let body = format!(
+            r#"{{"status": "anchored", "sha": "{SHA_A}", "ledger_entry": 4, "url": "u", "record": null, "responses": []}}"#
+        );
+        assert!(matches!(
+            WitnessAnswer::parse(200, body.as_bytes()).unwrap(),
+            WitnessAnswer::Anchored {
+                record: None,
+                ledger_entry: 4,
+                ..
+            }
+        ));
+    }
+
+    /// Garbage is an error naming what was wrong, never a guess.
+    #[test]
+    fn unreadable_witness_answers_are_errors() {
+        let e = WitnessAnswer::parse(200, b"<html>").unwrap_err();
+        assert!(e.to_string().contains("not JSON"), "{e}");
+        let e = WitnessAnswer::parse(200, br#"{"status": "stamped"}"#).unwrap_err();
+        assert!(matches!(e, WireError::UnknownStatus { .. }));
+        let e = WitnessAnswer::parse(200, br#"{"status": "anchored", "sha": "x"}"#).unwrap_err();
+        assert!(e.to_string().contains("ledger_entry"), "{e}");
+        let generic = br#"{"error": "not found", "routes": ["/ledger"]}"#;
+        assert!(WitnessAnswer::parse(404, generic).is_err());
+    }
+
+    /// §5.2: the head at n = 1 (explanatory keys ignored) and the 409 broken form.
+    #[test]
+    fn observed_5_2_head_and_broken_head() {
+        let body = format!(
+            r#"{{
+  "schema": "jidec-head-v1",
+  "n": 1,
+  "head": "{HEAD_1}",
+  "root": "{root}",
+  "chain": "jidec-chain-v1",
+  "prev_entry_sha256": "{HEAD_1}",
+  "entry_sha256": "7f0e7e9700000000000000000000000000000000000000000000000003c74f41d",
+  "recipe": "entry_sha256 = sha256(canon({{n, schema, claim_sha256, created_at, prev_entry_sha256}}))",
+  "fields": ["n", "schema", "claim_sha256", "created_at", "prev_entry_sha256"],
+  "marker_fields": ["n", "schema", "prev_entry_sha256", "head"],
+  "export": "https://127.0.0.1:46043/ledger/export.jsonl",
+  "does_not_establish": ["that every submission the ledger received was appended"]
+}}"#,
+            root = super::super::chain::ROOT
+        );
+        let HeadAnswer::Head(head) = HeadAnswer::parse(200, body.as_bytes()).unwrap() else {
+            panic!()
+        };
+        assert_eq!((head.n, head.head.as_str()), (1, HEAD_1));
+        assert_eq!(head.prev_entry_sha256, HEAD_1);
+        let broken = format!(
+            r#"{{"schema": "jidec-head-v1", "chain": "jidec-chain-v1", "error": "chain_broken", "broken_at": 2, "last_linked": 1, "head_before_break": "{HEAD_1}"}}"#
+        );
+        assert_eq!(
+            HeadAnswer::parse(409, broken.as_bytes()).unwrap(),
+            HeadAnswer::Broken(HeadBroken {
+                broken_at: 2,
+                last_linked: 1,
+                head_before_break: Some(HEAD_1.into())
+            })
+        );
+        assert!(HeadAnswer::parse(409, br#"{"error": "other"}"#).is_err());
+    }
+
+    /// §5.1: entry 3's JSON view as observed, with the `pending_*` keys.
+    #[test]
+    fn observed_5_1_entry_json_view() {
+        let body = br#"{
+  "n": 3,
+  "work": "NENRIN head checkpoint (entries 1..2)",
+  "claim_sha256": "95368077b0c04041ef29b2cfcac79a74da5e7c6723a41c1d6d330b365f82e6e1",
+  "record_canonical": "{}",
+  "schema": "v0-plain",
+  "created_at": "2026-12-01T13:25:30.651Z",
+  "ots_status": "unstamped",
+  "bitcoin_block": null,
+  "block_time": null,
+  "stamped_at": null,
+  "anchored_by": "schedule",
+  "pending_stage": "fresh",
+  "pending_hours": 0,
+  "pending_stale_after_hours": 6
+}"#;
+        let e = LedgerEntry::parse(body).unwrap();
+        assert_eq!(e.n, 3);
+        assert_eq!(e.anchored_by.as_deref(), Some("schedule"));
+        assert_eq!(e.pending_stale_after_hours, Some(6));
+        let f = e.chain_fields();
+        assert_eq!(f.schema.as_deref(), Some("v0-plain"));
+        assert_eq!(f.created_at.as_deref(), Some("2026-12-01T13:25:30.651Z"));
+        // §6.1 step 3: a non-string schema is omitted from the chain, an old entry may lack both.
+        let odd = LedgerEntry::parse(br#"{"n": 1, "claim_sha256": "c", "schema": 5}"#).unwrap();
+        assert_eq!(odd.chain_fields().schema, None);
+        assert_eq!(odd.chain_fields().created_at, None);
+        // §6.1 step 2: no string claim_sha256 is unreadable (the chain is broken there).
+        assert!(LedgerEntry::parse(br#"{"n": 1, "claim_sha256": 7}"#).is_err());
+    }
+
+    /// §5.3: an entry line (observed line 1), the end line and the broken line.
+    #[test]
+    fn observed_5_3_export_lines() {
+        let root = super::super::chain::ROOT;
+        let line = format!(
+            r#"{{"n":1,"claim_sha256":"c85dbef09ad8e4e789f090374efd30abbfd7f64af4a8c644292333094d59fec4","prev_entry_sha256":"{root}","schema":"v0-plain","created_at":"2026-12-01T13:25:16.153Z","entry_sha256":"{HEAD_1}"}}"#
+        );
+        let ExportLine::Entry(row) = ExportLine::parse(line.as_bytes()).unwrap() else {
+            panic!()
+        };
+        assert_eq!(row.n, 1);
+        assert_eq!(row.entry_sha256, HEAD_1);
+        // The row's fields give the observed head; the line itself is never hashed.
+        assert_eq!(
+            super::super::chain::entry_sha256(&row.chain_fields(), &row.prev_entry_sha256),
+            HEAD_1
+        );
+        let end = format!(
+            r#"{{"schema":"jidec-head-v1","n":1,"head":"{HEAD_1}","root":"{root}","chain":"jidec-chain-v1","prev_entry_sha256":"{HEAD_1}","entry_sha256":"{m}"}}"#,
+            m = super::super::chain::marker_sha256(1, HEAD_1)
+        );
+        assert!(
+            matches!(ExportLine::parse(end.as_bytes()).unwrap(), ExportLine::End(h) if h.n == 1)
+        );
+        assert_eq!(
+            ExportLine::parse(
+                br#"{"schema":"jidec-chain-broken-v1","broken_at":2,"last_linked":1}"#
+            )
+            .unwrap(),
+            ExportLine::Broken {
+                broken_at: 2,
+                last_linked: 1
+            }
+        );
+    }
+
+    /// §4.4: a batch whose chain was broken carries `{chain, broken_at, last_linked}`; an
+    /// entry of another pool is `Other`.
+    #[test]
+    fn batch_with_broken_head_and_other_entries() {
+        let text = br#"{"schema":"nenrin-witness-batch-v1","anchored_at":"2026-12-01T00:30:00.000Z","count":0,"ledger_head":{"chain":"jidec-chain-v1","broken_at":3,"last_linked":2},"records":[]}"#;
+        let EntryText::Batch(b) = EntryText::parse(text).unwrap() else {
+            panic!()
+        };
+        assert!(matches!(
+            b.ledger_head,
+            CarriedHead::Broken { broken_at: 3, .. }
+        ));
+        assert_eq!(
+            EntryText::parse(br#"{"schema":"other-pool-v1"}"#).unwrap(),
+            EntryText::Other {
+                schema: Some("other-pool-v1".into())
+            }
+        );
+    }
+}

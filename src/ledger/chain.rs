@@ -90,8 +90,7 @@ pub fn extend<'a>(
     entries: impl IntoIterator<Item = &'a ChainFields>,
 ) -> Result<Vec<String>, Broken> {
     let mut heads: Vec<String> = Vec::new();
-    let mut expected = from_n + 1;
-    for fields in entries {
+    for (expected, fields) in (from_n + 1..).zip(entries) {
         if fields.n != expected {
             return Err(Broken {
                 at: expected,
@@ -100,7 +99,6 @@ pub fn extend<'a>(
         }
         let prev = heads.last().map(String::as_str).unwrap_or(from_head);
         heads.push(entry_sha256(fields, prev));
-        expected += 1;
     }
     Ok(heads)
 }

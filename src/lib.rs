@@ -1,7 +1,7 @@
 //! conduct-walker: witnesses how A2A agents behave in public.
 //!
-//! A pure core (no I/O: [`canonical`], [`json`], [`walk::declaration`], [`walk::assertions`],
-//! [`walk::record`]) beside the edges that do I/O ([`net`], [`store`], [`sandbox`], the CLI).
+//! A pure core (no I/O: [`canonical`], [`json`], [`ledger`], [`walk::declaration`],
+//! [`walk::assertions`], [`walk::record`]) beside the edges that do I/O ([`net`], [`store`], [`sandbox`], the CLI).
 //! `ARCHITECTURE.md` at the repository root draws the map.
 
 pub mod canonical;

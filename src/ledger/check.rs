@@ -3,8 +3,9 @@
 //! empty list of findings is the only "verified".
 //!
 //! - [`inclusion`]: §7 steps 2–3, for one of our records once `/witness/<sha>` says anchored.
-//! - [`extension`]: §7 step 5 (and the comparisons of step 4 for the new part): a served head
-//!   must extend the head we hold; only the new entries are recomputed.
+//! - [`Extender`] / [`extension`]: §7 step 5 (and the comparisons of step 4 for the new part):
+//!   a served head must extend the head we hold; only the new entries are recomputed, one at a
+//!   time. From [`HeldHead::root`] it is the full check of a ledger (every carried head too).
 //! - [`rereads`]: every held entry's claim and bytes hash stay what they were.
 //! - [`transition`]: §2.5, what one `/witness/<sha>` answer may follow another with.
 
@@ -286,7 +287,7 @@ pub enum ChainFinding {
     },
     /// The export row just past the held head links to another head than the held one.
     ForkedAtJunction { held: HeldHead, served_prev: String },
-    /// The new entries are not exactly held n + 1 ..= served n.
+    /// The new entries are not exactly held n + 1, held n + 2, … up to the served n.
     Hole(Broken),
     /// An entry's raw bytes do not hash to its claim.
     EntryBytesDiffer {
@@ -307,8 +308,15 @@ pub enum ChainFinding {
         served: String,
         recomputed: String,
     },
-    /// The export's end line is not the served head.
-    ExportEndDiffers { head: Head, end: Head },
+    /// The export's end line is not the head recomputed at its n (or not its marker).
+    ExportEndDiffers { end: Head, recomputed: String },
+    /// `/ledger/head` contradicts itself (`prev_entry_sha256` ≠ `head`, a root that is not 64
+    /// zeros, another chain or schema name).
+    HeadMalformed {
+        field: &'static str,
+        served: String,
+        expected: String,
+    },
     /// The `ledger_head` written into entry `in_entry` disagrees with the head recomputed at
     /// its n (`field` is `entry_sha256` or `marker_sha256`).
     CarriedHeadDiffers {
@@ -341,129 +349,200 @@ pub struct Extension {
     pub findings: Vec<ChainFinding>,
 }
 
-/// §7 step 5: does the served head extend `held`? `new_entries` are the entries held.n + 1 ..=
-/// served n in order (only those are recomputed); `export_end` is the export's end line when
-/// it was read.
+/// §7 step 5 over entries already in memory: [`Extender`] fed with `new_entries`, then
+/// finished against the served head.
 pub fn extension(
     held: &HeldHead,
     served: &HeadAnswer,
     new_entries: &[NewEntry],
     export_end: Option<&Head>,
 ) -> Extension {
-    let mut findings = Vec::new();
-    let done = |findings| Extension {
-        heads: Vec::new(),
-        hold: None,
-        findings,
-    };
-    let head = match served {
-        HeadAnswer::Broken(b) => {
-            findings.push(ChainFinding::HeadBroken {
-                broken_at: b.broken_at,
-                last_linked: b.last_linked,
-                head_before_break: b.head_before_break.clone(),
-            });
-            return done(findings);
-        }
-        HeadAnswer::Head(h) => h,
-    };
-    let served_at = HeldHead {
-        n: head.n,
-        head: head.head.clone(),
-    };
-    if let Some(end) = export_end
-        && end != head
-    {
-        findings.push(ChainFinding::ExportEndDiffers {
-            head: head.clone(),
-            end: end.clone(),
-        });
+    let mut x = Extender::new(held.clone());
+    for e in new_entries {
+        x.push(e);
     }
-    let marker = chain::marker_sha256(head.n, &head.head);
-    if head.entry_sha256 != marker {
-        findings.push(ChainFinding::MarkerDiffers {
-            n: head.n,
-            served: head.entry_sha256.clone(),
-            recomputed: marker,
-        });
-    }
-    if head.n < held.n {
-        findings.push(ChainFinding::Rewound {
-            held: held.clone(),
-            served: served_at,
-        });
-        return done(findings);
-    }
-    if head.n == held.n {
-        if head.head != held.head {
-            findings.push(ChainFinding::Forked {
-                held: held.clone(),
-                served: served_at,
-                recomputed: None,
-            });
-        }
-        let hold = findings.is_empty().then(|| held.clone());
-        return Extension {
+    x.finish(served, export_end)
+}
+
+/// §7 step 5, one entry at a time, so a follower can check a long export line by line: feed
+/// the entries held.n + 1, held.n + 2, … in order with [`Extender::push`], then
+/// [`Extender::finish`] against `/ledger/head`. Only these entries are recomputed, from the
+/// held head. Entries past the served n (the ledger grew between the two reads) are checked
+/// too; the head to hold is the served one. Memory: one 64-character head per entry (the
+/// carried `ledger_head`s may name any of them), not the entries.
+pub struct Extender {
+    held: HeldHead,
+    known: BTreeMap<u64, String>,
+    heads: Vec<HeldHead>,
+    findings: Vec<ChainFinding>,
+    /// Set at the first hole: nothing after it can be linked.
+    stopped: bool,
+}
+
+impl Extender {
+    pub fn new(held: HeldHead) -> Self {
+        Extender {
+            known: BTreeMap::from([(held.n, held.head.clone())]),
+            held,
             heads: Vec::new(),
-            hold,
-            findings,
-        };
+            findings: Vec::new(),
+            stopped: false,
+        }
     }
 
-    // Recompute from the held head over the entries that are there, in order; stop at a hole.
-    let mut known: BTreeMap<u64, String> = BTreeMap::from([(held.n, held.head.clone())]);
-    let mut heads = Vec::new();
-    let mut prev = held.head.clone();
-    let mut expected = held.n + 1;
-    for e in new_entries {
-        if e.fields.n != expected || expected > head.n {
-            findings.push(ChainFinding::Hole(Broken {
-                at: expected,
+    fn last(&self) -> (u64, &str) {
+        self.heads
+            .last()
+            .map_or((self.held.n, self.held.head.as_str()), |h| {
+                (h.n, h.head.as_str())
+            })
+    }
+
+    /// Checks and links the next entry.
+    pub fn push(&mut self, e: &NewEntry) {
+        if self.stopped {
+            return;
+        }
+        let (last_n, prev) = self.last();
+        let n = last_n + 1;
+        if e.fields.n != n {
+            self.findings.push(ChainFinding::Hole(Broken {
+                at: n,
                 found: Some(e.fields.n),
             }));
-            break;
+            self.stopped = true;
+            return;
         }
-        let n = expected;
-        let h = chain::entry_sha256(&e.fields, &prev);
+        let prev = prev.to_owned();
+        let head = chain::entry_sha256(&e.fields, &prev);
         if let Some(raw) = &e.raw_sha256
             && *raw != e.fields.claim_sha256
         {
-            findings.push(ChainFinding::EntryBytesDiffer {
+            self.findings.push(ChainFinding::EntryBytesDiffer {
                 n,
                 claim_sha256: e.fields.claim_sha256.clone(),
                 bytes_sha256: raw.clone(),
             });
         }
         if let Some(row) = &e.export_row {
-            export_row_agrees(held, n, row, &e.fields, &prev, &h, &mut findings);
+            export_row_agrees(
+                &self.held,
+                n,
+                row,
+                &e.fields,
+                &prev,
+                &head,
+                &mut self.findings,
+            );
         }
         if let Some(carried) = &e.carried {
-            carried_agrees(n, carried, &known, &mut findings);
+            carried_agrees(n, carried, &self.known, &mut self.findings);
         }
-        known.insert(n, h.clone());
-        heads.push(HeldHead { n, head: h.clone() });
-        prev = h;
-        expected += 1;
+        self.known.insert(n, head.clone());
+        self.heads.push(HeldHead { n, head });
     }
-    let complete = heads.last().map(|h| h.n) == Some(head.n);
-    if !complete && !findings.iter().any(|f| matches!(f, ChainFinding::Hole(_))) {
-        findings.push(ChainFinding::Hole(Broken {
-            at: expected,
-            found: None,
-        }));
+
+    /// Compares the recomputation with the served head (and the export's end line, if read).
+    pub fn finish(mut self, served: &HeadAnswer, export_end: Option<&Head>) -> Extension {
+        let head = match served {
+            HeadAnswer::Broken(b) => {
+                self.findings.push(ChainFinding::HeadBroken {
+                    broken_at: b.broken_at,
+                    last_linked: b.last_linked,
+                    head_before_break: b.head_before_break.clone(),
+                });
+                return self.outcome(None);
+            }
+            HeadAnswer::Head(h) => h,
+        };
+        let served_at = HeldHead {
+            n: head.n,
+            head: head.head.clone(),
+        };
+        self.served_head_well_formed(head);
+        if let Some(end) = export_end {
+            self.end_line_agrees(end);
+        }
+        if head.n < self.held.n {
+            self.findings.push(ChainFinding::Rewound {
+                held: self.held.clone(),
+                served: served_at,
+            });
+            return self.outcome(None);
+        }
+        match self.known.get(&head.n) {
+            Some(ours) if *ours == head.head => {}
+            Some(ours) => {
+                let recomputed = (head.n != self.held.n).then(|| ours.clone());
+                self.findings.push(ChainFinding::Forked {
+                    held: self.held.clone(),
+                    served: served_at.clone(),
+                    recomputed,
+                });
+            }
+            None if !self.stopped => {
+                let (last_n, _) = self.last();
+                self.findings.push(ChainFinding::Hole(Broken {
+                    at: last_n + 1,
+                    found: None,
+                }));
+            }
+            None => {}
+        }
+        self.outcome(Some(served_at))
     }
-    if complete && prev != head.head {
-        findings.push(ChainFinding::Forked {
-            held: held.clone(),
-            served: served_at.clone(),
-            recomputed: Some(prev),
-        });
+
+    /// `/ledger/head`'s own consistency: the marker binds (n, head), `prev_entry_sha256` is the
+    /// head, the root is 64 zeros, the names are the chain's.
+    fn served_head_well_formed(&mut self, head: &Head) {
+        let marker = chain::marker_sha256(head.n, &head.head);
+        if head.entry_sha256 != marker {
+            self.findings.push(ChainFinding::MarkerDiffers {
+                n: head.n,
+                served: head.entry_sha256.clone(),
+                recomputed: marker,
+            });
+        }
+        let expected: [(&'static str, &str, &str); 4] = [
+            ("prev_entry_sha256", &head.prev_entry_sha256, &head.head),
+            ("root", &head.root, chain::ROOT),
+            ("chain", &head.chain, super::CHAIN),
+            ("schema", &head.schema, super::HEAD_SCHEMA),
+        ];
+        for (field, served, want) in expected {
+            if served != want {
+                self.findings.push(ChainFinding::HeadMalformed {
+                    field,
+                    served: served.into(),
+                    expected: want.into(),
+                });
+            }
+        }
     }
-    let hold = findings.is_empty().then_some(served_at);
-    Extension {
-        heads,
-        hold,
-        findings,
+
+    /// The export's end line must be the head recomputed at its n, with its marker.
+    fn end_line_agrees(&mut self, end: &Head) {
+        let Some(ours) = self.known.get(&end.n) else {
+            return;
+        };
+        if end.head != *ours
+            || end.prev_entry_sha256 != *ours
+            || end.entry_sha256 != chain::marker_sha256(end.n, ours)
+        {
+            self.findings.push(ChainFinding::ExportEndDiffers {
+                end: end.clone(),
+                recomputed: ours.clone(),
+            });
+        }
+    }
+
+    fn outcome(self, served: Option<HeldHead>) -> Extension {
+        let hold = served.filter(|_| self.findings.is_empty());
+        Extension {
+            heads: self.heads,
+            hold,
+            findings: self.findings,
+        }
     }
 }
 

@@ -741,3 +741,93 @@ fn witness_answer_transitions() {
         Some(TransitionFinding::StoredBytesChanged { .. })
     ));
 }
+
+/// The ledger grew between the head read and the export read: the extra rows are checked and
+/// are no finding; the head held next is the served one.
+#[test]
+fn export_read_after_a_new_batch_is_no_finding() {
+    let (mut ledger, _) = world();
+    ledger.entries.truncate(3);
+    let served = ledger.served_head();
+    let (grown, _) = world();
+    let HeadAnswer::Head(end) = grown.served_head() else {
+        panic!()
+    };
+    let got = extension(
+        &held_at_2(&grown),
+        &served,
+        &grown.new_entries(2),
+        Some(&end),
+    );
+    assert_eq!(got.findings, vec![]);
+    assert_eq!(got.heads.len(), 2);
+    assert_eq!(got.hold.map(|h| h.n), Some(3));
+}
+
+/// ledger.md §6.5 `--hold`: a forged held head is reported against an honest ledger.
+#[test]
+fn a_forged_held_head_is_reported() {
+    let (ledger, _) = world();
+    let forged = HeldHead {
+        n: 2,
+        head: "9".repeat(64),
+    };
+    let got = extension(&forged, &ledger.served_head(), &ledger.new_entries(2), None);
+    assert!(got.hold.is_none());
+    assert!(
+        got.findings
+            .iter()
+            .any(|f| matches!(f, ChainFinding::ForkedAtJunction { .. }))
+    );
+    assert!(
+        got.findings
+            .iter()
+            .any(|f| matches!(f, ChainFinding::Forked { .. }))
+    );
+}
+
+/// `/ledger/head` must agree with itself (§5.2).
+#[test]
+fn a_self_contradicting_head_is_reported() {
+    let (ledger, _) = world();
+    let HeadAnswer::Head(mut head) = ledger.served_head() else {
+        panic!()
+    };
+    head.prev_entry_sha256 = chain::ROOT.into();
+    head.root = "1".repeat(64);
+    let got = extension(
+        &held_at_2(&ledger),
+        &HeadAnswer::Head(head),
+        &ledger.new_entries(2),
+        None,
+    );
+    let fields: Vec<&str> = got
+        .findings
+        .iter()
+        .filter_map(|f| match f {
+            ChainFinding::HeadMalformed { field, .. } => Some(*field),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(fields, ["prev_entry_sha256", "root"]);
+}
+
+/// Fed one entry at a time, the extender stops linking at a hole and reports it once.
+#[test]
+fn extender_streams_and_stops_at_a_hole() {
+    let (ledger, _) = world();
+    let new = ledger.new_entries(0);
+    let mut x = Extender::new(HeldHead::root());
+    for e in [&new[0], &new[2], &new[3]] {
+        x.push(e);
+    }
+    let got = x.finish(&ledger.served_head(), None);
+    assert_eq!(
+        got.findings,
+        vec![ChainFinding::Hole(Broken {
+            at: 2,
+            found: Some(3)
+        })]
+    );
+    assert_eq!(got.heads.len(), 1);
+}

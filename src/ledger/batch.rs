@@ -65,6 +65,16 @@ pub fn checkpoint_text(anchored_at: &str, n: u64, head: &str) -> String {
     })
 }
 
+/// The entry's `work` for a batch of `k` records (§4.3; "records" also for k = 1).
+pub fn batch_work(k: usize) -> String {
+    format!("NENRIN witness batch ({k} records)")
+}
+
+/// The entry's `work` for a checkpoint over entries 1..n (§4.5).
+pub fn checkpoint_work(n: u64) -> String {
+    format!("NENRIN head checkpoint (entries 1..{n})")
+}
+
 /// `claim_sha256` of an entry: the sha256 of its text's UTF-8 bytes.
 pub fn claim_sha256(text: &str) -> String {
     sha256_hex(text.as_bytes())
@@ -225,6 +235,13 @@ mod tests {
             heads[2],
             "a786c972cba1babc5b10636c19a642e48794e9bd6eb2eb63b964966daa02f31c"
         );
+    }
+
+    /// §4.3, §5.1: the entries' `work` strings as observed.
+    #[test]
+    fn work_strings() {
+        assert_eq!(batch_work(1), "NENRIN witness batch (1 records)");
+        assert_eq!(checkpoint_work(2), "NENRIN head checkpoint (entries 1..2)");
     }
 
     /// The first batch of an empty ledger carries (0, 64 zeros) (§4.4).

@@ -189,6 +189,36 @@ impl WitnessAnswer {
     }
 }
 
+/// `GET /witness/pending` (§3): the public pool, ascending sha, at most one KV page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingPool {
+    pub count: u64,
+    pub counted: u64,
+    pub stored_not_counted: u64,
+    pub pending: Vec<PoolEntry>,
+}
+
+/// One element of the pool, keys exactly as served.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolEntry {
+    pub sha: String,
+    pub purpose: String,
+    pub witness_name: String,
+    pub vantage: String,
+    pub signed: bool,
+    pub signed_domain: Option<String>,
+    pub mode: String,
+    pub counted: bool,
+    pub submitted_at: String,
+}
+
+impl PendingPool {
+    pub fn parse(body: &[u8]) -> Result<Self, WireError> {
+        const WHAT: &str = "GET /witness/pending";
+        typed(WHAT, value(WHAT, body)?)
+    }
+}
+
 /// `GET /ledger/head` (§5.2): 200, or 409 when the chain is broken.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HeadAnswer {
@@ -597,6 +627,40 @@ mod tests {
         assert!(e.to_string().contains("ledger_entry"), "{e}");
         let generic = br#"{"error": "not found", "routes": ["/ledger"]}"#;
         assert!(WitnessAnswer::parse(404, generic).is_err());
+    }
+
+    /// §3: the pool, in the observed shape (one element shown).
+    #[test]
+    fn observed_3_pending_pool() {
+        let body = format!(
+            r#"{{
+  "count": 1,
+  "counted": 1,
+  "stored_not_counted": 0,
+  "pending": [
+    {{
+      "sha": "{SHA_A}",
+      "purpose": "a2a-conduct-walk-v1: https://agent-obs1-a.example/a2a",
+      "witness_name": "obs-witness",
+      "vantage": "probe obs1 #1",
+      "signed": false,
+      "signed_domain": null,
+      "mode": "full",
+      "counted": true,
+      "submitted_at": "2026-12-01T13:25:09.865Z"
+    }}
+  ],
+  "caps": {{"daily_global": 500, "daily_per_ip": 5, "daily_per_domain": 50}},
+  "note": "public pool; bundled into a ledger entry daily at 00:30 UTC by schedule when not empty"
+}}"#
+        );
+        let pool = PendingPool::parse(body.as_bytes()).unwrap();
+        assert_eq!(
+            (pool.count, pool.counted, pool.stored_not_counted),
+            (1, 1, 0)
+        );
+        assert_eq!(pool.pending[0].sha, SHA_A);
+        assert_eq!(pool.pending[0].signed_domain, None);
     }
 
     /// §5.2: the head at n = 1 (explanatory keys ignored) and the 409 broken form.

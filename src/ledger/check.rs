@@ -276,6 +276,8 @@ pub enum ChainFinding {
         last_linked: u64,
         head_before_break: Option<String>,
     },
+    /// The export ended with the broken line.
+    ExportBroken { broken_at: u64, last_linked: u64 },
     /// The served head is behind the held one.
     Rewound { held: HeldHead, served: HeldHead },
     /// The served head does not extend the held one: at the held n it differs, or the
@@ -440,6 +442,16 @@ impl Extender {
         }
         self.known.insert(n, head.clone());
         self.heads.push(HeldHead { n, head });
+    }
+
+    /// The export ended with `{"schema":"jidec-chain-broken-v1", …}` instead of an end line
+    /// (§5.3): the ledger says its own chain is broken; nothing after it links.
+    pub fn export_broken(&mut self, broken_at: u64, last_linked: u64) {
+        self.findings.push(ChainFinding::ExportBroken {
+            broken_at,
+            last_linked,
+        });
+        self.stopped = true;
     }
 
     /// Compares the recomputation with the served head (and the export's end line, if read).

@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::ledger::batch::{batch_text, checkpoint_text, claim_sha256, linked_head};
-use crate::ledger::wire::{HeadBroken, ResponseRef};
+use crate::ledger::wire::{ExportLine, HeadBroken, ResponseRef};
 
 /// A matcher for the finding a table row must raise.
 type Expect<F> = Box<dyn Fn(&F) -> bool>;
@@ -810,6 +810,42 @@ fn a_self_contradicting_head_is_reported() {
         })
         .collect();
     assert_eq!(fields, ["prev_entry_sha256", "root"]);
+}
+
+/// §8 item 7, drop an entry, as the export shows it: the rows up to k − 1, then the broken
+/// line (and the head answers 409).
+#[test]
+fn a_dropped_entry_ends_the_export_with_the_broken_line() {
+    let (ledger, _) = world();
+    let new = ledger.new_entries(2);
+    let mut x = Extender::new(held_at_2(&ledger));
+    match ExportLine::parse(br#"{"schema":"jidec-chain-broken-v1","broken_at":3,"last_linked":2}"#)
+        .unwrap()
+    {
+        ExportLine::Broken {
+            broken_at,
+            last_linked,
+        } => x.export_broken(broken_at, last_linked),
+        other => panic!("{other:?}"),
+    }
+    x.push(&new[1]);
+    let head = HeadAnswer::Broken(HeadBroken {
+        broken_at: 3,
+        last_linked: 2,
+        head_before_break: Some(held_at_2(&ledger).head),
+    });
+    let got = x.finish(&head, None);
+    assert_eq!(got.heads, vec![]);
+    assert_eq!(got.hold, None);
+    assert!(got.findings.contains(&ChainFinding::ExportBroken {
+        broken_at: 3,
+        last_linked: 2
+    }));
+    assert!(
+        got.findings
+            .iter()
+            .any(|f| matches!(f, ChainFinding::HeadBroken { broken_at: 3, .. }))
+    );
 }
 
 /// Fed one entry at a time, the extender stops linking at a hole and reports it once.

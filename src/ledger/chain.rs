@@ -231,6 +231,53 @@ mod tests {
         );
     }
 
+    /// Extending from any held (k, head_k) gives the heads recomputing from the root gives:
+    /// what lets the monitor recompute only the new entries.
+    #[test]
+    fn extending_from_a_held_head_equals_recomputing_from_the_root() {
+        use proptest::prelude::*;
+        use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+        let entry = (
+            "[0-9a-f]{64}",
+            proptest::option::of(any::<String>()),
+            proptest::option::of("[0-9T:.Z-]{0,24}"),
+        );
+        let mut runner = TestRunner::new_with_rng(
+            Config {
+                cases: 128,
+                failure_persistence: None,
+                ..Config::default()
+            },
+            TestRng::from_seed(RngAlgorithm::ChaCha, &[0xc4; 32]),
+        );
+        runner
+            .run(
+                &(
+                    proptest::collection::vec(entry, 1..12),
+                    any::<prop::sample::Index>(),
+                ),
+                |(parts, cut)| {
+                    let entries: Vec<ChainFields> = parts
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, (claim_sha256, schema, created_at))| ChainFields {
+                            n: i as u64 + 1,
+                            claim_sha256,
+                            schema,
+                            created_at,
+                        })
+                        .collect();
+                    let all = extend(0, ROOT, &entries).unwrap();
+                    let k = cut.index(entries.len());
+                    let held = if k == 0 { ROOT } else { all[k - 1].as_str() };
+                    let rest = extend(k as u64, held, &entries[k..]).unwrap();
+                    prop_assert_eq!(&rest[..], &all[k..]);
+                    Ok(())
+                },
+            )
+            .unwrap();
+    }
+
     /// §6.1 step 2: a hole or a wrong `n` breaks the chain where it is, never skipped.
     #[test]
     fn a_hole_breaks_the_chain_at_the_missing_n() {

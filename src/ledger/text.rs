@@ -97,3 +97,55 @@ mod tests {
         );
     }
 }
+
+/// Properties over generated strings, with a fixed seed so a failure reproduces.
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+
+    fn runner() -> TestRunner {
+        TestRunner::new_with_rng(
+            Config {
+                cases: 512,
+                failure_persistence: None,
+                ..Config::default()
+            },
+            TestRng::from_seed(RngAlgorithm::ChaCha, &[0x1e; 32]),
+        )
+    }
+
+    /// The chain form is printable ASCII and reads back to the same string.
+    #[test]
+    fn ascii_compact_is_ascii_and_round_trips() {
+        runner()
+            .run(&any::<String>(), |s| {
+                let text = ascii_compact(&s);
+                prop_assert!(text.bytes().all(|b| (0x20..0x7f).contains(&b)), "{text}");
+                prop_assert_eq!(serde_json::from_str::<String>(&text).unwrap(), s);
+                Ok(())
+            })
+            .unwrap();
+    }
+
+    /// The batch form reads back to the same string, and a string with nothing JavaScript
+    /// escapes is written raw between quotes, whatever its characters.
+    #[test]
+    fn js_stringify_round_trips_and_writes_the_rest_raw() {
+        runner()
+            .run(&any::<String>(), |s| {
+                prop_assert_eq!(
+                    serde_json::from_str::<String>(&js_stringify(&s)).unwrap(),
+                    s.clone()
+                );
+                let plain: String = s
+                    .chars()
+                    .filter(|c| !matches!(c, '"' | '\\' | '\u{0}'..='\u{1f}'))
+                    .collect();
+                prop_assert_eq!(js_stringify(&plain), format!("\"{plain}\""));
+                Ok(())
+            })
+            .unwrap();
+    }
+}

@@ -1,7 +1,8 @@
 //! conduct-walker: witnesses how A2A agents behave in public.
 //!
-//! A pure core (no I/O: [`canonical`], [`json`], [`walk::declaration`], [`walk::assertions`],
-//! [`walk::record`], [`alerts`]) beside the edges that do I/O ([`net`], [`store`], [`sandbox`], the CLI).
+//! A pure core (no I/O: [`canonical`], [`json`], [`ledger`], [`alerts`], [`walk::declaration`],
+//! [`walk::assertions`], [`walk::record`]) beside the edges that do I/O ([`net`], [`store`],
+//! [`sandbox`], the CLI).
 //! `ARCHITECTURE.md` at the repository root draws the map.
 
 pub mod alerts;
@@ -17,6 +18,7 @@ pub mod findings;
 pub mod intake_emulator;
 pub mod jcs;
 pub mod json;
+pub mod ledger;
 pub mod mcp;
 pub mod net;
 pub mod pages;

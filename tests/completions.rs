@@ -189,7 +189,13 @@ fn fish_completes_beyond_the_first_word() {
     let file = dir.path().join("conduct-walker.fish");
     script("fish", &file);
     let p = Pane::start(dir.path(), "fish --no-config");
-    p.line(&format!("source {}; echo sourced", file.display()));
+    // Autoload fish's own helpers the script calls before the first Tab: under load, a first
+    // autoload from the completion path was seen to fail ("Unknown command:
+    // __fish_seen_subcommand_from"), where an autoload here, on the prompt, does not.
+    p.line(&format!(
+        "source {}; functions -q __fish_seen_subcommand_from; and echo sourced",
+        file.display()
+    ));
     p.wait("the completion to load", 15, |s| s.contains("sourced"));
     check_beyond_the_first_word(&p);
 }

@@ -14,6 +14,15 @@ fn text(o: &Output) -> (String, String) {
     )
 }
 
+/// A fresh sandbox CA, a temporary directory, and the CA's PEM written into it.
+fn ca_in_temp_dir() -> (SandboxCa, tempfile::TempDir, std::path::PathBuf) {
+    let ca = SandboxCa::generate();
+    let dir = tempfile::tempdir().unwrap();
+    let ca_path = dir.path().join("ca.pem");
+    ca.write_pem(&ca_path).unwrap();
+    (ca, dir, ca_path)
+}
+
 async fn run(cmd: Command) -> Output {
     let mut cmd = tokio::process::Command::from(cmd);
     cmd.output().await.unwrap()
@@ -72,10 +81,7 @@ async fn unreadable_ca_cert_is_exit_2_naming_the_file() {
 
 #[tokio::test]
 async fn pass_exits_0_and_writes_the_canonical_record() {
-    let ca = SandboxCa::generate();
-    let dir = tempfile::tempdir().unwrap();
-    let ca_path = dir.path().join("ca.pem");
-    ca.write_pem(&ca_path).unwrap();
+    let (ca, dir, ca_path) = ca_in_temp_dir();
     let agent = SandboxAgent::start(&ca, Behaviour::default())
         .await
         .unwrap();
@@ -101,10 +107,7 @@ async fn pass_exits_0_and_writes_the_canonical_record() {
 
 #[tokio::test]
 async fn fail_exits_1_and_json_names_transport_errors() {
-    let ca = SandboxCa::generate();
-    let dir = tempfile::tempdir().unwrap();
-    let ca_path = dir.path().join("ca.pem");
-    ca.write_pem(&ca_path).unwrap();
+    let (ca, dir, ca_path) = ca_in_temp_dir();
     let agent = SandboxAgent::start(&ca, scenario("huge-reply").unwrap().behaviour)
         .await
         .unwrap();
@@ -224,10 +227,7 @@ fn usage_errors_exit_2() {
 
 #[tokio::test]
 async fn walk_with_db_and_key_stores_a_signed_record_auditors_can_verify() {
-    let ca = SandboxCa::generate();
-    let dir = tempfile::tempdir().unwrap();
-    let ca_path = dir.path().join("ca.pem");
-    ca.write_pem(&ca_path).unwrap();
+    let (ca, dir, ca_path) = ca_in_temp_dir();
     let key = dir.path().join("witness.pem");
     assert!(
         bin()
@@ -349,10 +349,7 @@ async fn a_key_url_must_be_an_https_url_with_a_host() {
 
 #[tokio::test]
 async fn a_bad_out_path_is_refused_before_anything_is_walked_stored_or_sent() {
-    let ca = SandboxCa::generate();
-    let dir = tempfile::tempdir().unwrap();
-    let ca_path = dir.path().join("ca.pem");
-    ca.write_pem(&ca_path).unwrap();
+    let (ca, dir, ca_path) = ca_in_temp_dir();
     let agent = SandboxAgent::start(&ca, Behaviour::default())
         .await
         .unwrap();
@@ -384,10 +381,7 @@ async fn a_bad_out_path_is_refused_before_anything_is_walked_stored_or_sent() {
 #[tokio::test]
 async fn a_commitments_salt_and_kept_record_are_written_owner_only() {
     use std::os::unix::fs::PermissionsExt;
-    let ca = SandboxCa::generate();
-    let dir = tempfile::tempdir().unwrap();
-    let ca_path = dir.path().join("ca.pem");
-    ca.write_pem(&ca_path).unwrap();
+    let (ca, dir, ca_path) = ca_in_temp_dir();
     let agent = SandboxAgent::start(&ca, Behaviour::default())
         .await
         .unwrap();
@@ -431,10 +425,7 @@ async fn a_commitments_salt_and_kept_record_are_written_owner_only() {
 
 #[tokio::test]
 async fn an_origin_with_a_path_is_walked_as_given_and_explained() {
-    let ca = SandboxCa::generate();
-    let dir = tempfile::tempdir().unwrap();
-    let ca_path = dir.path().join("ca.pem");
-    ca.write_pem(&ca_path).unwrap();
+    let (ca, dir, ca_path) = ca_in_temp_dir();
     let agent = SandboxAgent::start(&ca, Behaviour::default())
         .await
         .unwrap();
@@ -464,10 +455,7 @@ async fn an_origin_with_a_path_is_walked_as_given_and_explained() {
 
 #[tokio::test]
 async fn consent_is_read_at_the_origin_root_when_the_origin_has_a_path() {
-    let ca = SandboxCa::generate();
-    let dir = tempfile::tempdir().unwrap();
-    let ca_path = dir.path().join("ca.pem");
-    ca.write_pem(&ca_path).unwrap();
+    let (ca, dir, ca_path) = ca_in_temp_dir();
     let agent = SandboxAgent::start(
         &ca,
         Behaviour {
@@ -497,10 +485,7 @@ async fn consent_is_read_at_the_origin_root_when_the_origin_has_a_path() {
 
 #[tokio::test]
 async fn a_url_with_credentials_is_refused_before_anything_is_fetched() {
-    let ca = SandboxCa::generate();
-    let dir = tempfile::tempdir().unwrap();
-    let ca_path = dir.path().join("ca.pem");
-    ca.write_pem(&ca_path).unwrap();
+    let (ca, dir, ca_path) = ca_in_temp_dir();
     let agent = SandboxAgent::start(&ca, Behaviour::default())
         .await
         .unwrap();

@@ -145,7 +145,7 @@ async fn overview_shows_each_target_its_verdict_strip_and_counts_that_agree() {
         conduct_walker::pages::render::filing(&subs)
     };
     for (name, sha) in [("honest", &honest[2]), ("failing", &failing[1])] {
-        let shown = texts(&doc, &format!("tr.target[data-name=\"{name}\"] td.filed"));
+        let shown = texts(&doc, &format!("tr.target[data-name=\"{name}\"] td.filing"));
         assert_eq!(shown, [filed_as(sha)], "{name}");
         if name == "honest" {
             // Its third walk of the day: the first took the day's counted place.

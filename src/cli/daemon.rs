@@ -237,7 +237,7 @@ fn explain_for(cfg: &Config, reload: bool) -> (Vec<String>, Vec<String>) {
             if cfg.allow_private_network {
                 "allowed at the named hosts"
             } else {
-                "refused"
+                "not allowed"
             },
             cfg.request_deadline.as_secs(),
             cfg.body_cap

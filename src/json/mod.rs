@@ -35,6 +35,13 @@ pub const LARGE_TREE_BYTES: usize = 16 * 1024 * 1024;
 
 static LARGE_TREES: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
 
+/// Whether a document of `len` bytes of text could reach [`LARGE_TREE_BYTES`] as a tree: at
+/// most one node per two bytes, each at most an object's 704 bytes, plus the text. Below this
+/// no document needs reading first to decide.
+pub fn may_be_large_tree(len: usize) -> bool {
+    len.saturating_mul(353) > LARGE_TREE_BYTES
+}
+
 /// For a document whose `Value` tree would be large, the permit to build it (held as long as
 /// the tree lives): many walks of hostile signed cards then cost one large tree at a time, not
 /// one each. None (no wait) for an ordinary document.
@@ -203,5 +210,24 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert_eq!(e, "Expecting ':' delimiter: line 1 column 6 (char 5)");
+    }
+
+    #[test]
+    fn the_length_bound_covers_the_costliest_shapes() {
+        // Shapes with the most nodes per byte: empty objects, one-key objects, small numbers.
+        for text in [
+            format!("[{}]", vec!["{}"; 5_000].join(",")),
+            format!("[{}]", vec![r#"{"":0}"#; 5_000].join(",")),
+            format!("[{}]", vec!["0"; 5_000].join(",")),
+        ] {
+            let doc = read(text.as_bytes(), ReadOptions::LENIENT).unwrap();
+            assert!(
+                doc.estimated_value_bytes() <= text.len() * 353,
+                "{}",
+                &text[..20]
+            );
+        }
+        assert!(!may_be_large_tree(40_000));
+        assert!(may_be_large_tree(1024 * 1024));
     }
 }

@@ -495,7 +495,7 @@ pub fn overview(
                                     (rec.facts.failed.join(", ")) br; small { (rec.walked_at) }
                                 }
                             }
-                            td class="filed" { (filed) }
+                            td class="filing" { (filed) }
                         }
                     }
                 }

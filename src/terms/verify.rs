@@ -226,8 +226,11 @@ pub async fn fetch_and_verify(session: &Session, entry: ProposalEntry) -> Propos
     };
     let request = HttpRequest::get(url, &[("Accept", "application/json")]);
     let exchange = session.fetch(&request).await;
-    // Verification reads a `Value` tree: a hostile document's tree waits for its turn.
-    let compact = crate::json::read(&exchange.body, crate::json::ReadOptions::LENIENT).ok();
+    // Verification reads a `Value` tree: a hostile document's tree waits for its turn. Only a
+    // body long enough to make one is read twice to find out (proposals are a few KB).
+    let compact = crate::json::may_be_large_tree(exchange.body.len())
+        .then(|| crate::json::read(&exchange.body, crate::json::ReadOptions::LENIENT).ok())
+        .flatten();
     let _permit = match &compact {
         Some(doc) => crate::json::large_tree_permit(doc).await,
         None => None,

@@ -15,6 +15,7 @@
 pub mod batch;
 pub mod chain;
 pub mod check;
+pub mod follow;
 pub mod text;
 pub mod wire;
 

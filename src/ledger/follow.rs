@@ -400,7 +400,10 @@ mod tests {
             }]
         );
         assert_eq!(late.state, FollowState::Finding);
-        assert!(late.next_poll_at.is_some(), "an overdue record is still followed");
+        assert!(
+            late.next_poll_at.is_some(),
+            "an overdue record is still followed"
+        );
         r.overdue_found = true;
         let again = after_answer(&r, Answered::Pending, t("2026-12-03T19:00:00Z"), &p);
         assert!(again.findings.is_empty(), "an open finding is not repeated");

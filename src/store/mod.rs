@@ -11,6 +11,7 @@
 
 pub mod daemon_walks;
 pub mod group;
+pub mod ledger;
 pub mod mcp_walks;
 pub mod meta;
 pub mod outbox;

@@ -214,6 +214,7 @@ pub fn record_attempt(
             "UPDATE submissions SET state = ?3, next_attempt_at = NULL, updated_at = ?2 WHERE id = ?1",
         )?
         .execute(params![id, now, FILED])?;
+        super::ledger::start_following(conn, id, now)?;
         tx.commit()?;
         return Ok(());
     }
@@ -236,6 +237,11 @@ pub fn record_attempt(
         a.next_attempt_at,
         now
     ])?;
+    if a.state == FILED {
+        // Accepted (201) or found stored (dedupe): followed into the ledger from now on,
+        // in this same transaction.
+        super::ledger::start_following(conn, id, now)?;
+    }
     tx.commit()?;
     Ok(())
 }

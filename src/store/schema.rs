@@ -37,6 +37,10 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "mcp_store_only",
         sql: include_str!("migrations/0006_mcp_store_only.sql"),
     },
+    Migration {
+        name: "ledger",
+        sql: include_str!("migrations/0007_23b_ledger.sql"),
+    },
 ];
 
 /// The schema version this binary writes and understands.

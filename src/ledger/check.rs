@@ -18,7 +18,9 @@ use crate::digest::sha256_hex;
 use std::collections::BTreeMap;
 
 /// A finding about one filed record's inclusion (§7 steps 2–3).
-#[derive(Debug, Clone, PartialEq, Eq)]
+// Serialized as a finding's evidence (the store keeps it); `kind` names the variant.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum InclusionFinding {
     /// The answer was not the anchored form.
     NotAnchored,
@@ -241,7 +243,7 @@ fn row_agrees(n: u64, s: &StoredRecord, row: &BatchRow, out: &mut Vec<InclusionF
 }
 
 /// A head we hold: (n, head_n), from an earlier check or a stamped batch / checkpoint.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct HeldHead {
     pub n: u64,
     pub head: String,
@@ -268,7 +270,9 @@ pub struct NewEntry {
 }
 
 /// A finding about the chain (§7 steps 4–5).
-#[derive(Debug, Clone, PartialEq, Eq)]
+// Serialized as a finding's evidence (the store keeps it); `kind` names the variant.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ChainFinding {
     /// `/ledger/head` answered 409.
     HeadBroken {
@@ -655,7 +659,7 @@ fn carried_agrees(
 }
 
 /// What we keep of an entry we fetched: its claim and, when fetched, its raw bytes' hash.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct SeenEntry {
     pub n: u64,
     pub claim_sha256: String,
@@ -712,7 +716,9 @@ impl Seen {
 }
 
 /// A step of §2.5 that a record's life must not take.
-#[derive(Debug, Clone, PartialEq, Eq)]
+// Serialized as a finding's evidence (the store keeps it); `kind` names the variant.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TransitionFinding {
     /// Anchored, then pending (a lagging read or a stale pending key that won; tolerated only
     /// briefly, the caller decides how long).

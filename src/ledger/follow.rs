@@ -42,6 +42,8 @@ pub struct Policy {
     pub overdue_after: Duration,
     /// Reads per minute per intake, on average.
     pub rate_per_minute: u32,
+    /// `/ledger/head` is read at most this often (and once just after each scheduled run).
+    pub head_every: Duration,
 }
 
 impl Default for Policy {
@@ -55,6 +57,7 @@ impl Default for Policy {
             // Two scheduled runs: a record can wait one run behind 200 lower shas (§4.2).
             overdue_after: Duration::hours(50),
             rate_per_minute: 30,
+            head_every: Duration::minutes(15),
         }
     }
 }
@@ -96,6 +99,13 @@ pub fn backoff(sha: &str, polls: u32, p: &Policy) -> Duration {
 /// The first read of a record filed at `filed_at`.
 pub fn first_poll_at(sha: &str, filed_at: DateTime<Utc>, p: &Policy) -> DateTime<Utc> {
     filed_at + p.first_poll + scaled(Duration::minutes(1), spread_fraction(sha))
+}
+
+/// Whether `/ledger/head` is due: never read, `head_every` since the last read, or a scheduled
+/// run has passed since (operator batches are seen within `head_every`).
+pub fn head_due(last: Option<DateTime<Utc>>, now: DateTime<Utc>, p: &Policy) -> bool {
+    let Some(last) = last else { return true };
+    now >= last + p.head_every || now >= next_scheduled_run(last) + Duration::minutes(1)
 }
 
 /// Where a followed record stands (the store's `ledger_follow.state`).
@@ -429,6 +439,18 @@ mod tests {
         assert_eq!(plan.state, FollowState::Pending);
         assert!(plan.findings.is_empty());
         assert_eq!(plan.next_poll_at, Some(t("2026-12-01T14:04:00Z")));
+    }
+
+    #[test]
+    fn the_head_is_read_every_so_often_and_after_each_run() {
+        let p = Policy::default();
+        assert!(head_due(None, t("2026-12-01T13:00:00Z"), &p));
+        let last = Some(t("2026-12-01T13:00:00Z"));
+        assert!(!head_due(last, t("2026-12-01T13:14:59Z"), &p));
+        assert!(head_due(last, t("2026-12-01T13:15:00Z"), &p));
+        let last = Some(t("2026-12-02T00:25:00Z"));
+        assert!(!head_due(last, t("2026-12-02T00:30:59Z"), &p));
+        assert!(head_due(last, t("2026-12-02T00:31:00Z"), &p));
     }
 
     #[test]

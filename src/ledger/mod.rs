@@ -16,6 +16,7 @@ pub mod batch;
 pub mod chain;
 pub mod check;
 pub mod follow;
+pub mod follower;
 pub mod text;
 pub mod wire;
 

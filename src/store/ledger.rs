@@ -509,6 +509,15 @@ pub fn end_pass(
     Ok(())
 }
 
+/// `/ledger/head` was read at `now` (whatever it said): the follower reads it every so often.
+pub fn mark_head_read(conn: &Connection, intake_url: &str, now: &str) -> Result<(), StoreError> {
+    conn.prepare_cached("INSERT OR IGNORE INTO ledger_intakes (intake_url) VALUES (?1)")?
+        .execute([intake_url])?;
+    conn.prepare_cached("UPDATE ledger_intakes SET head_seen_at = ?2 WHERE intake_url = ?1")?
+        .execute(params![intake_url, now])?;
+    Ok(())
+}
+
 /// Holds a head the recomputation agreed with (append-only history, and the current one).
 pub fn hold_head(
     conn: &Connection,

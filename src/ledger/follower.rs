@@ -1,0 +1,898 @@
+//! The follower (issue 23, item 1 and 2): one pass over an intake's ledger for the records we
+//! filed there. The decisions are the pure parts' (`follow` plans the reads, `check` judges
+//! the answers); this carries them out and keeps the outcome in the store's ledger tables.
+//!
+//! One pass, per intake, within the intake's read bucket:
+//! 1. Overdue records become findings (no read).
+//! 2. `GET /ledger/head`. If it moved from the head held: stream `/ledger/export.jsonl` once,
+//!    extend the held head over the new lines only (`check::Extender`), compare the served head,
+//!    its marker and the end line; rows at or before the held head must keep their claims. The
+//!    new head is held only when nothing was found.
+//! 3. Each new entry's raw bytes are read once (oldest first, as the bucket allows): they must
+//!    hash to the claim, the `ledger_head` they carry must be the head recomputed at its n, and
+//!    a batch's rows name which of our records it took: those are read next, so one entry read
+//!    covers every record of its batch.
+//! 4. Due records: `GET /witness/<sha>`; the replies are kept as versions; the answer must be a
+//!    step §2.5 allows (`check::transition`); anchored → inclusion (`check::inclusion`, one
+//!    entry read per batch). Everything wrong is a finding with its evidence; nothing here
+//!    writes a record, an outbox row or the records chain.
+//!
+//! Memory: one entry's bytes at a time, and the new export rows of this pass (a claim and a
+//! head each, as the `Extender` keeps).
+
+use super::check::{self, Extender, HeldHead, InclusionInputs, NewEntry, Seen};
+use super::follow::{self, Answered, Bucket, FollowState, Followed, Policy};
+use super::wire::{EntryText, ExportLine, HeadAnswer, LedgerEntry, WitnessAnswer};
+use crate::digest::sha256_hex;
+use crate::store::StoreError;
+use crate::store::ledger::{self as lstore, EntrySeen, NewFinding, ReadResult, ts};
+use chrono::{DateTime, Utc};
+use rusqlite::Connection;
+use serde_json::{Value, json};
+use std::future::Future;
+
+/// An answer as read: HTTP status and body, or why there was none (transport error, cap,
+/// deadline, refused destination).
+pub type Fetched = Result<(u16, Vec<u8>), String>;
+
+/// The ledger reads a pass makes (the bounded HTTP client in production, anything in tests).
+/// A pass holds the store's connection across its reads, so its future is not `Send`: the
+/// daemon runs the follower on a thread of its own.
+pub trait LedgerReads {
+    fn witness(&self, sha: &str) -> impl Future<Output = Fetched>;
+    fn head(&self) -> impl Future<Output = Fetched>;
+    fn entry_raw(&self, n: u64) -> impl Future<Output = Fetched>;
+    fn entry_json(&self, n: u64) -> impl Future<Output = Fetched>;
+    /// Streams `/ledger/export.jsonl`, one line (without its `\n`) at a time; a line the
+    /// callback refuses (`false`) ends the read.
+    fn export(
+        &self,
+        line: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> impl Future<Output = Result<(), String>>;
+}
+
+/// What one pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PassReport {
+    pub intake_url: String,
+    /// HTTP reads made.
+    pub reads: u64,
+    /// The head held after the pass.
+    pub head: Option<HeldHead>,
+    pub new_entries: u64,
+    pub entries_read: u64,
+    pub polled: u64,
+    pub anchored: u64,
+    pub verified: u64,
+    pub findings_opened: u64,
+    /// Reads that got no usable answer (down, cap, deadline): read again later, not findings.
+    pub unreadable: u64,
+    /// The pass stopped because the bucket was empty; the rest waits for the next pass.
+    pub out_of_budget: bool,
+}
+
+/// New export rows kept in one pass at most (a hostile export cannot grow memory without
+/// bound; past this the pass stops with a finding).
+pub const MAX_NEW_ROWS: usize = 1_000_000;
+
+struct Pass<'a, R> {
+    reads: &'a R,
+    intake: &'a str,
+    policy: &'a Policy,
+    now: DateTime<Utc>,
+    now_s: String,
+    bucket: Bucket,
+    report: PassReport,
+}
+
+impl<R: LedgerReads> Pass<'_, R> {
+    fn take(&mut self) -> bool {
+        if self.bucket.take() {
+            self.report.reads += 1;
+            true
+        } else {
+            self.report.out_of_budget = true;
+            false
+        }
+    }
+
+    fn finding(
+        &mut self,
+        conn: &Connection,
+        kind: &str,
+        sha: Option<&str>,
+        entry_n: Option<u64>,
+        evidence: Value,
+    ) -> Result<(), StoreError> {
+        let f = NewFinding {
+            intake_url: self.intake,
+            kind,
+            sha256: sha,
+            entry_n,
+            evidence,
+        };
+        if lstore::open_finding(conn, &f, &self.now_s)? {
+            self.report.findings_opened += 1;
+            tracing::warn!(
+                intake = self.intake,
+                kind,
+                sha,
+                entry = entry_n,
+                "ledger finding"
+            );
+        }
+        Ok(())
+    }
+
+    fn typed_finding<T: serde::Serialize>(
+        &mut self,
+        conn: &Connection,
+        f: &T,
+        sha: Option<&str>,
+        entry_n: Option<u64>,
+    ) -> Result<(), StoreError> {
+        let evidence = serde_json::to_value(f).unwrap_or(Value::Null);
+        let kind = evidence
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("finding")
+            .to_owned();
+        self.finding(conn, &kind, sha, entry_n, evidence)
+    }
+
+    /// A 200/404 whose body is not what the route promises: the ledger answered garbage.
+    fn garbage(
+        &mut self,
+        conn: &Connection,
+        route: &str,
+        status: u16,
+        body: &[u8],
+        detail: &str,
+    ) -> Result<(), StoreError> {
+        let shown: String = String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned();
+        self.finding(
+            conn,
+            "garbage_answer",
+            None,
+            None,
+            json!({"route": route, "status": status, "detail": detail,
+                   "body_sha256": sha256_hex(body), "body_len": body.len(), "body_start": shown}),
+        )
+    }
+}
+
+/// One pass over `intake`'s ledger for our records there. Only database errors are `Err`;
+/// whatever the ledger does ends as findings or as reads to make again.
+pub async fn pass<R: LedgerReads>(
+    reads: &R,
+    store: &mut crate::store::Store,
+    intake: &str,
+    policy: &Policy,
+    now: DateTime<Utc>,
+) -> Result<PassReport, StoreError> {
+    let state = lstore::intake(store.connection(), intake)?;
+    let mut bucket = state.bucket(now, policy);
+    bucket.refill(now, policy);
+    let mut p = Pass {
+        reads,
+        intake,
+        policy,
+        now,
+        now_s: ts(now),
+        bucket,
+        report: PassReport {
+            intake_url: intake.into(),
+            head: state.held(),
+            ..PassReport::default()
+        },
+    };
+    overdue(&mut p, store.connection())?;
+    chain_step(&mut p, store, state.held()).await?;
+    entries_step(&mut p, store).await?;
+    witness_step(&mut p, store).await?;
+    lstore::end_pass(
+        store.connection(),
+        intake,
+        &p.bucket,
+        p.report.reads,
+        &p.now_s,
+    )?;
+    Ok(p.report)
+}
+
+fn overdue<R: LedgerReads>(p: &mut Pass<'_, R>, conn: &Connection) -> Result<(), StoreError> {
+    let before = ts(p.now - p.policy.overdue_after);
+    for row in lstore::overdue_candidates(conn, p.intake, &before)? {
+        let filed = lstore::parse_ts(&row.filed_at).unwrap_or(p.now);
+        let r = followed(&row, filed);
+        if let Some(f) = follow::overdue(&r, p.now, p.policy) {
+            let evidence = planner_evidence(f.kind(), &row.filed_at, p.policy);
+            p.finding(conn, f.kind(), Some(&row.sha256), None, evidence)?;
+            lstore::mark_overdue(conn, row.submission_id, &p.now_s)?;
+        }
+    }
+    Ok(())
+}
+
+/// A planner finding's evidence: what it is about and the limit it passed (when it was found
+/// is the finding's `opened_at`).
+fn planner_evidence(kind: &str, filed_at: &str, p: &Policy) -> Value {
+    json!({"kind": kind, "filed_at": filed_at,
+        "not_found_grace_secs": p.not_found_grace.num_seconds(),
+        "overdue_after_secs": p.overdue_after.num_seconds()})
+}
+
+fn followed(row: &lstore::FollowRow, filed_at: DateTime<Utc>) -> Followed<'_> {
+    Followed {
+        sha: &row.sha256,
+        filed_at,
+        polls: row.polls.max(0) as u32,
+        seen: row.seen,
+        overdue_found: row.overdue_at.is_some(),
+    }
+}
+
+/// §7 steps 4–5 for the part of the chain past the held head.
+async fn chain_step<R: LedgerReads>(
+    p: &mut Pass<'_, R>,
+    store: &mut crate::store::Store,
+    held: Option<HeldHead>,
+) -> Result<(), StoreError> {
+    let last = lstore::intake(store.connection(), p.intake)?
+        .head_seen_at
+        .and_then(|s| lstore::parse_ts(&s));
+    if !follow::head_due(last, p.now, p.policy) {
+        return Ok(());
+    }
+    if !p.take() {
+        return Ok(());
+    }
+    let (status, body) = match p.reads.head().await {
+        Ok(x) => x,
+        Err(_) => {
+            p.report.unreadable += 1;
+            return Ok(());
+        }
+    };
+    lstore::mark_head_read(store.connection(), p.intake, &p.now_s)?;
+    let served = match HeadAnswer::parse(status, &body) {
+        Ok(h) => h,
+        Err(e) => {
+            if status == 200 || status == 409 {
+                p.garbage(
+                    store.connection(),
+                    "/ledger/head",
+                    status,
+                    &body,
+                    &e.to_string(),
+                )?;
+            } else {
+                p.report.unreadable += 1;
+            }
+            return Ok(());
+        }
+    };
+    let from = held.clone().unwrap_or_else(HeldHead::root);
+    if let HeadAnswer::Head(h) = &served
+        && h.n == from.n
+        && h.head == from.head
+        && held.is_some()
+    {
+        // Nothing appended since the head we hold (the marker is still checked).
+        let x = Extender::new(from).finish(&served, None);
+        for f in &x.findings {
+            p.typed_finding(store.connection(), f, None, None)?;
+        }
+        if let Some(hold) = x.hold {
+            // Same head: only when it was read.
+            lstore::hold_head(store.connection(), p.intake, &hold, &p.now_s)?;
+        }
+        return Ok(());
+    }
+    let mut x = Extender::new(from.clone());
+    let mut ends_at_or_before_held = true;
+    if let HeadAnswer::Head(h) = &served
+        && h.n >= from.n
+    {
+        ends_at_or_before_held = false;
+    }
+    if ends_at_or_before_held {
+        // A rewound or broken head: no export needed to say so.
+        let out = x.finish(&served, None);
+        for f in &out.findings {
+            p.typed_finding(store.connection(), f, None, None)?;
+        }
+        return Ok(());
+    }
+    if !p.take() {
+        return Ok(());
+    }
+    // Stream the export: old rows keep their claims; new rows are extended one by one.
+    let conn = store.connection();
+    let mut new_rows: Vec<EntrySeen> = Vec::new();
+    let mut changed: Vec<check::ChainFinding> = Vec::new();
+    let mut garbage: Option<String> = None;
+    let mut end = None;
+    let mut too_many = false;
+    let intake = p.intake.to_owned();
+    let held_claims = |n: u64| lstore::entry(conn, &intake, n).ok().flatten();
+    let read = p
+        .reads
+        .export(&mut |line: &[u8]| {
+            if line.is_empty() {
+                return true;
+            }
+            match ExportLine::parse(line) {
+                Ok(ExportLine::Entry(row)) if row.n <= from.n => {
+                    if let Some(h) = held_claims(row.n)
+                        && h.claim_sha256 != row.claim_sha256
+                    {
+                        changed.push(check::ChainFinding::EntryChanged {
+                            n: row.n,
+                            held: check::SeenEntry {
+                                n: h.n,
+                                claim_sha256: h.claim_sha256.clone(),
+                                raw_sha256: h.raw_sha256.clone(),
+                            },
+                            served: check::SeenEntry {
+                                n: row.n,
+                                claim_sha256: row.claim_sha256.clone(),
+                                raw_sha256: None,
+                            },
+                        });
+                    }
+                    true
+                }
+                Ok(ExportLine::Entry(row)) => {
+                    if new_rows.len() >= MAX_NEW_ROWS {
+                        too_many = true;
+                        return false;
+                    }
+                    let n = row.n;
+                    let claim = row.claim_sha256.clone();
+                    x.push(&NewEntry {
+                        fields: row.chain_fields(),
+                        raw_sha256: None,
+                        carried: None,
+                        export_row: Some(row),
+                    });
+                    new_rows.push(EntrySeen {
+                        n,
+                        claim_sha256: claim,
+                        raw_sha256: None,
+                        entry_sha256: String::new(),
+                        kind: None,
+                        rows: None,
+                    });
+                    true
+                }
+                Ok(ExportLine::End(h)) => {
+                    end = Some(h);
+                    true
+                }
+                Ok(ExportLine::Broken {
+                    broken_at,
+                    last_linked,
+                }) => {
+                    x.export_broken(broken_at, last_linked);
+                    true
+                }
+                Err(e) => {
+                    garbage = Some(e.to_string());
+                    false
+                }
+            }
+        })
+        .await;
+    if let Err(e) = read {
+        // Down or cut off mid-stream: nothing is judged from half an export.
+        p.report.unreadable += 1;
+        tracing::debug!(intake = p.intake, error = %e, "export not read");
+        return Ok(());
+    }
+    let conn = store.connection();
+    if let Some(detail) = garbage {
+        p.garbage(conn, "/ledger/export.jsonl", 200, b"", &detail)?;
+        return Ok(());
+    }
+    if too_many {
+        p.finding(
+            conn,
+            "export_too_long",
+            None,
+            None,
+            json!({"new_rows_over": MAX_NEW_ROWS}),
+        )?;
+        return Ok(());
+    }
+    for f in &changed {
+        p.typed_finding(conn, f, None, check_n(f))?;
+    }
+    let out = x.finish(&served, end.as_ref());
+    for f in &out.findings {
+        p.typed_finding(conn, f, None, None)?;
+    }
+    p.report.new_entries = out.heads.len() as u64;
+    if let Some(hold) = out.hold.filter(|_| changed.is_empty()) {
+        // Entries older than the first record we follow cannot hold ours: not read.
+        let oldest_filed = oldest_pending_filed(conn, p.intake)?;
+        let tx =
+            rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
+        for (row, head) in new_rows.iter_mut().zip(&out.heads) {
+            row.entry_sha256 = head.head.clone();
+            if held.is_none() && oldest_filed.is_none() {
+                row.kind = Some("not_read".into());
+            }
+            lstore::put_entry(conn, p.intake, row, &p.now_s)?;
+        }
+        lstore::hold_head(conn, p.intake, &hold, &p.now_s)?;
+        tx.commit()?;
+        p.report.head = Some(hold);
+    }
+    Ok(())
+}
+
+fn check_n(f: &check::ChainFinding) -> Option<u64> {
+    match f {
+        check::ChainFinding::EntryChanged { n, .. } => Some(*n),
+        _ => None,
+    }
+}
+
+fn oldest_pending_filed(conn: &Connection, intake: &str) -> Result<Option<String>, StoreError> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT min(filed_at) FROM ledger_follow WHERE intake_url = ?1 AND next_poll_at IS NOT NULL",
+        )?
+        .query_row([intake], |r| r.get(0))?)
+}
+
+/// Entries held but not yet read: read their bytes once, oldest first.
+async fn entries_step<R: LedgerReads>(
+    p: &mut Pass<'_, R>,
+    store: &mut crate::store::Store,
+) -> Result<(), StoreError> {
+    loop {
+        let next: Option<EntrySeen> = {
+            let conn = store.connection();
+            let n: Option<i64> = conn
+                .prepare_cached(
+                    "SELECT min(n) FROM ledger_entries WHERE intake_url = ?1 AND raw_sha256 IS NULL AND kind IS NULL",
+                )?
+                .query_row([p.intake], |r| r.get(0))?;
+            match n {
+                Some(n) => lstore::entry(conn, p.intake, n as u64)?,
+                None => None,
+            }
+        };
+        let Some(e) = next else { return Ok(()) };
+        if !p.take() {
+            return Ok(());
+        }
+        let raw = match p.reads.entry_raw(e.n).await {
+            Ok((200, body)) => body,
+            Ok((status, body)) if status == 404 => {
+                let conn = store.connection();
+                p.finding(
+                    conn,
+                    "entry_missing",
+                    None,
+                    Some(e.n),
+                    json!({"n": e.n, "status": status, "claim_sha256": e.claim_sha256,
+                           "body_sha256": sha256_hex(&body)}),
+                )?;
+                mark_entry_read(conn, p, &e, None, Some("missing"), None)?;
+                continue;
+            }
+            _ => {
+                p.report.unreadable += 1;
+                return Ok(());
+            }
+        };
+        p.report.entries_read += 1;
+        let conn = store.connection();
+        let raw_sha = sha256_hex(&raw);
+        if raw_sha != e.claim_sha256 {
+            let f = check::ChainFinding::EntryBytesDiffer {
+                n: e.n,
+                claim_sha256: e.claim_sha256.clone(),
+                bytes_sha256: raw_sha.clone(),
+            };
+            let mut evidence = serde_json::to_value(&f).unwrap_or(Value::Null);
+            evidence["bytes"] = Value::String(bytes_evidence(&raw));
+            p.finding(conn, "entry_bytes_differ", None, Some(e.n), evidence)?;
+        }
+        let (kind, rows) = match EntryText::parse(&raw) {
+            Ok(EntryText::Batch(b)) => {
+                for row in &b.records {
+                    lstore::mark_listed(conn, p.intake, &row.sha, e.n, &p.now_s)?;
+                }
+                carried(p, conn, e.n, &EntryText::Batch(b.clone()))?;
+                ("batch", Some(b.records.len() as i64))
+            }
+            Ok(t @ EntryText::Checkpoint(_)) => {
+                carried(p, conn, e.n, &t)?;
+                ("checkpoint", None)
+            }
+            Ok(EntryText::Other { .. }) => ("other", None),
+            Err(_) => ("unreadable", None),
+        };
+        mark_entry_read(conn, p, &e, Some(raw_sha), Some(kind), rows)?;
+    }
+}
+
+fn mark_entry_read<R: LedgerReads>(
+    conn: &Connection,
+    p: &Pass<'_, R>,
+    e: &EntrySeen,
+    raw_sha: Option<String>,
+    kind: Option<&str>,
+    rows: Option<i64>,
+) -> Result<(), StoreError> {
+    lstore::put_entry(
+        conn,
+        p.intake,
+        &EntrySeen {
+            raw_sha256: raw_sha,
+            kind: kind.map(str::to_owned),
+            rows,
+            ..e.clone()
+        },
+        &p.now_s,
+    )
+}
+
+/// The `ledger_head` an entry carries must be the head we recomputed (and hold) at its n.
+fn carried<R: LedgerReads>(
+    p: &mut Pass<'_, R>,
+    conn: &Connection,
+    in_entry: u64,
+    text: &EntryText,
+) -> Result<(), StoreError> {
+    let Some(c) = text.carried_head() else {
+        return Ok(());
+    };
+    match c {
+        super::wire::CarriedHead::Broken {
+            broken_at,
+            last_linked,
+            ..
+        } => {
+            let f = check::ChainFinding::CarriedChainBroken {
+                in_entry,
+                broken_at: *broken_at,
+                last_linked: *last_linked,
+            };
+            p.typed_finding(conn, &f, None, Some(in_entry))
+        }
+        super::wire::CarriedHead::Linked {
+            n,
+            entry_sha256,
+            marker_sha256,
+            ..
+        } => {
+            let ours = if *n == 0 {
+                Some(super::chain::ROOT.to_owned())
+            } else {
+                lstore::entry(conn, p.intake, *n)?.map(|e| e.entry_sha256)
+            };
+            let Some(ours) = ours else { return Ok(()) };
+            let mut wrong = Vec::new();
+            if *entry_sha256 != ours {
+                wrong.push(("entry_sha256", entry_sha256.clone(), ours.clone()));
+            }
+            if let Some(m) = marker_sha256 {
+                let want = super::chain::marker_sha256(*n, &ours);
+                if *m != want {
+                    wrong.push(("marker_sha256", m.clone(), want));
+                }
+            }
+            for (field, carried, recomputed) in wrong {
+                let f = check::ChainFinding::CarriedHeadDiffers {
+                    in_entry,
+                    at_n: *n,
+                    field,
+                    carried,
+                    recomputed,
+                };
+                p.typed_finding(conn, &f, None, Some(in_entry))?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The bytes themselves, as evidence (capped: a 1 MiB batch keeps its first 64 KiB).
+fn bytes_evidence(raw: &[u8]) -> String {
+    let cut = raw.len().min(64 * 1024);
+    String::from_utf8_lossy(&raw[..cut]).into_owned()
+}
+
+/// The entry read for inclusion checks, kept while consecutive records share it.
+struct EntryCache {
+    n: u64,
+    entry: LedgerEntry,
+    raw: Vec<u8>,
+}
+
+/// §7 steps 1–3 for the due records.
+async fn witness_step<R: LedgerReads>(
+    p: &mut Pass<'_, R>,
+    store: &mut crate::store::Store,
+) -> Result<(), StoreError> {
+    let limit = p.bucket.tokens.max(0.0) as usize;
+    if limit == 0 {
+        return Ok(());
+    }
+    let due = lstore::due(store.connection(), p.intake, &p.now_s, limit)?;
+    if due.len() == limit {
+        // More may be due than the bucket holds: they wait for the next pass.
+        p.report.out_of_budget = true;
+    }
+    let mut cache: Option<EntryCache> = None;
+    for row in due {
+        if !p.take() {
+            break;
+        }
+        p.report.polled += 1;
+        let fetched = p.reads.witness(&row.sha256).await;
+        let filed = lstore::parse_ts(&row.filed_at).unwrap_or(p.now);
+        let answer = match fetched {
+            Ok((status, body)) => match WitnessAnswer::parse(status, &body) {
+                Ok(a) => Some(a),
+                Err(e) => {
+                    if status == 200 || status == 404 {
+                        p.garbage(
+                            store.connection(),
+                            "/witness/<sha>",
+                            status,
+                            &body,
+                            &e.to_string(),
+                        )?;
+                    }
+                    None
+                }
+            },
+            Err(_) => None,
+        };
+        let Some(answer) = answer else {
+            p.report.unreadable += 1;
+            let plan = follow::after_answer(
+                &followed(&row, filed),
+                Answered::Unreadable,
+                p.now,
+                p.policy,
+            );
+            let conn = store.connection();
+            let state = if row.follow_state() == FollowState::Pending {
+                plan.state
+            } else {
+                row.follow_state()
+            };
+            lstore::record_read(
+                conn,
+                row.submission_id,
+                &p.now_s,
+                &ReadResult {
+                    state: state.as_str(),
+                    last_seen: "unreadable",
+                    seen: false,
+                    next_poll_at: plan.next_poll_at.map(ts),
+                    ..ReadResult::default()
+                },
+            )?;
+            continue;
+        };
+        // Replies: every version seen.
+        let responses = serde_json::to_value(answer.responses()).unwrap_or(Value::Null);
+        lstore::keep_responses(
+            store.connection(),
+            p.intake,
+            &row.sha256,
+            &responses,
+            &p.now_s,
+        )?;
+        // §2.5: the steps a record's life may not take.
+        let last = last_seen(&row);
+        if let Some(t) = check::transition(last.as_ref(), &answer) {
+            p.typed_finding(
+                store.connection(),
+                &t,
+                Some(&row.sha256),
+                row.ledger_entry.map(|n| n as u64),
+            )?;
+        }
+        let (answered, last_seen_s, inclusion) = match &answer {
+            WitnessAnswer::NotFound { .. } => (Answered::NotFound, "not_found", None),
+            WitnessAnswer::Pending { .. } => (Answered::Pending, "pending", None),
+            WitnessAnswer::Anchored { ledger_entry, .. } => {
+                let n = *ledger_entry;
+                let inc = inclusion(p, store, &row, &answer, n, &mut cache).await?;
+                match inc {
+                    Some(inc) => (
+                        Answered::Anchored {
+                            verified: inc.verified(),
+                        },
+                        "anchored",
+                        Some(inc),
+                    ),
+                    // The entry could not be read now: read the record again later.
+                    None => (Answered::Unreadable, "anchored", None),
+                }
+            }
+        };
+        let conn = store.connection();
+        let plan = follow::after_answer(&followed(&row, filed), answered, p.now, p.policy);
+        for f in &plan.findings {
+            // Stable evidence: the same finding read again is not opened again.
+            let evidence = planner_evidence(f.kind(), &row.filed_at, p.policy);
+            p.finding(conn, f.kind(), Some(&row.sha256), None, evidence)?;
+        }
+        let mut state = plan.state;
+        if row.follow_state() == FollowState::Finding && state == FollowState::Pending {
+            state = FollowState::Finding;
+        }
+        let seen = matches!(
+            answer,
+            WitnessAnswer::Pending { .. } | WitnessAnswer::Anchored { .. }
+        );
+        let (entry, claim, stored) = match (&answer, &inclusion) {
+            (
+                WitnessAnswer::Anchored {
+                    ledger_entry,
+                    record,
+                    ..
+                },
+                Some(_),
+            ) => (
+                Some(*ledger_entry),
+                cache
+                    .as_ref()
+                    .filter(|c| c.n == *ledger_entry)
+                    .map(|c| c.entry.claim_sha256.clone()),
+                record
+                    .as_ref()
+                    .map(|r| sha256_hex(r.record_canonical.as_bytes())),
+            ),
+            _ => (None, None, None),
+        };
+        let verified = inclusion.as_ref().is_some_and(check::Inclusion::verified);
+        if inclusion.is_some() {
+            p.report.anchored += 1;
+        }
+        if verified {
+            p.report.verified += 1;
+        }
+        if let Some(inc) = &inclusion {
+            for f in &inc.findings {
+                p.typed_finding(conn, f, Some(&row.sha256), entry)?;
+            }
+        }
+        if inclusion.is_some() && !verified {
+            state = FollowState::Finding;
+        }
+        if !matches!(plan.findings.as_slice(), []) || row.overdue_at.is_some() {
+            // An open finding keeps the record in `finding` until it is anchored and verified.
+            if !verified {
+                state = FollowState::Finding;
+            }
+        }
+        lstore::record_read(
+            conn,
+            row.submission_id,
+            &p.now_s,
+            &ReadResult {
+                state: state.as_str(),
+                last_seen: last_seen_s,
+                seen,
+                next_poll_at: plan.next_poll_at.map(ts),
+                ledger_entry: entry,
+                claim_sha256: claim.as_deref(),
+                stored_sha256: stored.as_deref(),
+                verified,
+                overdue: plan.findings.iter().any(|f| f.kind() == "overdue"),
+            },
+        )?;
+    }
+    Ok(())
+}
+
+fn last_seen(row: &lstore::FollowRow) -> Option<Seen> {
+    match (row.last_seen.as_deref(), row.ledger_entry) {
+        (_, Some(n)) => Some(Seen::Anchored {
+            ledger_entry: n as u64,
+            stored_sha256: row.stored_sha256.clone(),
+        }),
+        (Some("pending"), None) => Some(Seen::Pending),
+        _ => None,
+    }
+}
+
+/// §7 steps 2–3, reading entry `n` (JSON view and raw bytes) unless the last record's check
+/// read it. `None` when the entry could not be read now.
+async fn inclusion<R: LedgerReads>(
+    p: &mut Pass<'_, R>,
+    store: &mut crate::store::Store,
+    row: &lstore::FollowRow,
+    answer: &WitnessAnswer,
+    n: u64,
+    cache: &mut Option<EntryCache>,
+) -> Result<Option<check::Inclusion>, StoreError> {
+    if cache.as_ref().is_none_or(|c| c.n != n) {
+        *cache = None;
+        if !p.take() {
+            return Ok(None);
+        }
+        let json_body = match p.reads.entry_json(n).await {
+            Ok((200, b)) => b,
+            _ => {
+                p.report.unreadable += 1;
+                return Ok(None);
+            }
+        };
+        if !p.take() {
+            return Ok(None);
+        }
+        let raw = match p.reads.entry_raw(n).await {
+            Ok((200, b)) => b,
+            _ => {
+                p.report.unreadable += 1;
+                return Ok(None);
+            }
+        };
+        p.report.entries_read += 1;
+        let entry = match LedgerEntry::parse(&json_body) {
+            Ok(e) => e,
+            Err(e) => {
+                p.garbage(
+                    store.connection(),
+                    "/ledger/<n>?format=json",
+                    200,
+                    &json_body,
+                    &e.to_string(),
+                )?;
+                return Ok(None);
+            }
+        };
+        // A held entry is still what it was (§7 step 5).
+        if let Some(h) = lstore::entry(store.connection(), p.intake, n)? {
+            let raw_sha = sha256_hex(&raw);
+            let raw_changed = h.raw_sha256.as_ref().is_some_and(|r| *r != raw_sha);
+            if h.claim_sha256 != entry.claim_sha256 || raw_changed {
+                let f = check::ChainFinding::EntryChanged {
+                    n,
+                    held: check::SeenEntry {
+                        n,
+                        claim_sha256: h.claim_sha256.clone(),
+                        raw_sha256: h.raw_sha256.clone(),
+                    },
+                    served: check::SeenEntry {
+                        n,
+                        claim_sha256: entry.claim_sha256.clone(),
+                        raw_sha256: Some(raw_sha),
+                    },
+                };
+                let mut evidence = serde_json::to_value(&f).unwrap_or(Value::Null);
+                evidence["bytes"] = Value::String(bytes_evidence(&raw));
+                p.finding(store.connection(), "entry_changed", None, Some(n), evidence)?;
+            }
+        }
+        *cache = Some(EntryCache { n, entry, raw });
+    }
+    let c = cache.as_ref().expect("filled above");
+    let filed = {
+        let conn = store.connection();
+        let bytes: Vec<u8> = conn
+            .prepare_cached("SELECT canonical FROM records WHERE id = ?1")?
+            .query_row([row.record_id], |r| r.get(0))?;
+        bytes
+    };
+    Ok(Some(check::inclusion(&InclusionInputs {
+        sha: &row.sha256,
+        filed: &filed,
+        answer,
+        entry: &c.entry,
+        raw: &c.raw,
+        export_row: None,
+    })))
+}

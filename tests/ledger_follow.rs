@@ -1,0 +1,398 @@
+//! Issue 23: the follower against a ledger that answers as ledger.md says, then lies: each lie
+//! is a finding with its evidence, and nothing the ledger does changes our records, our outbox
+//! rows or `records verify`.
+
+mod ledger_support;
+mod store_support;
+
+use chrono::{DateTime, Duration, Utc};
+use conduct_walker::ledger::follow::Policy;
+use conduct_walker::ledger::follower::{self, PassReport};
+use conduct_walker::store::ledger as lstore;
+use conduct_walker::store::outbox::{self, AttemptResult, NewSubmission};
+use conduct_walker::store::{Store, verify};
+use conduct_walker::witness::filing::{AnswerKind, SubmissionState};
+use ledger_support::FakeLedger;
+use store_support::*;
+
+const INTAKE: &str = "https://ledger.example/witness";
+
+fn t(s: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+}
+
+struct World {
+    _dir: tempfile::TempDir,
+    store: Store,
+    ledger: FakeLedger,
+    shas: Vec<String>,
+    policy: Policy,
+}
+
+/// `k` records filed (201) at `filed_at` and given to the ledger.
+fn world(k: u64, filed_at: &str) -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("walker.db")).unwrap();
+    let ledger = FakeLedger::default();
+    let mut shas = Vec::new();
+    for i in 0..k {
+        let bytes = record_bytes(i + 1, i % 2 == 0);
+        shas.push(file(&store, &ledger, bytes, filed_at));
+    }
+    World {
+        _dir: dir,
+        store,
+        ledger,
+        shas,
+        policy: Policy::default(),
+    }
+}
+
+fn file(store: &Store, ledger: &FakeLedger, bytes: Vec<u8>, filed_at: &str) -> String {
+    let rec = store.insert_record(&unsigned(bytes.clone())).unwrap();
+    let sub = outbox::insert(
+        store.connection(),
+        &NewSubmission {
+            record_id: rec.row.id,
+            intake_url: INTAKE,
+            lane: "address",
+            identity: "1.2.3.4",
+            endpoint: "https://agent.example/a2a",
+            state: SubmissionState::Queued,
+            next_attempt_at: None,
+            last_error: None,
+            now: filed_at,
+        },
+    )
+    .unwrap();
+    outbox::record_attempt(
+        store.connection(),
+        sub.id,
+        filed_at,
+        &AttemptResult {
+            state: SubmissionState::Filed,
+            answer: AnswerKind::Accepted,
+            status: 201,
+            body: "{}",
+            error: None,
+            reason_code: None,
+            counted: Some(true),
+            count_reason: None,
+            filed_day: Some(&filed_at[..10]),
+            next_attempt_at: None,
+        },
+    )
+    .unwrap();
+    ledger.file(std::str::from_utf8(&bytes).unwrap());
+    rec.row.sha256
+}
+
+impl World {
+    async fn pass(&mut self, at: &str) -> PassReport {
+        follower::pass(&self.ledger, &mut self.store, INTAKE, &self.policy, t(at))
+            .await
+            .unwrap()
+    }
+
+    fn rows(&self) -> Vec<lstore::FollowRow> {
+        lstore::all(self.store.connection()).unwrap()
+    }
+
+    fn findings(&self) -> Vec<lstore::Finding> {
+        lstore::latest_findings(self.store.connection(), 1000).unwrap()
+    }
+
+    fn kinds(&self) -> Vec<String> {
+        let mut k: Vec<_> = self.findings().into_iter().map(|f| f.kind).collect();
+        k.sort();
+        k
+    }
+
+    /// What the ledger may never change: every record row, every outbox row, verify's verdict.
+    fn own_state(&self) -> (String, Vec<outbox::Submission>, bool, u64) {
+        let conn = self.store.connection();
+        let records: Vec<String> = conn
+            .prepare("SELECT sha256 || hex(chain_hash) FROM records ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let subs: Vec<outbox::Submission> = (1..=self.shas.len() as i64)
+            .map(|id| outbox::get(conn, id).unwrap())
+            .collect();
+        let report = verify::verify_all(&self.store, |_, _| {}).unwrap();
+        (records.join(","), subs, report.is_ok(), report.rows)
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn anchored_records_are_verified_with_one_entry_read_per_batch() {
+    let mut w = world(5, "2026-12-01T13:00:00Z");
+    let before = w.own_state();
+    let r = w.pass("2026-12-01T13:05:00Z").await;
+    assert_eq!(r.polled, 5, "{r:?}");
+    assert!(
+        w.rows()
+            .iter()
+            .all(|r| r.last_seen.as_deref() == Some("pending"))
+    );
+    // Nothing moves until a batch: no reads of records in between.
+    let quiet = w.pass("2026-12-01T18:00:00Z").await;
+    assert_eq!(quiet.polled, 0, "{quiet:?}");
+    w.ledger.anchor("2026-12-02T00:30:00.120Z", 200);
+    w.ledger.checkpoint("2026-12-02T00:30:00.200Z");
+    let reads_before = w.ledger.total_reads();
+    let r = w.pass("2026-12-02T00:31:00Z").await;
+    assert_eq!(
+        (r.anchored, r.verified, r.findings_opened),
+        (5, 5, 0),
+        "{r:?}"
+    );
+    assert_eq!(r.head.as_ref().map(|h| h.n), Some(2));
+    // head + export + 2 raw entries (batch, checkpoint) + 5 records + the batch's JSON and raw once.
+    assert_eq!(w.ledger.total_reads() - reads_before, 1 + 1 + 2 + 5 + 2);
+    for row in w.rows() {
+        assert_eq!(row.state, "anchored");
+        assert_eq!(row.ledger_entry, Some(1));
+        assert!(row.verified_at.is_some() && row.claim_sha256.is_some());
+        assert_eq!(row.next_poll_at, None, "followed to the end");
+        assert!(
+            row.describe()
+                .starts_with("anchored at entry 1, inclusion verified")
+        );
+    }
+    let st = lstore::intake(w.store.connection(), INTAKE).unwrap();
+    assert_eq!(
+        (st.filed, st.pending, st.anchored, st.verified, st.findings),
+        (5, 0, 5, 5, 0)
+    );
+    assert_eq!(st.head_n, Some(2));
+    // The next pass reads only the head, once it is due.
+    let later = w.pass("2026-12-02T01:00:00Z").await;
+    assert_eq!((later.reads, later.findings_opened), (1, 0), "{later:?}");
+    assert_eq!(before, w.own_state());
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_404_after_the_201_is_a_finding_only_after_the_grace() {
+    let mut w = world(1, "2026-12-01T13:00:00Z");
+    w.ledger.0.borrow_mut().hide.push(w.shas[0].clone());
+    w.pass("2026-12-01T13:04:00Z").await;
+    assert!(w.findings().is_empty(), "a brief 404 is tolerated");
+    let row = &w.rows()[0];
+    assert_eq!(row.last_seen.as_deref(), Some("not_found"));
+    assert!(row.next_poll_at.as_deref().unwrap() <= "2026-12-01T13:15:00Z");
+    w.pass("2026-12-01T13:15:00Z").await;
+    assert_eq!(w.kinds(), vec!["not_found_after_accept"]);
+    assert_eq!(w.findings()[0].sha256.as_deref(), Some(w.shas[0].as_str()));
+    assert_eq!(w.rows()[0].state, "finding");
+    // Still followed, the finding kept, not opened twice.
+    assert!(w.rows()[0].next_poll_at.is_some());
+    w.pass("2026-12-02T01:00:00Z").await;
+    assert_eq!(w.kinds(), vec!["not_found_after_accept"]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn not_anchored_in_time_is_an_overdue_finding() {
+    let mut w = world(2, "2026-12-01T13:00:00Z");
+    w.policy.overdue_after = Duration::hours(30);
+    w.pass("2026-12-01T13:05:00Z").await;
+    w.pass("2026-12-02T18:59:00Z").await;
+    assert!(w.findings().is_empty());
+    w.pass("2026-12-02T19:00:00Z").await;
+    assert_eq!(w.kinds(), vec!["overdue", "overdue"]);
+    assert!(
+        w.rows()
+            .iter()
+            .all(|r| r.state == "finding" && r.overdue_at.is_some())
+    );
+    assert_eq!(
+        lstore::intake(w.store.connection(), INTAKE)
+            .unwrap()
+            .overdue,
+        2
+    );
+    // Anchored late: inclusion is still checked, the overdue finding stays.
+    w.ledger.anchor("2026-12-03T00:30:00.000Z", 200);
+    let r = w.pass("2026-12-03T00:45:00Z").await;
+    assert_eq!(r.verified, 2, "{r:?}");
+    assert_eq!(w.kinds(), vec!["overdue", "overdue"]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn stored_bytes_that_differ_from_ours_are_a_finding() {
+    let mut w = world(2, "2026-12-01T13:00:00Z");
+    w.ledger
+        .0
+        .borrow_mut()
+        .stored_bytes_override
+        .insert(w.shas[1].clone(), "{\"forged\":true}".into());
+    w.ledger.anchor("2026-12-02T00:30:00.000Z", 200);
+    let r = w.pass("2026-12-02T00:35:00Z").await;
+    assert_eq!((r.anchored, r.verified), (2, 1), "{r:?}");
+    let f = w.findings();
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].kind, "stored_bytes_differ");
+    assert_eq!(f[0].sha256.as_deref(), Some(w.shas[1].as_str()));
+    assert_eq!(
+        f[0].evidence["stored_sha256"],
+        conduct_walker::digest::sha256_hex(b"{\"forged\":true}")
+    );
+    let bad = w
+        .rows()
+        .into_iter()
+        .find(|r| r.sha256 == w.shas[1])
+        .unwrap();
+    assert_eq!(bad.state, "finding");
+    assert_eq!(bad.verified_at, None);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_rewound_head_is_a_finding_with_both_heads() {
+    let mut w = world(1, "2026-12-01T13:00:00Z");
+    w.ledger.anchor("2026-12-01T14:00:00.000Z", 200);
+    w.ledger.checkpoint("2026-12-01T14:00:00.100Z");
+    w.pass("2026-12-01T14:05:00Z").await;
+    let (n, held) = w.ledger.head();
+    assert_eq!(n, 2);
+    w.ledger.0.borrow_mut().rewind_to = Some(1);
+    let before = w.own_state();
+    w.pass("2026-12-01T14:30:00Z").await;
+    let f = w.findings();
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].kind, "rewound");
+    assert_eq!(f[0].evidence["held"]["n"], 2);
+    assert_eq!(f[0].evidence["held"]["head"], held.as_str());
+    assert_eq!(f[0].evidence["served"]["n"], 1);
+    // The held head is kept, not replaced by the rewound one.
+    assert_eq!(
+        lstore::intake(w.store.connection(), INTAKE).unwrap().head_n,
+        Some(2)
+    );
+    assert_eq!(before, w.own_state());
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_changed_entry_and_a_forked_head_are_findings() {
+    let mut w = world(1, "2026-12-01T13:00:00Z");
+    w.ledger.anchor("2026-12-01T14:00:00.000Z", 200);
+    w.pass("2026-12-01T14:05:00Z").await;
+    assert!(w.findings().is_empty());
+    // Rewrite entry 1's created_at: same claim, another head at the same n (a fork).
+    w.ledger.0.borrow_mut().entries[0].created_at = "2026-12-01T14:00:09.000Z".into();
+    w.pass("2026-12-01T14:30:00Z").await;
+    // The served head and the export's end line both disagree with the head held at n = 1.
+    assert_eq!(w.kinds(), vec!["export_end_differs", "forked"]);
+    let fork = w
+        .findings()
+        .into_iter()
+        .find(|f| f.kind == "forked")
+        .unwrap();
+    assert_eq!(fork.evidence["held"]["n"], 1);
+    assert_ne!(
+        fork.evidence["held"]["head"],
+        fork.evidence["served"]["head"]
+    );
+    // Rewrite its bytes and append: the old row's claim changed, the junction forks.
+    {
+        let mut st = w.ledger.0.borrow_mut();
+        st.entries[0].raw.push(' ');
+        st.entries[0].claim = conduct_walker::digest::sha256_hex(st.entries[0].raw.as_bytes());
+    }
+    let extra = record_bytes(99, true);
+    file(&w.store, &w.ledger, extra, "2026-12-01T14:40:00Z");
+    w.ledger.anchor("2026-12-01T15:00:00.000Z", 200);
+    w.pass("2026-12-01T15:00:00Z").await;
+    let kinds = w.kinds();
+    assert!(kinds.contains(&"entry_changed".to_string()), "{kinds:?}");
+    assert!(
+        kinds.contains(&"forked_at_junction".to_string()),
+        "{kinds:?}"
+    );
+    let changed = w
+        .findings()
+        .into_iter()
+        .find(|f| f.kind == "entry_changed")
+        .unwrap();
+    assert_eq!(changed.evidence["n"], 1);
+    assert_ne!(
+        changed.evidence["held"]["claim_sha256"],
+        changed.evidence["served"]["claim_sha256"]
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_down_or_garbage_ledger_changes_only_findings() {
+    let mut w = world(3, "2026-12-01T13:00:00Z");
+    let before = w.own_state();
+    w.ledger.0.borrow_mut().down = true;
+    let r = w.pass("2026-12-01T13:05:00Z").await;
+    assert!(r.unreadable > 0 && r.findings_opened == 0, "{r:?}");
+    assert!(w.findings().is_empty(), "down is not a finding");
+    assert!(w.rows().iter().all(|r| r.state == "pending"));
+    {
+        let mut st = w.ledger.0.borrow_mut();
+        st.down = false;
+        st.garbage = true;
+    }
+    w.pass("2026-12-01T13:30:00Z").await;
+    assert!(
+        w.kinds().iter().all(|k| k == "garbage_answer"),
+        "{:?}",
+        w.kinds()
+    );
+    assert!(!w.kinds().is_empty());
+    assert!(w.rows().iter().all(|r| r.ledger_entry.is_none()));
+    // Lying bytes on top: the records, the outbox and verify stay as they were.
+    {
+        let mut st = w.ledger.0.borrow_mut();
+        st.garbage = false;
+        for s in w.shas.clone() {
+            st.stored_bytes_override.insert(s, "{}".into());
+        }
+    }
+    w.ledger.anchor("2026-12-02T00:30:00.000Z", 200);
+    w.pass("2026-12-02T00:40:00Z").await;
+    assert!(w.kinds().contains(&"stored_bytes_differ".to_string()));
+    assert_eq!(before, w.own_state());
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn replies_are_kept_as_versions() {
+    let mut w = world(1, "2026-12-01T13:00:00Z");
+    w.pass("2026-12-01T13:05:00Z").await;
+    let reply = serde_json::json!([{"response_sha": "d".repeat(64),
+        "url": format!("https://ledger.example/response/{}", "d".repeat(64)),
+        "subject_origin": "https://agent.example", "responded_at": "2026-12-01T20:00:00Z"}]);
+    w.ledger
+        .0
+        .borrow_mut()
+        .responses
+        .insert(w.shas[0].clone(), reply.clone());
+    w.ledger.anchor("2026-12-02T00:30:00.000Z", 200);
+    w.pass("2026-12-02T00:40:00Z").await;
+    let v = lstore::responses_for(w.store.connection(), &w.shas[0]).unwrap();
+    assert_eq!(v.len(), 2, "{v:?}");
+    assert_eq!(v[0].count, 0);
+    assert_eq!(v[1].responses, reply);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_rate_per_intake_is_never_exceeded() {
+    let mut w = world(40, "2026-12-01T13:00:00Z");
+    w.policy.rate_per_minute = 10;
+    let r = w.pass("2026-12-01T13:05:00Z").await;
+    assert!(r.out_of_budget);
+    assert_eq!(r.reads, 10);
+    let r = w.pass("2026-12-01T13:05:30Z").await;
+    assert_eq!(r.reads, 5, "half a minute refills half");
+    let mut at = t("2026-12-01T13:06:00Z");
+    while w.rows().iter().any(|r| r.last_seen.is_none()) {
+        let r = follower::pass(&w.ledger, &mut w.store, INTAKE, &w.policy, at)
+            .await
+            .unwrap();
+        assert!(r.reads <= 10);
+        at += Duration::minutes(1);
+    }
+}

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 /// A finding about one filed record's inclusion (§7 steps 2–3).
 // Serialized as a finding's evidence (the store keeps it); `kind` names the variant.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "finding", rename_all = "snake_case")]
 pub enum InclusionFinding {
     /// The answer was not the anchored form.
     NotAnchored,
@@ -272,7 +272,7 @@ pub struct NewEntry {
 /// A finding about the chain (§7 steps 4–5).
 // Serialized as a finding's evidence (the store keeps it); `kind` names the variant.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "finding", rename_all = "snake_case")]
 pub enum ChainFinding {
     /// `/ledger/head` answered 409.
     HeadBroken {
@@ -718,7 +718,7 @@ impl Seen {
 /// A step of §2.5 that a record's life must not take.
 // Serialized as a finding's evidence (the store keeps it); `kind` names the variant.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "finding", rename_all = "snake_case")]
 pub enum TransitionFinding {
     /// Anchored, then pending (a lagging read or a stale pending key that won; tolerated only
     /// briefly, the caller decides how long).

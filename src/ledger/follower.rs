@@ -22,7 +22,7 @@
 
 use super::check::{self, Extender, HeldHead, InclusionInputs, NewEntry, Seen};
 use super::follow::{self, Answered, Bucket, FollowState, Followed, Policy};
-use super::wire::{EntryText, ExportLine, HeadAnswer, LedgerEntry, WitnessAnswer};
+use super::wire::{EntryText, ExportLine, HeadAnswer, LedgerEntry, WireError, WitnessAnswer};
 use crate::digest::sha256_hex;
 use crate::store::StoreError;
 use crate::store::ledger::{self as lstore, EntrySeen, NewFinding, ReadResult, ts};
@@ -31,24 +31,43 @@ use rusqlite::Connection;
 use serde_json::{Value, json};
 use std::future::Future;
 
-/// An answer as read: HTTP status and body, or why there was none (transport error, cap,
-/// deadline, refused destination).
-pub type Fetched = Result<(u16, Vec<u8>), String>;
+/// Why a read gave no typed answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadError {
+    /// The ledger answered, with something that is not the route's answer (garbage: a
+    /// finding); otherwise it did not answer usefully (down, cut off, 5xx: read again later).
+    pub served: bool,
+    pub detail: String,
+    /// What was served, when there was a body (kept as evidence).
+    pub body: Option<Vec<u8>>,
+}
 
-/// The ledger reads a pass makes (the bounded HTTP client in production, anything in tests).
-/// A pass holds the store's connection across its reads, so its future is not `Send`: the
-/// daemon runs the follower on a thread of its own.
+impl ReadError {
+    pub fn down(detail: impl Into<String>) -> Self {
+        ReadError {
+            served: false,
+            detail: detail.into(),
+            body: None,
+        }
+    }
+}
+
+/// The ledger reads a pass makes, typed by `super::wire` (the bounded HTTP client,
+/// `super::client::LedgerClient`, in production; anything in tests). A pass holds the store's
+/// connection across its reads, so its future is not `Send`: the daemon runs the follower on a
+/// thread of its own.
 pub trait LedgerReads {
-    fn witness(&self, sha: &str) -> impl Future<Output = Fetched>;
-    fn head(&self) -> impl Future<Output = Fetched>;
-    fn entry_raw(&self, n: u64) -> impl Future<Output = Fetched>;
-    fn entry_json(&self, n: u64) -> impl Future<Output = Fetched>;
-    /// Streams `/ledger/export.jsonl`, one line (without its `\n`) at a time; a line the
-    /// callback refuses (`false`) ends the read.
+    fn witness(&self, sha: &str) -> impl Future<Output = Result<WitnessAnswer, ReadError>>;
+    fn head(&self) -> impl Future<Output = Result<HeadAnswer, ReadError>>;
+    /// `None`: 404.
+    fn entry_raw(&self, n: u64) -> impl Future<Output = Result<Option<Vec<u8>>, ReadError>>;
+    fn entry_json(&self, n: u64) -> impl Future<Output = Result<Option<LedgerEntry>, ReadError>>;
+    /// Streams `/ledger/export.jsonl`, one line at a time (a line that does not read is handed
+    /// over as its error); a line the callback refuses (`false`) ends the read.
     fn export(
         &self,
-        line: &mut dyn FnMut(&[u8]) -> bool,
-    ) -> impl Future<Output = Result<(), String>>;
+        line: &mut dyn FnMut(Result<ExportLine, WireError>) -> bool,
+    ) -> impl Future<Output = Result<(), ReadError>>;
 }
 
 /// What one pass did.
@@ -133,30 +152,29 @@ impl<R: LedgerReads> Pass<'_, R> {
     ) -> Result<(), StoreError> {
         let evidence = serde_json::to_value(f).unwrap_or(Value::Null);
         let kind = evidence
-            .get("kind")
+            .get("finding")
             .and_then(Value::as_str)
             .unwrap_or("finding")
             .to_owned();
         self.finding(conn, &kind, sha, entry_n, evidence)
     }
 
-    /// A 200/404 whose body is not what the route promises: the ledger answered garbage.
-    fn garbage(
-        &mut self,
-        conn: &Connection,
-        route: &str,
-        status: u16,
-        body: &[u8],
-        detail: &str,
-    ) -> Result<(), StoreError> {
+    /// A read that failed: garbage served is a finding, anything else is read again later.
+    fn failed(&mut self, conn: &Connection, route: &str, e: &ReadError) -> Result<(), StoreError> {
+        if !e.served {
+            self.report.unreadable += 1;
+            return Ok(());
+        }
+        self.report.unreadable += 1;
+        let body = e.body.as_deref().unwrap_or_default();
         let shown: String = String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned();
         self.finding(
             conn,
             "garbage_answer",
             None,
             None,
-            json!({"route": route, "status": status, "detail": detail,
-                   "body_sha256": sha256_hex(body), "body_len": body.len(), "body_start": shown}),
+            json!({"route": route, "detail": e.detail, "body_sha256": sha256_hex(body),
+                   "body_len": body.len(), "body_start": shown}),
         )
     }
 }
@@ -247,31 +265,16 @@ async fn chain_step<R: LedgerReads>(
     if !p.take() {
         return Ok(());
     }
-    let (status, body) = match p.reads.head().await {
-        Ok(x) => x,
-        Err(_) => {
-            p.report.unreadable += 1;
-            return Ok(());
+    let served = match p.reads.head().await {
+        Ok(h) => h,
+        Err(e) => {
+            if e.served {
+                lstore::mark_head_read(store.connection(), p.intake, &p.now_s)?;
+            }
+            return p.failed(store.connection(), "/ledger/head", &e);
         }
     };
     lstore::mark_head_read(store.connection(), p.intake, &p.now_s)?;
-    let served = match HeadAnswer::parse(status, &body) {
-        Ok(h) => h,
-        Err(e) => {
-            if status == 200 || status == 409 {
-                p.garbage(
-                    store.connection(),
-                    "/ledger/head",
-                    status,
-                    &body,
-                    &e.to_string(),
-                )?;
-            } else {
-                p.report.unreadable += 1;
-            }
-            return Ok(());
-        }
-    };
     let from = held.clone().unwrap_or_else(HeldHead::root);
     if let HeadAnswer::Head(h) = &served
         && h.n == from.n
@@ -318,82 +321,79 @@ async fn chain_step<R: LedgerReads>(
     let held_claims = |n: u64| lstore::entry(conn, &intake, n).ok().flatten();
     let read = p
         .reads
-        .export(&mut |line: &[u8]| {
-            if line.is_empty() {
-                return true;
-            }
-            match ExportLine::parse(line) {
-                Ok(ExportLine::Entry(row)) if row.n <= from.n => {
-                    if let Some(h) = held_claims(row.n)
-                        && h.claim_sha256 != row.claim_sha256
-                    {
-                        changed.push(check::ChainFinding::EntryChanged {
+        .export(&mut |line| match line {
+            Ok(ExportLine::Entry(row)) if row.n <= from.n => {
+                if let Some(h) = held_claims(row.n)
+                    && h.claim_sha256 != row.claim_sha256
+                {
+                    changed.push(check::ChainFinding::EntryChanged {
+                        n: row.n,
+                        held: check::SeenEntry {
+                            n: h.n,
+                            claim_sha256: h.claim_sha256.clone(),
+                            raw_sha256: h.raw_sha256.clone(),
+                        },
+                        served: check::SeenEntry {
                             n: row.n,
-                            held: check::SeenEntry {
-                                n: h.n,
-                                claim_sha256: h.claim_sha256.clone(),
-                                raw_sha256: h.raw_sha256.clone(),
-                            },
-                            served: check::SeenEntry {
-                                n: row.n,
-                                claim_sha256: row.claim_sha256.clone(),
-                                raw_sha256: None,
-                            },
-                        });
-                    }
-                    true
-                }
-                Ok(ExportLine::Entry(row)) => {
-                    if new_rows.len() >= MAX_NEW_ROWS {
-                        too_many = true;
-                        return false;
-                    }
-                    let n = row.n;
-                    let claim = row.claim_sha256.clone();
-                    x.push(&NewEntry {
-                        fields: row.chain_fields(),
-                        raw_sha256: None,
-                        carried: None,
-                        export_row: Some(row),
+                            claim_sha256: row.claim_sha256.clone(),
+                            raw_sha256: None,
+                        },
                     });
-                    new_rows.push(EntrySeen {
-                        n,
-                        claim_sha256: claim,
-                        raw_sha256: None,
-                        entry_sha256: String::new(),
-                        kind: None,
-                        rows: None,
-                    });
-                    true
                 }
-                Ok(ExportLine::End(h)) => {
-                    end = Some(h);
-                    true
+                true
+            }
+            Ok(ExportLine::Entry(row)) => {
+                if new_rows.len() >= MAX_NEW_ROWS {
+                    too_many = true;
+                    return false;
                 }
-                Ok(ExportLine::Broken {
-                    broken_at,
-                    last_linked,
-                }) => {
-                    x.export_broken(broken_at, last_linked);
-                    true
-                }
-                Err(e) => {
-                    garbage = Some(e.to_string());
-                    false
-                }
+                let n = row.n;
+                let claim = row.claim_sha256.clone();
+                x.push(&NewEntry {
+                    fields: row.chain_fields(),
+                    raw_sha256: None,
+                    carried: None,
+                    export_row: Some(row),
+                });
+                new_rows.push(EntrySeen {
+                    n,
+                    claim_sha256: claim,
+                    raw_sha256: None,
+                    entry_sha256: String::new(),
+                    kind: None,
+                    rows: None,
+                });
+                true
+            }
+            Ok(ExportLine::End(h)) => {
+                end = Some(h);
+                true
+            }
+            Ok(ExportLine::Broken {
+                broken_at,
+                last_linked,
+            }) => {
+                x.export_broken(broken_at, last_linked);
+                true
+            }
+            Err(e) => {
+                garbage = Some(e.to_string());
+                false
             }
         })
         .await;
+    let conn = store.connection();
     if let Err(e) = read {
         // Down or cut off mid-stream: nothing is judged from half an export.
-        p.report.unreadable += 1;
-        tracing::debug!(intake = p.intake, error = %e, "export not read");
-        return Ok(());
+        return p.failed(conn, "/ledger/export.jsonl", &e);
     }
-    let conn = store.connection();
     if let Some(detail) = garbage {
-        p.garbage(conn, "/ledger/export.jsonl", 200, b"", &detail)?;
-        return Ok(());
+        let e = ReadError {
+            served: true,
+            detail,
+            body: None,
+        };
+        return p.failed(conn, "/ledger/export.jsonl", &e);
     }
     if too_many {
         p.finding(
@@ -470,23 +470,21 @@ async fn entries_step<R: LedgerReads>(
             return Ok(());
         }
         let raw = match p.reads.entry_raw(e.n).await {
-            Ok((200, body)) => body,
-            Ok((status, body)) if status == 404 => {
+            Ok(Some(body)) => body,
+            Ok(None) => {
                 let conn = store.connection();
                 p.finding(
                     conn,
                     "entry_missing",
                     None,
                     Some(e.n),
-                    json!({"n": e.n, "status": status, "claim_sha256": e.claim_sha256,
-                           "body_sha256": sha256_hex(&body)}),
+                    json!({"n": e.n, "status": 404, "claim_sha256": e.claim_sha256}),
                 )?;
                 mark_entry_read(conn, p, &e, None, Some("missing"), None)?;
                 continue;
             }
-            _ => {
-                p.report.unreadable += 1;
-                return Ok(());
+            Err(err) => {
+                return p.failed(store.connection(), "/ledger/<n>?format=raw", &err);
             }
         };
         p.report.entries_read += 1;
@@ -638,25 +636,13 @@ async fn witness_step<R: LedgerReads>(
         let fetched = p.reads.witness(&row.sha256).await;
         let filed = lstore::parse_ts(&row.filed_at).unwrap_or(p.now);
         let answer = match fetched {
-            Ok((status, body)) => match WitnessAnswer::parse(status, &body) {
-                Ok(a) => Some(a),
-                Err(e) => {
-                    if status == 200 || status == 404 {
-                        p.garbage(
-                            store.connection(),
-                            "/witness/<sha>",
-                            status,
-                            &body,
-                            &e.to_string(),
-                        )?;
-                    }
-                    None
-                }
-            },
-            Err(_) => None,
+            Ok(a) => Some(a),
+            Err(e) => {
+                p.failed(store.connection(), "/witness/<sha>", &e)?;
+                None
+            }
         };
         let Some(answer) = answer else {
-            p.report.unreadable += 1;
             let plan = follow::after_answer(
                 &followed(&row, filed),
                 Answered::Unreadable,
@@ -823,10 +809,14 @@ async fn inclusion<R: LedgerReads>(
         if !p.take() {
             return Ok(None);
         }
-        let json_body = match p.reads.entry_json(n).await {
-            Ok((200, b)) => b,
-            _ => {
+        let entry = match p.reads.entry_json(n).await {
+            Ok(Some(e)) => e,
+            Ok(None) => {
                 p.report.unreadable += 1;
+                return Ok(None);
+            }
+            Err(e) => {
+                p.failed(store.connection(), "/ledger/<n>?format=json", &e)?;
                 return Ok(None);
             }
         };
@@ -834,26 +824,17 @@ async fn inclusion<R: LedgerReads>(
             return Ok(None);
         }
         let raw = match p.reads.entry_raw(n).await {
-            Ok((200, b)) => b,
-            _ => {
+            Ok(Some(b)) => b,
+            Ok(None) => {
                 p.report.unreadable += 1;
+                return Ok(None);
+            }
+            Err(e) => {
+                p.failed(store.connection(), "/ledger/<n>?format=raw", &e)?;
                 return Ok(None);
             }
         };
         p.report.entries_read += 1;
-        let entry = match LedgerEntry::parse(&json_body) {
-            Ok(e) => e,
-            Err(e) => {
-                p.garbage(
-                    store.connection(),
-                    "/ledger/<n>?format=json",
-                    200,
-                    &json_body,
-                    &e.to_string(),
-                )?;
-                return Ok(None);
-            }
-        };
         // A held entry is still what it was (§7 step 5).
         if let Some(h) = lstore::entry(store.connection(), p.intake, n)? {
             let raw_sha = sha256_hex(&raw);

@@ -6,8 +6,9 @@
 use conduct_walker::digest::sha256_hex;
 use conduct_walker::ledger::batch;
 use conduct_walker::ledger::chain::{self, ChainFields};
-use conduct_walker::ledger::follower::{Fetched, LedgerReads};
+use conduct_walker::ledger::follower::{LedgerReads, ReadError};
 use conduct_walker::ledger::wire::{BatchRow, StoredRecord};
+use conduct_walker::ledger::wire::{ExportLine, HeadAnswer, LedgerEntry, WireError, WitnessAnswer};
 use serde_json::{Value, json};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -167,8 +168,52 @@ fn pretty(v: &Value) -> Vec<u8> {
     serde_json::to_vec_pretty(v).unwrap()
 }
 
+type Fetched = Result<(u16, Vec<u8>), String>;
+
+fn served<T>(parsed: Result<T, WireError>, body: &[u8]) -> Result<T, ReadError> {
+    parsed.map_err(|e| ReadError {
+        served: true,
+        detail: e.to_string(),
+        body: Some(body.to_vec()),
+    })
+}
+
 impl LedgerReads for FakeLedger {
-    async fn witness(&self, sha: &str) -> Fetched {
+    async fn witness(&self, sha: &str) -> Result<WitnessAnswer, ReadError> {
+        let (status, body) = self.witness_bytes(sha).map_err(ReadError::down)?;
+        served(WitnessAnswer::parse(status, &body), &body)
+    }
+
+    async fn head(&self) -> Result<HeadAnswer, ReadError> {
+        let (status, body) = self.head_bytes().map_err(ReadError::down)?;
+        served(HeadAnswer::parse(status, &body), &body)
+    }
+
+    async fn entry_raw(&self, n: u64) -> Result<Option<Vec<u8>>, ReadError> {
+        match self.entry_raw_bytes(n).map_err(ReadError::down)? {
+            (404, _) => Ok(None),
+            (_, body) => Ok(Some(body)),
+        }
+    }
+
+    async fn entry_json(&self, n: u64) -> Result<Option<LedgerEntry>, ReadError> {
+        match self.entry_json_bytes(n).map_err(ReadError::down)? {
+            (404, _) => Ok(None),
+            (_, body) => served(LedgerEntry::parse(&body), &body).map(Some),
+        }
+    }
+
+    async fn export(
+        &self,
+        line: &mut dyn FnMut(Result<ExportLine, WireError>) -> bool,
+    ) -> Result<(), ReadError> {
+        self.export_lines(&mut |l| line(ExportLine::parse(l)))
+            .map_err(ReadError::down)
+    }
+}
+
+impl FakeLedger {
+    fn witness_bytes(&self, sha: &str) -> Fetched {
         self.count("witness");
         let st = self.0.borrow();
         if st.down {
@@ -208,7 +253,7 @@ impl LedgerReads for FakeLedger {
         }
     }
 
-    async fn head(&self) -> Fetched {
+    fn head_bytes(&self) -> Fetched {
         self.count("head");
         let st = self.0.borrow();
         if st.down {
@@ -228,7 +273,7 @@ impl LedgerReads for FakeLedger {
         ))
     }
 
-    async fn entry_raw(&self, n: u64) -> Fetched {
+    fn entry_raw_bytes(&self, n: u64) -> Fetched {
         self.count("entry_raw");
         let st = self.0.borrow();
         if st.down {
@@ -247,7 +292,7 @@ impl LedgerReads for FakeLedger {
         }
     }
 
-    async fn entry_json(&self, n: u64) -> Fetched {
+    fn entry_json_bytes(&self, n: u64) -> Fetched {
         self.count("entry_json");
         let st = self.0.borrow();
         if st.down {
@@ -265,7 +310,7 @@ impl LedgerReads for FakeLedger {
         }
     }
 
-    async fn export(&self, line: &mut dyn FnMut(&[u8]) -> bool) -> Result<(), String> {
+    fn export_lines(&self, line: &mut dyn FnMut(&[u8]) -> bool) -> Result<(), String> {
         self.count("export");
         let st = self.0.borrow();
         if st.down {

@@ -49,6 +49,9 @@ pub struct ConfigFile {
     /// `[mcp]`: what a model may do through `conduct-walker mcp`.
     #[serde(default)]
     pub mcp: McpSection,
+    /// `[ledger]`: following filed records into the witness ledger (issue 23).
+    #[serde(default)]
+    pub ledger: LedgerSection,
     /// One per agent to walk, each on its own schedule; with none the daemon idles.
     #[serde(default, rename = "target", skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<TargetSection>,
@@ -179,6 +182,107 @@ impl Default for DaemonSection {
     }
 }
 
+/// `[ledger]`: how the daemon follows the records it filed into the intake's ledger
+/// (`GET /witness/<sha>` until anchored, inclusion, the chain; `conduct-walker ledger follow`
+/// does one pass by hand).
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LedgerSection {
+    /// Run the follower as a task of the daemon.
+    #[serde(default = "yes")]
+    pub follow: bool,
+    /// Seconds between the follower's passes over each intake.
+    #[serde(default = "default_ledger_poll")]
+    pub poll_interval_secs: u64,
+    /// Reads per minute per intake, on average (at most one minute's worth at once).
+    #[serde(default = "default_ledger_rate")]
+    pub rate_per_minute: u64,
+    /// Hours after filing after which a record not yet anchored is a finding.
+    #[serde(default = "default_ledger_overdue")]
+    pub overdue_after_hours: u64,
+    /// Per-intake values instead of the two above.
+    #[serde(default, rename = "intake", skip_serializing_if = "Vec::is_empty")]
+    pub intakes: Vec<LedgerIntakeSection>,
+}
+
+impl Default for LedgerSection {
+    fn default() -> Self {
+        LedgerSection {
+            follow: true,
+            poll_interval_secs: default_ledger_poll(),
+            rate_per_minute: default_ledger_rate(),
+            overdue_after_hours: default_ledger_overdue(),
+            intakes: Vec::new(),
+        }
+    }
+}
+
+/// `[[ledger.intake]]`: one intake's own read rate and overdue limit.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LedgerIntakeSection {
+    /// The intake URL records are filed with (`https://host/witness`).
+    #[schemars(with = "String")]
+    pub url: Spanned<String>,
+    /// Default: `ledger.rate_per_minute`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_per_minute: Option<u64>,
+    /// Default: `ledger.overdue_after_hours`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overdue_after_hours: Option<u64>,
+}
+
+fn default_ledger_poll() -> u64 {
+    60
+}
+fn default_ledger_rate() -> u64 {
+    crate::ledger::follow::Policy::default().rate_per_minute as u64
+}
+fn default_ledger_overdue() -> u64 {
+    crate::ledger::follow::Policy::default()
+        .overdue_after
+        .num_hours() as u64
+}
+
+/// The validated `[ledger]` section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerSettings {
+    pub follow: bool,
+    pub poll_interval: Duration,
+    pub default: crate::ledger::follow::Policy,
+    pub per_intake: Vec<(String, crate::ledger::follow::Policy)>,
+}
+
+impl Default for LedgerSettings {
+    fn default() -> Self {
+        LedgerSettings {
+            follow: true,
+            poll_interval: Duration::from_secs(default_ledger_poll()),
+            default: crate::ledger::follow::Policy::default(),
+            per_intake: Vec::new(),
+        }
+    }
+}
+
+impl LedgerSettings {
+    /// The follower's policy for an intake.
+    pub fn policy_for(&self, intake: &str) -> crate::ledger::follow::Policy {
+        let norm = |u: &str| u.trim_end_matches('/').to_owned();
+        self.per_intake
+            .iter()
+            .find(|(u, _)| norm(u) == norm(intake))
+            .map_or_else(|| self.default.clone(), |(_, p)| p.clone())
+    }
+}
+
+fn ledger_policy(rate: u64, overdue_hours: u64) -> crate::ledger::follow::Policy {
+    crate::ledger::follow::Policy {
+        rate_per_minute: rate.clamp(1, 600) as u32,
+        overdue_after: chrono::Duration::hours(overdue_hours.clamp(1, 24 * 90) as i64),
+        ..crate::ledger::follow::Policy::default()
+    }
+}
+
 /// `[mcp]`: the operator's limits on what a model may do through the MCP server. Identity,
 /// key, store and network rules are the rest of this file; a model never chooses them.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
@@ -245,6 +349,10 @@ pub struct TargetSection {
     /// File the records with the intake (false: store only).
     #[serde(default = "yes")]
     pub submit: bool,
+    /// Also keep other witnesses' records about this endpoint, read from the anchored batches
+    /// of the intake's ledger (what `conduct-walker ledger pull` does by hand).
+    #[serde(default)]
+    pub pull_ledger: bool,
     /// Cron pattern in UTC: "min hour day month weekday", or with seconds first
     /// "sec min hour day month weekday"; `@daily`, `@hourly` also work.
     #[schemars(with = "String")]
@@ -659,6 +767,8 @@ pub struct Target {
     pub request: WalkRequest,
     pub submit: bool,
     pub schedule: Schedule,
+    /// `pull_ledger`: keep other witnesses' records about this endpoint.
+    pub pull_ledger: bool,
 }
 
 /// Where the signing key comes from.
@@ -714,6 +824,8 @@ pub struct Config {
     pub drain_interval: Duration,
     pub shutdown_grace: Duration,
     pub targets: Vec<Target>,
+    /// `[ledger]`.
+    pub ledger: LedgerSettings,
 }
 
 /// Read and validate a config file.
@@ -897,6 +1009,24 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
             0,
             3_600,
         ),
+        (
+            "ledger.poll_interval_secs",
+            file.ledger.poll_interval_secs,
+            10,
+            86_400,
+        ),
+        (
+            "ledger.rate_per_minute",
+            file.ledger.rate_per_minute,
+            1,
+            600,
+        ),
+        (
+            "ledger.overdue_after_hours",
+            file.ledger.overdue_after_hours,
+            1,
+            24 * 90,
+        ),
     ] {
         if !(min..=max).contains(&value) {
             let line = text
@@ -940,6 +1070,27 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
             }
         },
     };
+    for i in &file.ledger.intakes {
+        if let Err(why) = crate::net::https_url(i.url.get_ref()) {
+            at(i.url.span(), why);
+        }
+        if let Some(r) = i.rate_per_minute
+            && !(1..=600).contains(&r)
+        {
+            at(
+                i.url.span(),
+                format!("rate_per_minute {r} is out of range: must be between 1 and 600"),
+            );
+        }
+        if let Some(h) = i.overdue_after_hours
+            && !(1..=24 * 90).contains(&h)
+        {
+            at(
+                i.url.span(),
+                format!("overdue_after_hours {h} is out of range: must be between 1 and 2160"),
+            );
+        }
+    }
     for cap in [&file.mcp.daily_walk_cap, &file.mcp.daily_store_only_cap]
         .into_iter()
         .flatten()
@@ -1022,6 +1173,7 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
             },
             submit: t.submit,
             schedule,
+            pull_ledger: t.pull_ledger,
         });
     }
     let database = match &d.database {
@@ -1051,6 +1203,26 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
         drain_interval: Duration::from_secs(d.drain_interval_secs.max(1)),
         shutdown_grace: Duration::from_secs(d.shutdown_grace_secs),
         targets,
+        ledger: LedgerSettings {
+            follow: file.ledger.follow,
+            poll_interval: Duration::from_secs(file.ledger.poll_interval_secs.max(1)),
+            default: ledger_policy(file.ledger.rate_per_minute, file.ledger.overdue_after_hours),
+            per_intake: file
+                .ledger
+                .intakes
+                .iter()
+                .map(|i| {
+                    (
+                        i.url.get_ref().clone(),
+                        ledger_policy(
+                            i.rate_per_minute.unwrap_or(file.ledger.rate_per_minute),
+                            i.overdue_after_hours
+                                .unwrap_or(file.ledger.overdue_after_hours),
+                        ),
+                    )
+                })
+                .collect(),
+        },
     }
 }
 

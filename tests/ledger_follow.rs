@@ -396,3 +396,68 @@ async fn the_rate_per_intake_is_never_exceeded() {
         at += Duration::minutes(1);
     }
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn pull_keeps_other_witnesses_records_checked_against_their_batch() {
+    let mut w = world(1, "2026-12-01T13:00:00Z");
+    let endpoint = "https://agent.example/a2a";
+    // Two other witnesses' records about the same endpoint, one about another endpoint.
+    let theirs = |i: u64, ep: &str| {
+        let v = record_value(
+            100 + i,
+            "https://agent.example",
+            ep,
+            i % 2 == 0,
+            &walked_at(i * 3600),
+        );
+        String::from_utf8(conduct_walker::canonical::to_bytes(&v)).unwrap()
+    };
+    let a = w.ledger.file(&theirs(1, endpoint));
+    let b = w.ledger.file(&theirs(2, endpoint));
+    let _other = w.ledger.file(&theirs(3, "https://other.example/a2a"));
+    // The intake serves b's bytes altered: kept, with what disagreed.
+    w.ledger
+        .0
+        .borrow_mut()
+        .stored_bytes_override
+        .insert(b.clone(), theirs(4, endpoint));
+    w.ledger.anchor("2026-12-02T00:30:00.000Z", 200);
+    let r = conduct_walker::ledger::pull::pull(
+        &w.ledger,
+        &mut w.store,
+        INTAKE,
+        endpoint,
+        t("2026-12-02T00:40:00Z"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (r.listed, r.ours, r.kept, r.disagreeing),
+        (3, 1, 2, 1),
+        "{r:?}"
+    );
+    let kept = lstore::foreign_for_endpoint(w.store.connection(), endpoint, 10).unwrap();
+    let ok = kept.iter().find(|f| f.sha256 == a).unwrap();
+    assert_eq!(ok.checked, "ok");
+    assert_eq!(ok.ledger_entry, 1);
+    assert!(ok.walked_at.is_some() && ok.outcome.is_some());
+    let bad = kept.iter().find(|f| f.sha256 == b).unwrap();
+    assert!(
+        bad.checked.contains("bytes_do_not_hash_to_sha"),
+        "{}",
+        bad.checked
+    );
+    // Not our records: our store's records and chain are untouched.
+    assert_eq!(w.store.count().unwrap(), 1);
+    // A second pull reads nothing again.
+    let again = conduct_walker::ledger::pull::pull(
+        &w.ledger,
+        &mut w.store,
+        INTAKE,
+        endpoint,
+        t("2026-12-02T00:41:00Z"),
+    )
+    .await
+    .unwrap();
+    assert_eq!((again.entries_read, again.kept), (0, 0));
+}

@@ -86,16 +86,18 @@ pub async fn follow_with<R: LedgerReads>(
 }
 
 fn pass_line(r: &PassReport) -> String {
-    let head = r
-        .head
-        .as_ref()
-        .map_or("no head held".to_owned(), |h| format!("head held n={} {}", h.n, &h.head[..12]));
+    let head = r.head.as_ref().map_or("no head held".to_owned(), |h| {
+        format!("head held n={} {}", h.n, &h.head[..12])
+    });
     let mut line = format!(
         "{}: {} read(s), {head}, {} new entr(y/ies), {} record(s) read, {} anchored, {} inclusion verified, {} new finding(s)",
         r.intake_url, r.reads, r.new_entries, r.polled, r.anchored, r.verified, r.findings_opened
     );
     if r.unreadable > 0 {
-        line.push_str(&format!(", {} read(s) without a usable answer (tried again later)", r.unreadable));
+        line.push_str(&format!(
+            ", {} read(s) without a usable answer (tried again later)",
+            r.unreadable
+        ));
     }
     if r.out_of_budget {
         line.push_str(", more due than the read rate allows now (next pass)");
@@ -171,5 +173,9 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
         println!("no filed records followed yet");
     }
     // Read-only: exit 1 when the ledger gave a finding, like `records verify` on a problem.
-    Ok(ExitCode::from(if any_finding { EXIT_FINDING } else { EXIT_OK }))
+    Ok(ExitCode::from(if any_finding {
+        EXIT_FINDING
+    } else {
+        EXIT_OK
+    }))
 }

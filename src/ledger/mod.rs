@@ -17,6 +17,7 @@ pub mod chain;
 pub mod check;
 pub mod follow;
 pub mod follower;
+pub mod pull;
 pub mod text;
 pub mod wire;
 

@@ -725,6 +725,46 @@ pub fn foreign_for_endpoint(
     Ok(out)
 }
 
+/// The last entry `ledger pull` read for this intake and endpoint (0: none).
+pub fn pulled_upto(conn: &Connection, intake_url: &str, endpoint: &str) -> Result<u64, StoreError> {
+    let n: Option<i64> = conn
+        .prepare_cached("SELECT upto_n FROM ledger_pulls WHERE intake_url = ?1 AND endpoint = ?2")?
+        .query_row(params![intake_url, endpoint], |r| r.get(0))
+        .optional()?;
+    Ok(n.unwrap_or(0).max(0) as u64)
+}
+
+pub fn set_pulled_upto(
+    conn: &Connection,
+    intake_url: &str,
+    endpoint: &str,
+    n: u64,
+    now: &str,
+) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO ledger_pulls (intake_url, endpoint, upto_n, pulled_at) VALUES (?1, ?2, ?3, ?4) \
+         ON CONFLICT (intake_url, endpoint) DO UPDATE SET upto_n = excluded.upto_n, pulled_at = excluded.pulled_at",
+    )?
+    .execute(params![intake_url, endpoint, n as i64, now])?;
+    Ok(())
+}
+
+/// The foreign records kept, per endpoint: (endpoint, witnesses, records), a small summary
+/// for the endpoints page.
+pub fn foreign_witnesses(
+    conn: &Connection,
+    endpoint: &str,
+) -> Result<Vec<(String, i64, String)>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT witness_name, count(*), max(coalesce(walked_at, '')) FROM foreign_records WHERE endpoint = ?1 \
+         GROUP BY witness_name ORDER BY witness_name",
+    )?;
+    let out = stmt
+        .query_map([endpoint], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -123,6 +123,15 @@ CREATE TABLE foreign_records (
 );
 CREATE INDEX foreign_records_endpoint ON foreign_records (endpoint, walked_at);
 
+-- How far `ledger pull` has read an intake's batches for an endpoint.
+CREATE TABLE ledger_pulls (
+    intake_url TEXT    NOT NULL,
+    endpoint   TEXT    NOT NULL,
+    upto_n     INTEGER NOT NULL,
+    pulled_at  TEXT    NOT NULL,
+    PRIMARY KEY (intake_url, endpoint)
+);
+
 CREATE TRIGGER ledger_follow_counts_insert AFTER INSERT ON ledger_follow
 BEGIN
     INSERT OR IGNORE INTO ledger_intakes (intake_url) VALUES (NEW.intake_url);

@@ -461,3 +461,74 @@ async fn pull_keeps_other_witnesses_records_checked_against_their_batch() {
     .unwrap();
     assert_eq!((again.entries_read, again.kept), (0, 0));
 }
+
+/// Item 7: a simulated day. 1,000 records filed from 01:00 to 23:39 UTC, an operator batch at
+/// 12:00, the scheduled run at 00:30 (the newer worker's five batches of 200, then a
+/// checkpoint); the follower passes every minute at the default rate. Every record ends
+/// anchored and verified, with about two reads per record (BENCHMARKS.md).
+#[tokio::test(flavor = "current_thread")]
+async fn a_simulated_day_follows_1000_records_to_anchoring_with_bounded_reads() {
+    let mut w = world(0, "2026-11-30T01:00:00Z");
+    let start = t("2026-11-30T01:00:00Z");
+    let mut filed = 0u64;
+    let mut at = start;
+    let end = t("2026-12-01T02:00:00Z");
+    let mut operator_done = false;
+    let mut run_done = false;
+    let mut all_verified_at = None;
+    let mut cache = follower::Cache::default();
+    while at <= end {
+        // One record every 68 s: 1,000 by 19:53.
+        while filed < 1000 && start + Duration::seconds(68 * filed as i64) <= at {
+            let bytes = record_bytes(10_000 + filed, filed % 3 != 0);
+            let sha = file(&w.store, &w.ledger, bytes, &lstore::ts(at));
+            w.shas.push(sha);
+            filed += 1;
+        }
+        if !operator_done && at >= t("2026-11-30T12:00:00Z") {
+            w.ledger.anchor("2026-11-30T12:00:00.000Z", 200);
+            operator_done = true;
+        }
+        if !run_done && at >= t("2026-12-01T00:30:00Z") {
+            for _ in 0..5 {
+                w.ledger.anchor("2026-12-01T00:30:00.000Z", 200);
+            }
+            w.ledger.checkpoint("2026-12-01T00:30:00.500Z");
+            run_done = true;
+        }
+        follower::pass_cached(&w.ledger, &mut w.store, INTAKE, &w.policy, at, &mut cache)
+            .await
+            .unwrap();
+        if all_verified_at.is_none() && filed == 1000 {
+            let st = lstore::intake(w.store.connection(), INTAKE).unwrap();
+            if st.verified == 1000 {
+                all_verified_at = Some(at);
+            }
+        }
+        at += Duration::minutes(1);
+    }
+    let st = lstore::intake(w.store.connection(), INTAKE).unwrap();
+    assert_eq!(
+        (st.filed, st.anchored, st.verified, st.findings),
+        (1000, 1000, 1000, 0)
+    );
+    let reads = w.ledger.total_reads();
+    let by: Vec<(String, u64)> = ["head", "export", "entry_raw", "entry_json", "witness"]
+        .iter()
+        .map(|k| (k.to_string(), w.ledger.reads_of(k)))
+        .collect();
+    println!(
+        "simulated day: 1000 records, all verified at {:?}, {reads} reads {by:?}",
+        all_verified_at
+    );
+    assert_eq!(st.reads as u64, reads, "the store counts every read");
+    // At most two `/witness/<sha>` reads per record (once after filing, once when its batch
+    // lists it), the head every 15 minutes and after the run, one export per new head, each
+    // entry's bytes once, and each batch's JSON view and bytes once for inclusion.
+    assert!(w.ledger.reads_of("witness") <= 2000);
+    assert!(w.ledger.reads_of("head") <= 24 * 4 + 8);
+    assert!(w.ledger.reads_of("export") <= 4);
+    assert!(w.ledger.reads_of("entry_json") <= 6, "{by:?}");
+    assert!(reads <= 2130, "{reads}");
+    assert!(all_verified_at.unwrap() < t("2026-12-01T01:10:00Z"));
+}

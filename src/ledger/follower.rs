@@ -188,6 +188,36 @@ pub async fn pass<R: LedgerReads>(
     policy: &Policy,
     now: DateTime<Utc>,
 ) -> Result<PassReport, StoreError> {
+    pass_cached(reads, store, intake, policy, now, &mut Cache::default()).await
+}
+
+/// What a long-lived follower keeps between its passes over one intake: the last batch entry
+/// read for inclusion checks (one entry, at most the body cap), so a batch whose records take
+/// several passes at the read rate is read once, not once per pass.
+#[derive(Default)]
+pub struct Cache {
+    entry: Option<EntryCache>,
+}
+
+/// How long an entry read for inclusion is reused.
+const CACHE_FOR: chrono::Duration = chrono::Duration::hours(1);
+
+/// [`pass`] with the cache a long-lived follower keeps per intake.
+pub async fn pass_cached<R: LedgerReads>(
+    reads: &R,
+    store: &mut crate::store::Store,
+    intake: &str,
+    policy: &Policy,
+    now: DateTime<Utc>,
+    cache: &mut Cache,
+) -> Result<PassReport, StoreError> {
+    if cache
+        .entry
+        .as_ref()
+        .is_some_and(|c| now - c.read_at > CACHE_FOR || c.read_at > now)
+    {
+        cache.entry = None;
+    }
     let state = lstore::intake(store.connection(), intake)?;
     let mut bucket = state.bucket(now, policy);
     bucket.refill(now, policy);
@@ -207,7 +237,7 @@ pub async fn pass<R: LedgerReads>(
     overdue(&mut p, store.connection())?;
     chain_step(&mut p, store, state.held()).await?;
     entries_step(&mut p, store).await?;
-    witness_step(&mut p, store).await?;
+    witness_step(&mut p, store, &mut cache.entry).await?;
     lstore::end_pass(
         store.connection(),
         intake,
@@ -611,12 +641,14 @@ struct EntryCache {
     n: u64,
     entry: LedgerEntry,
     raw: Vec<u8>,
+    read_at: DateTime<Utc>,
 }
 
 /// §7 steps 1–3 for the due records.
 async fn witness_step<R: LedgerReads>(
     p: &mut Pass<'_, R>,
     store: &mut crate::store::Store,
+    cache: &mut Option<EntryCache>,
 ) -> Result<(), StoreError> {
     let limit = p.bucket.tokens.max(0.0) as usize;
     if limit == 0 {
@@ -627,7 +659,6 @@ async fn witness_step<R: LedgerReads>(
         // More may be due than the bucket holds: they wait for the next pass.
         p.report.out_of_budget = true;
     }
-    let mut cache: Option<EntryCache> = None;
     for row in due {
         if !p.take() {
             break;
@@ -693,7 +724,7 @@ async fn witness_step<R: LedgerReads>(
             WitnessAnswer::Pending { .. } => (Answered::Pending, "pending", None),
             WitnessAnswer::Anchored { ledger_entry, .. } => {
                 let n = *ledger_entry;
-                let inc = inclusion(p, store, &row, &answer, n, &mut cache).await?;
+                let inc = inclusion(p, store, &row, &answer, n, cache).await?;
                 match inc {
                     Some(inc) => (
                         Answered::Anchored {
@@ -858,7 +889,12 @@ async fn inclusion<R: LedgerReads>(
                 p.finding(store.connection(), "entry_changed", None, Some(n), evidence)?;
             }
         }
-        *cache = Some(EntryCache { n, entry, raw });
+        *cache = Some(EntryCache {
+            n,
+            entry,
+            raw,
+            read_at: p.now,
+        });
     }
     let c = cache.as_ref().expect("filled above");
     let filed = {

@@ -532,3 +532,87 @@ async fn a_simulated_day_follows_1000_records_to_anchoring_with_bounded_reads() 
     assert!(reads <= 2130, "{reads}");
     assert!(all_verified_at.unwrap() < t("2026-12-01T01:10:00Z"));
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_faces_show_the_ledger_life_figures_and_findings() {
+    use conduct_walker::pages::{Context, render};
+    let mut w = world(3, "2026-12-01T13:00:00Z");
+    w.ledger
+        .0
+        .borrow_mut()
+        .stored_bytes_override
+        .insert(w.shas[2].clone(), "{}".into());
+    w.pass("2026-12-01T13:05:00Z").await;
+    w.ledger.anchor("2026-12-02T00:30:00.000Z", 200);
+    w.pass("2026-12-02T00:35:00Z").await;
+    // The record page: filed → anchored at entry 1 → inclusion verified; replies read.
+    let page = render::record(&w.store, &w.shas[0], "test").unwrap();
+    assert!(page.contains("id=\"ledger\""), "{page}");
+    assert!(page.contains("anchored at entry 1, inclusion verified"));
+    assert!(page.contains("filed (accepted by the intake) at 2026-12-01T13:00:00Z"));
+    assert!(page.contains("id=\"replies\""));
+    // The record whose stored copy differs shows its finding and evidence.
+    let bad = render::record(&w.store, &w.shas[2], "test").unwrap();
+    assert!(bad.contains("stored_bytes_differ"), "{bad}");
+    // The overview: per intake figures and the head held.
+    let ov = render::overview(
+        w.store.connection(),
+        &Context::default(),
+        &(None, false),
+        1,
+        t("2026-12-02T00:40:00Z"),
+        "test",
+    )
+    .unwrap();
+    assert!(ov.contains("data-ledger=\"filed\">3<"), "{ov}");
+    assert!(ov.contains("data-ledger=\"verified\">2<"));
+    assert!(ov.contains("data-ledger=\"findings\">1<"));
+    assert!(ov.contains("head held: n = 1"));
+    // /metrics from the per-intake row; /healthz names the finding.
+    let m = conduct_walker::daemon::ledger_faces::metrics_text(w.store.connection()).unwrap();
+    assert!(
+        m.contains(&format!(
+            "conduct_walker_ledger_anchored{{intake=\"{INTAKE}\"}} 2"
+        )),
+        "{m}"
+    );
+    assert!(m.contains(&format!(
+        "conduct_walker_ledger_findings_total{{intake=\"{INTAKE}\"}} 1"
+    )));
+    assert!(m.contains(&format!(
+        "conduct_walker_ledger_head_n{{intake=\"{INTAKE}\"}} 1"
+    )));
+    let h = conduct_walker::daemon::ledger_faces::health(w.store.connection());
+    assert_eq!(h["open_findings"], 1);
+    assert_eq!(h["latest_findings"][0]["kind"], "stored_bytes_differ");
+    // The endpoint page: other witnesses' records pulled from the ledger.
+    let other = record_value(
+        500,
+        "https://agent.example",
+        "https://agent.example/a2a",
+        false,
+        &walked_at(7),
+    );
+    let other = String::from_utf8(conduct_walker::canonical::to_bytes(&other)).unwrap();
+    w.ledger.file(&other);
+    w.ledger.anchor("2026-12-02T01:00:00.000Z", 200);
+    conduct_walker::ledger::pull::pull(
+        &w.ledger,
+        &mut w.store,
+        INTAKE,
+        "https://agent.example/a2a",
+        t("2026-12-02T01:05:00Z"),
+    )
+    .await
+    .unwrap();
+    let ep = render::endpoints(
+        w.store.connection(),
+        Some("https://agent.example/a2a"),
+        "test",
+    )
+    .unwrap();
+    assert!(ep.contains("id=\"foreign\""), "{ep}");
+    assert!(ep.contains("class=\"foreign-witness\""));
+    assert!(ep.contains("agrees with its batch"));
+    assert!(ep.contains("The ledger keeps no signature"));
+}

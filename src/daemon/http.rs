@@ -130,6 +130,16 @@ async fn healthz(State(s): State<AppState>) -> Response {
     if let Some(f) = fault {
         body["store_fault"] = serde_json::json!({"reason": f.reason, "since": f.since});
     }
+    // The ledger's findings are named, but a ledger that lies is not the daemon's fault: the
+    // status stays what the daemon's own health says.
+    let path = s.db_path.clone();
+    body["ledger"] = blocking(move || {
+        Ok(Store::open_read_only(&path)
+            .map(|st| super::ledger_faces::health(st.connection()))
+            .unwrap_or(serde_json::Value::Null))
+    })
+    .await
+    .unwrap_or(serde_json::Value::Null);
     let code = if status == "ok" {
         StatusCode::OK
     } else {
@@ -147,11 +157,12 @@ async fn metrics(State(s): State<AppState>) -> Response {
         let mut tally = tally.lock().unwrap_or_else(|p| p.into_inner());
         let mut snap = Snapshot::read(store.connection(), &mut tally).map_err(store_error)?;
         snap.runner = runner.status().ok();
-        Ok(snap)
+        let ledger = super::ledger_faces::metrics_text(store.connection()).map_err(store_error)?;
+        Ok((snap, ledger))
     })
     .await;
     match result {
-        Ok(mut snap) => {
+        Ok((mut snap, ledger)) => {
             snap.targets = s.live.targets.load(Ordering::Relaxed);
             snap.in_flight = s.live.in_flight.load(Ordering::Relaxed);
             let next = s.live.next_fire.load(Ordering::Relaxed);
@@ -162,7 +173,7 @@ async fn metrics(State(s): State<AppState>) -> Response {
                     header::CONTENT_TYPE,
                     "text/plain; version=0.0.4; charset=utf-8",
                 )],
-                render(&snap),
+                render(&snap) + &ledger,
             )
                 .into_response()
         }

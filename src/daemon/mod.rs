@@ -13,6 +13,7 @@ pub mod consent;
 /// The daemon's tables live with the rest of the store; `daemon::db` is their old name.
 pub use crate::store::daemon_walks as db;
 pub mod http;
+pub mod ledger_faces;
 pub mod metrics;
 pub mod runner;
 pub mod scheduler;

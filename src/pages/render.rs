@@ -72,7 +72,7 @@ pub fn kind_of(f: &Fire) -> Kind {
     }
 }
 
-fn record_href(sha: &str) -> String {
+pub(super) fn record_href(sha: &str) -> String {
     format!("/records/{sha}")
 }
 
@@ -371,6 +371,7 @@ pub fn overview(
         }
     };
 
+    let ledger_box = super::ledger::overview_box(conn)?;
     let body = html! {
         h1 { "What the walker saw" }
         section class="grid" {
@@ -431,6 +432,7 @@ pub fn overview(
                     }
                 }
             }
+            (ledger_box)
             div class="box" id="store" {
                 h2 { "Store" }
                 dl {
@@ -715,6 +717,7 @@ pub fn record(store: &Store, prefix: &str, served_by: &str) -> Result<String, St
     let value = crate::json::parse_lenient(&rec.canonical).unwrap_or(serde_json::Value::Null);
     let pretty = serde_json::to_string_pretty(&value).unwrap_or_default();
     let v = row.meta.verdict.as_ref();
+    let ledger_life = super::ledger::record_life(conn, row.id, &row.sha256)?;
     let body = html! {
         h1 { "Record " code { (row.sha256.get(..12).unwrap_or(&row.sha256)) } }
         p class="links" {
@@ -791,6 +794,7 @@ pub fn record(store: &Store, prefix: &str, served_by: &str) -> Result<String, St
                 }
             }
         }
+        (ledger_life)
         @if let Some(list) = value["assertions"].as_array() {
             section {
                 h2 { "Assertions" }
@@ -902,6 +906,7 @@ pub fn endpoints(
                     > 1
         })
         .collect();
+    let foreign = super::ledger::endpoint_foreign(conn, url)?;
     let body = html! {
         h1 { "Endpoint " code class="endpoint-url" { (url) } }
         p { (recs.len()) " most recent record(s) of this endpoint in the store, from "
@@ -923,6 +928,7 @@ pub fn endpoints(
                 }
             }
         }
+        (foreign)
         h2 { "Where witnesses disagree" }
         @if disagreements.is_empty() {
             p id="agreement" { "No UTC day on which two witnesses of this endpoint saw different outcomes." }

@@ -92,9 +92,9 @@ fn config_check_refuses_a_bad_ledger_section() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{out:?}");
-    let err = String::from_utf8_lossy(&out.stderr);
+    let said = String::from_utf8_lossy(&out.stdout);
     assert!(
-        err.contains("ledger.rate_per_minute") || err.contains("rate_per_minute"),
-        "{err}"
+        said.contains("line 5, `ledger.rate_per_minute`: 0 is out of range"),
+        "{said}"
     );
 }

@@ -75,7 +75,7 @@ pub fn marker_sha256(n: u64, head: &str) -> String {
 
 /// An entry out of place in the chain: a hole (a missing `n`) or a wrong `n`, never skipped
 /// (§6.1 step 2).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize)]
 #[error("chain broken at entry {at}: expected n = {at}, found {found:?}")]
 pub struct Broken {
     pub at: u64,

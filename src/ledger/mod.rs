@@ -1,4 +1,4 @@
-//! The ledger monitor's pure core (ledger.md; issue 23): no I/O, no clock.
+//! The ledger monitor's core (ledger.md; issue 23): pure (no I/O, no clock) except [`client`].
 //!
 //! - [`wire`]: the read side's answers as typed values (`/witness/<sha>`, `/ledger/head`, an
 //!   entry's JSON view, an export line, the batch / checkpoint text inside an entry).
@@ -9,12 +9,15 @@
 //! - [`check`]: the monitor's checks of ledger.md §7 (inclusion; append-only consistency
 //!   against a held head), each returning typed findings that carry their evidence.
 //!
+//! - [`client`]: the one I/O edge here: bounded reads of the routes over the crate's transport.
+//!
 //! The follower that fetches, the store that holds heads, the commands and the faces are the
 //! edges' business (ARCHITECTURE.md, "The ledger monitor's core").
 
 pub mod batch;
 pub mod chain;
 pub mod check;
+pub mod client;
 pub mod text;
 pub mod wire;
 

@@ -880,7 +880,16 @@ async fn reads_pending_one_and_operator_anchor() {
         pending["caps"],
         json!({"daily_global": 6, "daily_per_ip": 2, "daily_per_domain": 2})
     );
-    assert_eq!(pending["pending"][0]["sha"], shas[0].as_str());
+    // Ascending sha (KV key order, ledger.md §3).
+    let listed: Vec<&str> = pending["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["sha"].as_str().unwrap())
+        .collect();
+    let mut in_sha_order = shas.iter().map(String::as_str).collect::<Vec<_>>();
+    in_sha_order.sort();
+    assert_eq!(listed, in_sha_order);
     assert_eq!(pending["pending"][0]["witness_name"], "w");
 
     let (status, one) = env.get(&format!("/witness/{}", shas[1])).await;
@@ -893,18 +902,33 @@ async fn reads_pending_one_and_operator_anchor() {
     );
     assert_eq!(one["responses"], json!([]));
 
-    // The operator batch takes batch_max (2) records, sorted by sha.
+    // The operator batch needs the operator key (ledger.md §4.1).
     let ex = env.send("POST", "/witness/anchor", &[], None).await;
+    assert_eq!(ex.status, 401);
+    let key = env.emu.operator_key();
+    let ex = env
+        .send(
+            "POST",
+            "/witness/anchor",
+            &[("x-ledger-key", key.as_str())],
+            None,
+        )
+        .await;
+    // It takes batch_max (2) records, sorted by sha.
     let answer: Value = serde_json::from_slice(&ex.body).unwrap();
-    assert_eq!((ex.status, answer["anchored"].clone()), (200, json!(2)));
+    assert_eq!((ex.status, answer["anchored"].clone()), (201, json!(2)));
+    assert_eq!(answer["trigger"], "operator");
     let mut sorted = shas.clone();
     sorted.sort();
-    assert_eq!(answer["shas"], json!(sorted[..2]));
-    let entry = answer["ledger_entry"].as_i64().unwrap();
+    let entry = answer["n"].as_i64().unwrap();
+    assert_eq!(entry, 1);
 
-    let (_, ledger) = env.get(&format!("/ledger/{entry}")).await;
-    let batch_text = ledger["record_canonical"].as_str().unwrap();
-    assert!(batch_text.starts_with(r#"{"schema":"nenrin-witness-batch-v1","anchored_at":"2026-11-30T12:00:00.000Z","count":2,"ledger_head":null,"records":[{"sha":"#), "{batch_text}");
+    let ex = env
+        .send("GET", &format!("/ledger/{entry}?format=raw"), &[], None)
+        .await;
+    let batch_text = String::from_utf8(ex.body).unwrap();
+    let batch_text = batch_text.as_str();
+    assert!(batch_text.starts_with(&format!(r#"{{"schema":"nenrin-witness-batch-v1","anchored_at":"2026-11-30T12:00:00.000Z","count":2,"ledger_head":{{"chain":"jidec-chain-v1","n":0,"entry_sha256":"{}"}},"records":[{{"sha":"#, "0".repeat(64))), "{batch_text}");
     let batch: Value = serde_json::from_str(batch_text).unwrap();
     for (item, sha) in batch["records"].as_array().unwrap().iter().zip(&sorted) {
         assert_eq!(item["sha"], sha.as_str());
@@ -943,10 +967,14 @@ async fn reads_pending_one_and_operator_anchor() {
         (200, json!("anchored"), json!(true))
     );
 
-    // The second batch chains to the first.
+    // The second batch carries the head after the first (ledger.md §4.4).
+    let (_, head) = env.get("/ledger/head").await;
     let batch = env.emu.anchor().unwrap().unwrap();
     let second: Value = serde_json::from_str(&batch.record_canonical).unwrap();
-    assert_eq!(second["ledger_head"], sha256_hex(batch_text));
+    assert_eq!(
+        second["ledger_head"],
+        json!({"chain": "jidec-chain-v1", "n": 1, "entry_sha256": head["head"]})
+    );
     assert!(env.emu.anchor().unwrap().is_none(), "the pool is empty");
 }
 

@@ -2,7 +2,7 @@
 //! is a finding with its evidence, and nothing the ledger does changes our records, our outbox
 //! rows or `records verify`.
 
-mod ledger_support;
+mod ledger_fake;
 mod store_support;
 
 use chrono::{DateTime, Duration, Utc};
@@ -12,7 +12,7 @@ use conduct_walker::store::ledger as lstore;
 use conduct_walker::store::outbox::{self, AttemptResult, NewSubmission};
 use conduct_walker::store::{Store, verify};
 use conduct_walker::witness::filing::{AnswerKind, SubmissionState};
-use ledger_support::FakeLedger;
+use ledger_fake::FakeLedger;
 use store_support::*;
 
 const INTAKE: &str = "https://ledger.example/witness";
@@ -261,7 +261,7 @@ async fn a_rewound_head_is_a_finding_with_both_heads() {
     w.pass("2026-12-01T14:30:00Z").await;
     let f = w.findings();
     assert_eq!(f.len(), 1, "{f:?}");
-    assert_eq!(f[0].kind, "rewound");
+    assert_eq!(f[0].kind, "rewound_head");
     assert_eq!(f[0].evidence["held"]["n"], 2);
     assert_eq!(f[0].evidence["held"]["head"], held.as_str());
     assert_eq!(f[0].evidence["served"]["n"], 1);
@@ -283,11 +283,11 @@ async fn a_changed_entry_and_a_forked_head_are_findings() {
     w.ledger.0.borrow_mut().entries[0].created_at = "2026-12-01T14:00:09.000Z".into();
     w.pass("2026-12-01T14:30:00Z").await;
     // The served head and the export's end line both disagree with the head held at n = 1.
-    assert_eq!(w.kinds(), vec!["export_end_differs", "forked"]);
+    assert_eq!(w.kinds(), vec!["export_end_differs", "forked_head"]);
     let fork = w
         .findings()
         .into_iter()
-        .find(|f| f.kind == "forked")
+        .find(|f| f.kind == "forked_head")
         .unwrap();
     assert_eq!(fork.evidence["held"]["n"], 1);
     assert_ne!(

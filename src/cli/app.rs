@@ -48,6 +48,10 @@ pub enum Command {
     Config(super::daemon::ConfigCommand),
     /// Print the effective daemon config (defaults filled in, paths resolved).
     PrintConfig(super::daemon::PrintConfigArgs),
+    /// Audit a witness ledger (spec ledger.md): recompute its hash chain and check what it
+    /// serves.
+    #[command(subcommand)]
+    Ledger(super::ledger::LedgerCommand),
     /// Run a local witness intake (spec §6) for tests and demos
     IntakeEmulator(super::intake::IntakeEmulatorArgs),
     /// Measure end-to-end walk throughput against loopback sandbox agents.

@@ -28,6 +28,12 @@ pub struct IntakeEmulatorArgs {
     /// The host treated as the ledger's own for the self_witness rule.
     #[arg(long, value_name = "HOST", default_value = DEFAULT_LEDGER_HOST)]
     pub ledger_host: String,
+    /// The operator secret for `POST /witness/anchor` and the emulator-only fault hooks at
+    /// `POST /emulator/hooks` (header x-ledger-key). Read from FILE when it exists, else a
+    /// random one is written there (mode 0600). Without it the key is random and unknown, and
+    /// both routes answer 401.
+    #[arg(long, value_name = "FILE")]
+    pub ledger_key_file: Option<PathBuf>,
     /// Trust roots and address rules for key_url fetches.
     #[command(flatten)]
     pub net: NetArgs,
@@ -50,6 +56,9 @@ pub async fn run(args: IntakeEmulatorArgs) -> anyhow::Result<ExitCode> {
     let mut config = EmulatorConfig::new(args.state.clone(), transport);
     config.ledger_host = args.ledger_host.clone();
     let running = Emulator::start(config, &ca, args.listen).await?;
+    if let Some(path) = &args.ledger_key_file {
+        running.set_operator_key(&operator_key(path)?);
+    }
 
     // Best effort: a closed stdout (a parent that read only the URL) must not stop the server.
     let ca_line = match &args.tls_ca_out {
@@ -69,6 +78,26 @@ pub async fn run(args: IntakeEmulatorArgs) -> anyhow::Result<ExitCode> {
     shutdown_signal().await;
     drop(running);
     Ok(ExitCode::from(EXIT_OK))
+}
+
+/// The operator key in `path`, or a new random one written there (owner-only).
+fn operator_key(path: &std::path::Path) -> anyhow::Result<String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) if !text.trim().is_empty() => return Ok(text.trim().to_string()),
+        Ok(_) => bail!("--ledger-key-file {} is empty", path.display()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => bail!("cannot read --ledger-key-file {}: {e}", path.display()),
+    }
+    let key = hex::encode(rand::random::<[u8; 32]>());
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options
+        .open(path)
+        .with_context(|| format!("cannot create --ledger-key-file {}", path.display()))?;
+    file.write_all(key.as_bytes())?;
+    Ok(key)
 }
 
 /// The transport for key_url fetches: the operator's roots and address rules, and the spec's

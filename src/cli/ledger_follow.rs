@@ -179,3 +179,115 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
         EXIT_OK
     }))
 }
+
+/// `ledger follow`.
+pub async fn follow_command(args: &FollowArgs) -> anyhow::Result<ExitCode> {
+    let mut store = Store::open(&args.db.path()?)?;
+    // Intakes came from cards or --intake: private addresses only at hosts given with
+    // --allow-host, as for `outbox drain`.
+    let transport = args.net.transport(&[])?;
+    let (code, _) = follow_with(
+        &mut store,
+        &args.policy(),
+        chrono::Utc::now(),
+        args.json,
+        |intake| {
+            Ok(crate::ledger::client::LedgerClient::new(
+                intake,
+                transport.clone(),
+            )?)
+        },
+    )
+    .await?;
+    store.checkpoint()?;
+    Ok(code)
+}
+
+/// `ledger pull`.
+#[derive(Debug, Args)]
+pub struct PullArgs {
+    /// The endpoint whose records (by any witness) are kept.
+    #[arg(long, value_name = "URL")]
+    pub endpoint: String,
+    /// The ledger: the intake URL records are filed at (default: every intake this store filed
+    /// with).
+    #[arg(long, value_name = "URL")]
+    pub intake: Option<String>,
+    #[command(flatten)]
+    pub db: DbArg,
+    #[command(flatten)]
+    pub net: NetArgs,
+    /// One JSON object per intake instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub async fn pull_command(args: &PullArgs) -> anyhow::Result<ExitCode> {
+    crate::net::https_url(&args.endpoint)
+        .map_err(|why| anyhow::anyhow!("--endpoint {}: {why}", args.endpoint))?;
+    let mut store = Store::open(&args.db.path()?)?;
+    let intakes = match &args.intake {
+        Some(i) => vec![i.clone()],
+        None => lstore::intakes(store.connection())?,
+    };
+    if intakes.is_empty() {
+        anyhow::bail!("no intake to read: give --intake URL (this store filed with none)");
+    }
+    let named: Vec<&str> = args.intake.iter().map(String::as_str).collect();
+    let transport = args.net.transport(&named)?;
+    for intake in intakes {
+        let client = crate::ledger::client::LedgerClient::new(&intake, transport.clone())?;
+        // Until every batch of the chain held is read (a call reads at most
+        // ENTRIES_PER_CALL of them).
+        let mut total = crate::ledger::pull::PullReport::default();
+        loop {
+            let r = crate::ledger::pull::pull(
+                &client,
+                &mut store,
+                &intake,
+                &args.endpoint,
+                chrono::Utc::now(),
+            )
+            .await?;
+            total.head_n = r.head_n;
+            total.entries_read += r.entries_read;
+            total.listed += r.listed;
+            total.kept += r.kept;
+            total.disagreeing += r.disagreeing;
+            total.ours += r.ours;
+            total.unreadable += r.unreadable;
+            let done = r.head_n.is_none_or(|n| r.upto >= n) || r.unreadable > 0;
+            total.upto = r.upto;
+            if done {
+                break;
+            }
+        }
+        if args.json {
+            println!(
+                "{}",
+                json!({"intake": intake, "endpoint": args.endpoint, "pull": total})
+            );
+        } else {
+            println!(
+                "{intake}: {} batch entr(y/ies) read up to entry {}: {} record(s) about {}, {} of ours, {} other witnesses' kept ({} disagree with their batch){}",
+                total.entries_read,
+                total.upto,
+                total.listed,
+                args.endpoint,
+                total.ours,
+                total.kept,
+                total.disagreeing,
+                if total.unreadable > 0 {
+                    format!(", {} read(s) without an answer", total.unreadable)
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
+    println!(
+        "checked against their batch (sha, fields); the ledger keeps no signature, so who signed them is not checked"
+    );
+    store.checkpoint()?;
+    Ok(ExitCode::from(EXIT_OK))
+}

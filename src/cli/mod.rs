@@ -8,6 +8,7 @@ pub mod daemon;
 pub mod docs;
 pub mod intake;
 pub mod keys;
+pub mod ledger;
 pub mod ledger_follow;
 pub mod mcp;
 pub mod net;

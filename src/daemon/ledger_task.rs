@@ -134,7 +134,12 @@ async fn pull(store: &mut Store, transport: &Transport, endpoint: &str, clock: &
         };
         match crate::ledger::pull::pull(&client, store, &intake, endpoint, clock.now()).await {
             Ok(r) if r.kept > 0 => {
-                tracing::info!(intake, endpoint, kept = r.kept, "other witnesses' records kept")
+                tracing::info!(
+                    intake,
+                    endpoint,
+                    kept = r.kept,
+                    "other witnesses' records kept"
+                )
             }
             Ok(_) => {}
             Err(e) => tracing::warn!(intake, endpoint, error = %e, "ledger pull failed"),

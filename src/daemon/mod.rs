@@ -14,6 +14,7 @@ pub mod consent;
 pub use crate::store::daemon_walks as db;
 pub mod http;
 pub mod ledger_faces;
+pub mod ledger_task;
 pub mod metrics;
 pub mod runner;
 pub mod scheduler;
@@ -190,6 +191,25 @@ pub async fn run_with(
         }
     };
 
+    // The ledger follower: a thread of its own, reading its settings on every pass.
+    let follower_settings = Arc::new(std::sync::RwLock::new(follower_settings(&cfg)));
+    let follower = if cfg.ledger.follow {
+        match ledger_task::spawn(
+            db_path.clone(),
+            follower_settings.clone(),
+            clock.clone(),
+            http_stopped.clone(),
+        ) {
+            Ok(h) => Some(h),
+            Err(e) => {
+                tracing::error!(error = %e, "the ledger follower could not start");
+                None
+            }
+        }
+    } else {
+        None
+    };
+
     // One semaphore for the daemon's life: walks started before a reload still hold their
     // permits after it, so `concurrency` bounds old and new walks together.
     let semaphore = Arc::new(Semaphore::new(cfg.concurrency));
@@ -304,6 +324,8 @@ pub async fn run_with(
                         consent = b.consent;
                         *live.runner.write().unwrap_or_else(|p| p.into_inner()) = b.runner.clone();
                         fire_ctx = ctx(b.runner, consent.clone());
+                        *follower_settings.write().unwrap_or_else(|p| p.into_inner()) =
+                            follower_settings_of(&cfg, &follower_settings);
                         sched.replace(cfg.targets.clone(), fire_ctx.clone(), clock.now());
                         warn_if_idle(&cfg);
                     }
@@ -343,6 +365,20 @@ pub async fn run_with(
     if let Some(t) = http_task {
         let _ = t.await;
     }
+    if let Some(f) = follower {
+        // A pass in flight ends within its reads' deadlines; past the grace it is left behind
+        // (every store write of a pass is its own transaction).
+        let joined = tokio::task::spawn_blocking(move || f.join());
+        if tokio::time::timeout_at(
+            deadline.max(tokio::time::Instant::now() + Duration::from_secs(5)),
+            joined,
+        )
+        .await
+        .is_err()
+        {
+            tracing::warn!("the ledger follower was still reading at shutdown");
+        }
+    }
     // The store left behind is whole in walker.db: a copy of that one file holds every record.
     if let Err(e) = store.with_store(|s| s.checkpoint()).await {
         tracing::warn!(error = %e, "could not checkpoint the store's write-ahead log");
@@ -353,6 +389,53 @@ pub async fn run_with(
         "stopped"
     );
     Ok(())
+}
+
+/// What the ledger follower reads: `[ledger]`, a transport from `[network]` (intakes are
+/// reached like any fetch), the endpoints of `pull_ledger` targets.
+fn follower_settings(cfg: &Config) -> ledger_task::FollowerSettings {
+    let transport = cfg.transport().unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "ledger follower: network settings refused, using the defaults");
+        crate::net::NetworkOptions::default()
+            .transport(&[])
+            .expect("the default transport builds")
+    });
+    ledger_task::FollowerSettings {
+        ledger: cfg.ledger.clone(),
+        transport,
+        pull_endpoints: pull_endpoints(cfg),
+    }
+}
+
+/// After a reload: the new settings, keeping the running transport if the new one is refused.
+fn follower_settings_of(
+    cfg: &Config,
+    running: &std::sync::RwLock<ledger_task::FollowerSettings>,
+) -> ledger_task::FollowerSettings {
+    let transport = match cfg.transport() {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::warn!(error = %e, "ledger follower: keeping the running network settings");
+            running
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .transport
+                .clone()
+        }
+    };
+    ledger_task::FollowerSettings {
+        ledger: cfg.ledger.clone(),
+        transport,
+        pull_endpoints: pull_endpoints(cfg),
+    }
+}
+
+fn pull_endpoints(cfg: &Config) -> Vec<String> {
+    cfg.targets
+        .iter()
+        .filter(|t| t.pull_ledger)
+        .filter_map(|t| t.request.endpoint.clone())
+        .collect()
 }
 
 async fn reload(

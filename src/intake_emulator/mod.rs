@@ -4,12 +4,16 @@
 //! internet.
 //!
 //! Layout: [`validate`] (§6.3 and §6.5, pure), [`signature`] (§6.2 step 5), `keys` (key_url
-//! fetch and 24 h cache), `submit` (§6.2 in order), `reads` (§6.6 and the operator batch),
+//! fetch and 24 h cache), `submit` (§6.2 in order), `reads` (§6.6 self-description and the
+//! pool), `ledger` (the ledger's read side of ledger.md: `/witness/<sha>`, the operator batch,
+//! the scheduled run, `/ledger/*`), [`hooks`] (test and fault hooks, ledger.md §8 item 7),
 //! [`state`] (the SQLite file). Differences from the real intake that a client could notice are
 //! listed in `reads` under the self-description's `what_this_is`.
 
 pub mod constants;
+pub mod hooks;
 mod keys;
+mod ledger;
 mod reads;
 pub mod signature;
 pub mod state;
@@ -27,6 +31,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+pub use hooks::{Hook, HookError, Stamp};
+pub use ledger::{BatchOrder, BatchOutcome, ScheduledRun};
 pub use state::{AnchoredBatch, RecordStatus};
 
 /// The intake's caps and timings (§6.1). `Limits::default()` is the spec; tests shrink the caps.
@@ -109,9 +115,26 @@ struct Shared {
     clock: Arc<dyn Clock>,
     transport: Transport,
     ledger_host: String,
+    ledger: Mutex<ledger::LedgerCtl>,
 }
 
 impl Shared {
+    /// The ledger's settings and fault state. Lock order: this one first, then `state`.
+    fn ledger(&self) -> MutexGuard<'_, ledger::LedgerCtl> {
+        self.ledger.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `x-ledger-key` against the operator's secret, in constant time (§4.1).
+    fn operator_key_matches(&self, given: Option<&str>) -> bool {
+        use subtle::ConstantTimeEq as _;
+        let key = self.ledger().operator_key.clone();
+        given.is_some_and(|g| bool::from(g.as_bytes().ct_eq(key.as_bytes())))
+    }
+
+    fn now_ms(&self) -> i64 {
+        self.clock.now().timestamp_millis()
+    }
+
     /// The state lock. A panic while holding it cannot leave SQLite half-written (transactions
     /// roll back on drop), so a poisoned lock is still safe to use.
     fn state(&self) -> MutexGuard<'_, State> {
@@ -149,6 +172,10 @@ impl Emulator {
             clock: config.clock,
             transport: config.transport,
             ledger_host: config.ledger_host.to_ascii_lowercase(),
+            // A fresh random operator key; tests and the CLI read or set it on the handle.
+            ledger: Mutex::new(ledger::LedgerCtl::new(hex::encode(
+                rand::random::<[u8; 32]>(),
+            ))),
         });
         let for_handler = shared.clone();
         let handler: crate::sandbox::Handler = Arc::new(move |req| {
@@ -210,62 +237,219 @@ impl RunningEmulator {
         self.shared.state().status(sha)
     }
 
-    /// The operator batch (`POST /witness/anchor`): up to `batch_max` pending records, sorted by
-    /// sha, into one `nenrin-witness-batch-v1` ledger entry. None when the pool is empty.
+    /// The operator batch (`POST /witness/anchor`, ledger.md §4.1–§4.4): the 200 lowest shas
+    /// of the pool (or the oldest, see [`RunningEmulator::set_batch_order`]), sorted by sha,
+    /// into one `nenrin-witness-batch-v1` entry. None when nothing was appended (empty pool,
+    /// only stale keys, or a text equal to an existing entry's).
     pub fn anchor(&self) -> Result<Option<AnchoredBatch>, EmulatorError> {
-        reads::anchor_pool(&self.shared)
+        Ok(match ledger::run_batch(&self.shared, "operator")? {
+            BatchOutcome::Appended(batch) => Some(batch),
+            _ => None,
+        })
+    }
+
+    /// The scheduled run (ledger.md §4.1): the witness batch, then the head checkpoint rule
+    /// of §4.5.
+    pub fn scheduled_run(&self) -> Result<ScheduledRun, EmulatorError> {
+        ledger::scheduled_run(&self.shared)
+    }
+
+    /// The operator secret `POST /witness/anchor` and `POST /emulator/hooks` require in
+    /// `x-ledger-key` (random per start unless set).
+    pub fn operator_key(&self) -> String {
+        self.shared.ledger().operator_key.clone()
+    }
+
+    pub fn set_operator_key(&self, key: &str) {
+        self.shared.ledger().operator_key = key.to_string();
+    }
+
+    /// §4.2: the observed lowest-sha selection (default) or the [newer] oldest-first one.
+    pub fn set_batch_order(&self, order: BatchOrder) {
+        self.shared.ledger().order = order;
+    }
+
+    /// Runs one test or fault hook (ledger.md §8 item 7; see [`Hook`]).
+    pub fn hook(&self, hook: Hook) -> Result<serde_json::Value, HookError> {
+        hooks::run(&self.shared, hook)
+    }
+
+    /// Attaches a reply element to a record's `responses` (§2.4).
+    pub fn attach_response(
+        &self,
+        sha: &str,
+        response_sha: &str,
+        subject_origin: &str,
+        responded_at: &str,
+    ) -> Result<(), HookError> {
+        self.hook(Hook::AttachResponse {
+            sha: sha.into(),
+            response_sha: response_sha.into(),
+            subject_origin: subject_origin.into(),
+            responded_at: responded_at.into(),
+        })
+        .map(drop)
+    }
+
+    /// Fault: replace entry n's bytes (see [`Hook::RewriteBytes`]).
+    pub fn rewrite_entry_bytes(
+        &self,
+        n: u64,
+        text: &str,
+        update_claim: bool,
+    ) -> Result<(), HookError> {
+        self.hook(Hook::RewriteBytes {
+            n,
+            text: text.into(),
+            update_claim,
+        })
+        .map(drop)
+    }
+
+    /// Fault: replace entry n's `created_at`.
+    pub fn rewrite_created_at(
+        &self,
+        n: u64,
+        created_at: serde_json::Value,
+    ) -> Result<(), HookError> {
+        self.hook(Hook::RewriteCreatedAt { n, created_at })
+            .map(drop)
+    }
+
+    /// Fault: remove entry n (409 head, broken export line).
+    pub fn drop_entry(&self, n: u64) -> Result<(), HookError> {
+        self.hook(Hook::DropEntry { n }).map(drop)
+    }
+
+    /// Fault: serve the ledger as it stood at n (`None` stops).
+    pub fn rewind_head(&self, n: Option<u64>) {
+        self.shared.ledger().rewind_to = n;
+    }
+
+    /// Fault: rewrite entries n.. into a self-consistent other history.
+    pub fn fork_from(&self, n: u64) -> Result<(), HookError> {
+        self.hook(Hook::ForkFrom { n }).map(drop)
+    }
+
+    /// Fault: leave an anchored record's pending key (anchored must still win).
+    pub fn stale_pending(&self, sha: &str) -> Result<(), HookError> {
+        self.hook(Hook::StalePending { sha: sha.into() }).map(drop)
+    }
+
+    /// Sets entry n's stamp fields and proof (`/ledger/<n>/ots`).
+    pub fn stamp(&self, n: u64, stamp: Stamp) -> Result<(), HookError> {
+        hooks::stamp(&self.shared, n, stamp)
+    }
+
+    /// Fault: `/witness/<sha>` reads lag writes by `lag` (zero stops).
+    pub fn delay_visibility(&self, lag: Duration) {
+        self.shared.ledger().lag_ms = lag.as_millis() as i64;
+    }
+
+    /// Test hook: stores a record object as given, pending (its `sha` taken as given), for
+    /// records whose bytes a test does not have (the spec's observed batches).
+    pub fn insert_stored(
+        &self,
+        record: &crate::ledger::wire::StoredRecord,
+    ) -> Result<(), HookError> {
+        hooks::insert_stored(&self.shared, record)
+    }
+
+    /// Test hook: appends an entry with this claim, `schema`, `created_at` and text as given
+    /// (an observed ledger whose bytes the spec does not print). Returns its n.
+    pub fn import_entry(
+        &self,
+        claim_sha256: &str,
+        schema: serde_json::Value,
+        created_at: serde_json::Value,
+        text: &str,
+    ) -> Result<u64, EmulatorError> {
+        ledger::import_entry(&self.shared, claim_sha256, schema, created_at, text)
     }
 }
 
-/// Routing: OPTIONS answers 200 for any path; trailing slashes are ignored.
+/// Routing: OPTIONS answers 200 for any path; trailing slashes are ignored; query strings are
+/// ignored except `format` on `/ledger/<n>` (ledger.md §1, §5.1).
 async fn route(shared: &Shared, req: Req) -> Resp {
-    let raw_path = req.path.split(['?', '#']).next().unwrap_or("");
+    let (raw_path, query) = req.path.split_once('?').unwrap_or((req.path.as_str(), ""));
+    let raw_path = raw_path.split('#').next().unwrap_or("");
     let path = raw_path.trim_end_matches('/');
     if req.method == "OPTIONS" {
         return with_cors(Resp::empty(200));
     }
-    let answer = match (req.method.as_str(), path) {
-        ("POST", "/witness") => submit::post_witness(shared, &req).await,
-        ("GET", "/witness") => reads::describe(shared, &req.base),
-        ("GET", "/witness/pending") => reads::pending(shared),
-        ("POST", "/witness/anchor") => reads::anchor(shared, &req.base),
+    let method = req.method.as_str();
+    let direct = match (method, path) {
         ("GET", p) if p.strip_prefix("/witness/").is_some_and(is_sha) => {
-            reads::one(shared, &req.base, &p["/witness/".len()..])
+            Some(ledger::witness(shared, &req.base, &p["/witness/".len()..]))
         }
+        ("POST", "/witness/anchor") => Some(ledger::anchor_route(
+            shared,
+            &req.base,
+            req.header("x-ledger-key"),
+        )),
+        ("POST", "/emulator/hooks") => {
+            Some(hooks::route(shared, req.header("x-ledger-key"), &req.body))
+        }
+        ("GET", "/witness/pending") => Some(reads::pending(shared)),
+        ("GET", "/ledger") => Some(ledger::list(shared, &req.base)),
+        ("GET", "/ledger/head") => Some(ledger::head(shared, &req.base)),
+        ("GET", "/ledger/export.jsonl") => Some(ledger::export(shared)),
         ("GET", p)
             if p.strip_prefix("/ledger/")
-                .is_some_and(|n| n.parse::<i64>().is_ok()) =>
+                .is_some_and(|r| r.strip_suffix("/ots").is_some_and(is_decimal)) =>
         {
-            reads::ledger(shared, &p["/ledger/".len()..])
+            let n = &p["/ledger/".len()..p.len() - "/ots".len()];
+            Some(ledger::ots(shared, n))
         }
-        (_, "/witness" | "/witness/pending" | "/witness/anchor") => Ok((
+        // Any method on /ledger/<n> reads.
+        (_, p) if p.strip_prefix("/ledger/").is_some_and(is_decimal) => Some(ledger::entry(
+            shared,
+            &p["/ledger/".len()..],
+            query,
+            req.header("accept"),
+        )),
+        _ => None,
+    };
+    if let Some(answer) = direct {
+        return answer.unwrap_or_else(|e| internal(&e));
+    }
+    let answer = match (method, path) {
+        ("POST", "/witness") => submit::post_witness(shared, &req).await,
+        ("GET", "/witness") => reads::describe(shared, &req.base),
+        (m, "/witness" | "/witness/pending") if m != "GET" => Ok((
             405,
             serde_json::json!({"error": "method not allowed", "allow": CORS_ALLOW_METHODS}),
         )),
         _ => Ok((
             404,
-            serde_json::json!({"error": ERR_NOT_FOUND, "path": raw_path}),
+            serde_json::json!({"error": ERR_NOT_FOUND, "routes": ledger::ROUTES}),
         )),
     };
     match answer {
         Ok((status, body)) => json_resp(status, &body),
-        Err(e) => {
-            tracing::error!("intake emulator: {e}");
-            json_resp(
-                500,
-                &serde_json::json!({"error": "internal", "why": e.to_string()}),
-            )
-        }
+        Err(e) => internal(&e),
     }
 }
 
-/// `GET /witness/<sha>` takes exactly 64 lower-case hex characters.
+fn internal(e: &EmulatorError) -> Resp {
+    tracing::error!("intake emulator: {e}");
+    json_resp(
+        500,
+        &serde_json::json!({"error": "internal", "why": e.to_string()}),
+    )
+}
+
+fn is_decimal(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 18 && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `GET /witness/<sha>` takes exactly 64 hex characters, either case (§2.1).
 fn is_sha(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// Every answer: pretty JSON with 2-space indent (what `JSON.stringify(x, null, 2)` writes).
-fn json_resp(status: u16, body: &Value) -> Resp {
+fn json_resp<T: serde::Serialize + ?Sized>(status: u16, body: &T) -> Resp {
     let text = serde_json::to_string_pretty(body).expect("a JSON value serialises");
     with_cors(Resp {
         status,

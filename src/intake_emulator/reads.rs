@@ -1,10 +1,10 @@
-//! §6.6: `GET /witness` (self-description), `GET /witness/pending`, `GET /witness/<sha>`, the
-//! operator batch (`POST /witness/anchor`) and the emulator's local ledger entries.
+//! §6.6: `GET /witness` (self-description) and `GET /witness/pending` (ledger.md §3). The
+//! per-record reads, the batch and the ledger's routes are in `super::ledger`.
 
 use super::constants::*;
-use super::state::{AnchoredBatch, RecordStatus};
 use super::{Answer, EmulatorError, Shared};
 use crate::digest::sha256_hex;
+use crate::ledger::wire::PoolEntry;
 use serde_json::{Value, json};
 use std::net::IpAddr;
 
@@ -94,184 +94,49 @@ pub(super) fn note_network(
     state.note_network(day, &sha256_hex(format!("{salt}|{network}"))[..16])
 }
 
-pub(super) fn pending(shared: &Shared) -> Answer {
-    let pending = shared.state().pending()?;
-    let counted = pending
-        .iter()
-        .filter(|r| r["counted"] == Value::Bool(true))
-        .count();
-    let list: Vec<Value> = pending
-        .iter()
-        .map(|r| {
-            let pick = [
-                "sha",
-                "purpose",
-                "witness_name",
-                "vantage",
-                "signed",
-                "signed_domain",
-                "mode",
-                "counted",
-                "submitted_at",
-            ];
-            Value::Object(
-                pick.iter()
-                    .map(|k| (k.to_string(), r.get(*k).cloned().unwrap_or(Value::Null)))
-                    .collect(),
-            )
-        })
-        .collect();
+/// `GET /witness/pending` (ledger.md §3): elements with exactly the pool's keys in its order,
+/// `mode` defaulting to `"full"`, `counted` true unless stored false.
+pub(super) fn pending(shared: &Shared) -> Result<crate::sandbox::Resp, EmulatorError> {
+    let stored = shared.state().pending()?;
+    let mut list = Vec::with_capacity(stored.len());
+    for value in &stored {
+        let r = super::ledger::stored_record(value)?;
+        list.push(PoolEntry {
+            mode: r.mode_or_full().to_string(),
+            counted: r.is_counted(),
+            submitted_at: r.submitted_at.clone().unwrap_or_default(),
+            sha: r.sha,
+            purpose: r.purpose,
+            witness_name: r.witness_name,
+            vantage: r.vantage,
+            signed: r.signed,
+            signed_domain: r.signed_domain,
+        });
+    }
+    let counted = list.iter().filter(|e| e.counted).count() as u64;
     let l = &shared.limits;
-    Ok((
+    #[derive(serde::Serialize)]
+    struct Pool {
+        count: u64,
+        counted: u64,
+        stored_not_counted: u64,
+        pending: Vec<PoolEntry>,
+        caps: super::ledger::Ordered,
+        note: &'static str,
+    }
+    Ok(super::json_resp(
         200,
-        json!({
-            "count": pending.len(),
-            "counted": counted,
-            "stored_not_counted": pending.len() - counted,
-            "pending": list,
-            "caps": {
-                "daily_global": l.daily_global,
-                "daily_per_ip": l.daily_per_ip,
-                "daily_per_domain": l.daily_per_domain,
-            },
-            "note": "records waiting for the next nenrin-witness-batch-v1 batch; anchored records are left out",
-        }),
+        &Pool {
+            count: list.len() as u64,
+            counted,
+            stored_not_counted: list.len() as u64 - counted,
+            pending: list,
+            caps: super::ledger::Ordered(vec![
+                ("daily_global", json!(l.daily_global)),
+                ("daily_per_ip", json!(l.daily_per_ip)),
+                ("daily_per_domain", json!(l.daily_per_domain)),
+            ]),
+            note: "public pool; bundled into a ledger entry daily at 00:30 UTC by schedule when not empty; this emulator bundles on POST /witness/anchor (x-ledger-key) and on its scheduled-run hook",
+        },
     ))
-}
-
-pub(super) fn one(shared: &Shared, origin: &str, sha: &str) -> Answer {
-    // Anchored wins: the status comes from the same row as the stored object.
-    let Some((stored, status)) = shared.state().stored(sha)? else {
-        return Ok((404, json!({"error": ERR_NOT_FOUND, "sha": sha})));
-    };
-    // No measured party's signed replies (record-privacy-v1) reach this emulator.
-    let responses = json!([]);
-    match status {
-        RecordStatus::Pending => {
-            let mut body = stored.as_object().cloned().unwrap_or_default();
-            body.insert("status".into(), json!(STATUS_PENDING));
-            body.insert("responses".into(), responses);
-            Ok((200, Value::Object(body)))
-        }
-        RecordStatus::Anchored { ledger_entry } => Ok((
-            200,
-            json!({
-                "status": STATUS_ANCHORED,
-                "sha": sha,
-                "ledger_entry": ledger_entry,
-                "url": format!("{origin}/ledger/{ledger_entry}"),
-                "record": stored,
-                "responses": responses,
-            }),
-        )),
-    }
-}
-
-pub(super) fn anchor(shared: &Shared, origin: &str) -> Answer {
-    match anchor_pool(shared)? {
-        None => Ok((
-            200,
-            json!({"anchored": 0, "note": "the pending pool is empty; nothing anchored"}),
-        )),
-        Some(batch) => Ok((
-            200,
-            json!({
-                "anchored": batch.count,
-                "ledger_entry": batch.ledger_entry,
-                "url": format!("{origin}/ledger/{}", batch.ledger_entry),
-                "batch_sha256": sha256_hex(&batch.record_canonical),
-                "shas": batch.shas,
-            }),
-        )),
-    }
-}
-
-pub(super) fn anchor_pool(shared: &Shared) -> Result<Option<AnchoredBatch>, EmulatorError> {
-    let anchored_at = shared.now_iso();
-    shared
-        .state()
-        .anchor(shared.limits.batch_max, &anchored_at, |records, head| {
-            batch_text(&anchored_at, head, records)
-        })
-}
-
-/// The `nenrin-witness-batch-v1` text: plain `JSON.stringify` in insertion order, not the
-/// sorted canonical form, so it is written field by field. `ledger_head` is the sha of this
-/// ledger's previous entry (null for the first).
-fn batch_text(anchored_at: &str, head: Option<&str>, records: &[Value]) -> String {
-    let items: Vec<String> = records
-        .iter()
-        .map(|r| {
-            let mut fields: Vec<(&str, &Value)> =
-                ["sha", "purpose", "witness_name", "vantage", "signed"]
-                    .iter()
-                    .map(|k| (*k, r.get(*k).unwrap_or(&Value::Null)))
-                    .collect();
-            if let Some(d) = r.get("signed_domain").filter(|d| !d.is_null()) {
-                fields.push(("signed_domain", d));
-            }
-            if let Some(m) = r.get("mode").filter(|m| m.as_str() != Some(MODE_FULL)) {
-                fields.push(("mode", m));
-            }
-            if r.get("counted") != Some(&Value::Bool(true)) {
-                fields.push(("counted", &Value::Bool(false)));
-            }
-            ordered_object(fields.iter().map(|(k, v)| (*k, json_text(v))))
-        })
-        .collect();
-    ordered_object([
-        ("schema", json_text(&json!(SCHEMA_BATCH))),
-        ("anchored_at", json_text(&json!(anchored_at))),
-        ("count", records.len().to_string()),
-        ("ledger_head", json_text(&json!(head))),
-        ("records", format!("[{}]", items.join(","))),
-    ])
-}
-
-fn json_text(v: &Value) -> String {
-    serde_json::to_string(v).expect("a JSON value serialises")
-}
-
-fn ordered_object<'a>(fields: impl IntoIterator<Item = (&'a str, String)>) -> String {
-    let parts: Vec<String> = fields
-        .into_iter()
-        .map(|(k, v)| format!("{}:{v}", json_text(&json!(k))))
-        .collect();
-    format!("{{{}}}", parts.join(","))
-}
-
-pub(super) fn ledger(shared: &Shared, n: &str) -> Answer {
-    let n: i64 = n.parse().unwrap_or(-1);
-    match shared.state().ledger_entry(n)? {
-        None => Ok((404, json!({"error": ERR_NOT_FOUND, "ledger_entry": n}))),
-        Some((sha, record_canonical, created_at)) => Ok((
-            200,
-            json!({
-                "ledger_entry": n,
-                "sha256": sha,
-                "created_at": created_at,
-                "record_canonical": record_canonical,
-            }),
-        )),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn batch_text_keeps_insertion_order_and_optional_fields() {
-        let records = vec![
-            json!({"sha": "aa", "purpose": "p", "witness_name": "w", "vantage": "v", "signed": false,
-                   "signed_domain": null, "mode": "full", "counted": true}),
-            json!({"sha": "bb", "purpose": "p", "witness_name": "w", "vantage": "v", "signed": true,
-                   "signed_domain": "w.example", "mode": "hash-only", "counted": false}),
-        ];
-        let text = batch_text("2026-11-30T00:30:00.000Z", None, &records);
-        assert_eq!(
-            text,
-            r#"{"schema":"nenrin-witness-batch-v1","anchored_at":"2026-11-30T00:30:00.000Z","count":2,"ledger_head":null,"records":[{"sha":"aa","purpose":"p","witness_name":"w","vantage":"v","signed":false},{"sha":"bb","purpose":"p","witness_name":"w","vantage":"v","signed":true,"signed_domain":"w.example","mode":"hash-only","counted":false}]}"#
-        );
-    }
 }

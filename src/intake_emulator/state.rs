@@ -30,11 +30,21 @@ CREATE TABLE IF NOT EXISTS key_cache (
     served_key   TEXT NOT NULL,
     fetched_at_ms INTEGER NOT NULL
 );
-CREATE TABLE IF NOT EXISTS ledger (
-    n                INTEGER PRIMARY KEY AUTOINCREMENT,
-    sha              TEXT NOT NULL,
-    record_canonical TEXT NOT NULL,
-    created_at       TEXT NOT NULL
+CREATE TABLE IF NOT EXISTS ledger_entries (
+    n     INTEGER PRIMARY KEY,      -- explicit: a dropped entry leaves a hole (fault hook)
+    entry TEXT NOT NULL,            -- the stored entry of ledger.md §4.3 as JSON
+    proof BLOB                      -- the OpenTimestamps proof, once stamped
+);
+CREATE TABLE IF NOT EXISTS ledger_meta (
+    k TEXT PRIMARY KEY,
+    v INTEGER NOT NULL              -- count: entries ever appended (n of the last one)
+);
+CREATE TABLE IF NOT EXISTS responses (
+    sha            TEXT NOT NULL,
+    response_sha   TEXT NOT NULL,
+    subject_origin TEXT NOT NULL,
+    responded_at   TEXT NOT NULL,
+    PRIMARY KEY (sha, response_sha)
 );
 CREATE TABLE IF NOT EXISTS day_salts (
     day  TEXT PRIMARY KEY,
@@ -46,6 +56,9 @@ CREATE TABLE IF NOT EXISTS networks (
     PRIMARY KEY (day, net_key)
 );
 ";
+
+/// A ledger entry as stored: its JSON text and its proof, if stamped.
+pub type EntryRow = (String, Option<Vec<u8>>);
 
 /// Lane name of the global counter.
 pub const LANE_GLOBAL: &str = "global";
@@ -70,6 +83,8 @@ pub struct Admission<'a> {
     /// The stored object without `counted` / `count_reason` (filled in here).
     pub stored: serde_json::Map<String, Value>,
     pub count_reason_when_not_counted: &'a str,
+    /// The emulator clock at storing, in ms (delayed visibility).
+    pub now_ms: i64,
 }
 
 /// What steps 7–10 decided.
@@ -81,7 +96,7 @@ pub enum Admit {
     Stored { counted: bool },
 }
 
-/// One batch written by [`State::anchor`].
+/// One batch entry appended by the operator or scheduled run.
 #[derive(Debug, Clone)]
 pub struct AnchoredBatch {
     pub ledger_entry: i64,
@@ -104,6 +119,19 @@ impl State {
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(open_err)?;
         conn.execute_batch(SCHEMA_SQL).map_err(open_err)?;
+        // Columns added with the ledger's read side; a state file from before gets them here
+        // ("duplicate column" means it has them already).
+        for column in [
+            "stale_pending INTEGER NOT NULL DEFAULT 0",
+            "stored_ms INTEGER",
+            "anchored_ms INTEGER",
+        ] {
+            match conn.execute(&format!("ALTER TABLE records ADD COLUMN {column}"), []) {
+                Ok(_) => {}
+                Err(e) if e.to_string().contains("duplicate column") => {}
+                Err(e) => return Err(open_err(e)),
+            }
+        }
         Ok(State { conn })
     }
 
@@ -140,8 +168,8 @@ impl State {
             },
         );
         tx.execute(
-            "INSERT INTO records (sha, stored) VALUES (?1, ?2)",
-            params![a.sha, Value::Object(stored).to_string()],
+            "INSERT INTO records (sha, stored, stored_ms) VALUES (?1, ?2, ?3)",
+            params![a.sha, Value::Object(stored).to_string(), a.now_ms],
         )?;
         for lane in [LANE_GLOBAL, a.lane] {
             tx.execute(
@@ -172,11 +200,12 @@ impl State {
             .transpose()
     }
 
-    /// Pending stored objects in submission order.
+    /// Pending stored objects in sha order (KV key order), at most one KV page of 1,000
+    /// (ledger.md §3). Anchored records with a stale pending key are skipped.
     pub fn pending(&self) -> Result<Vec<Value>, EmulatorError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT stored FROM records WHERE ledger_entry IS NULL ORDER BY seq")?;
+        let mut stmt = self.conn.prepare(
+            "SELECT stored FROM records WHERE ledger_entry IS NULL ORDER BY sha LIMIT 1000",
+        )?;
         let texts = stmt
             .query_map([], |r| r.get::<_, String>(0))?
             .collect::<Result<Vec<_>, _>>()?;
@@ -217,66 +246,190 @@ impl State {
         Ok(())
     }
 
-    /// Bundle up to `batch_max` pending records (sorted by sha) into one ledger entry whose text
-    /// `build` writes from the stored objects and the current ledger head. None when the pool
-    /// is empty.
-    pub fn anchor(
-        &mut self,
-        batch_max: usize,
-        created_at: &str,
-        build: impl FnOnce(&[Value], Option<&str>) -> String,
-    ) -> Result<Option<AnchoredBatch>, EmulatorError> {
-        let tx = self.conn.transaction()?;
-        let rows: Vec<(String, String)> = {
-            let mut stmt = tx.prepare(
-                "SELECT sha, stored FROM records WHERE ledger_entry IS NULL ORDER BY sha LIMIT ?1",
-            )?;
-            stmt.query_map([batch_max as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<Result<_, _>>()?
-        };
-        if rows.is_empty() {
-            return Ok(None);
-        }
-        let stored = rows
-            .iter()
-            .map(|(_, t)| parse_stored(t))
+    /// The keys of the pending pool as the batch lists them (ledger.md §4.2): records without
+    /// an entry, and anchored ones whose pending key survived (a stale key, fault hook), by sha
+    /// or by submission; each with its stored object and whether it is already anchored.
+    pub fn pending_keys(
+        &self,
+        limit: usize,
+        oldest_first: bool,
+    ) -> Result<Vec<(String, Value, bool)>, EmulatorError> {
+        let order = if oldest_first { "seq" } else { "sha" };
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT sha, stored, ledger_entry IS NOT NULL FROM records
+             WHERE ledger_entry IS NULL OR stale_pending = 1 ORDER BY {order} LIMIT ?1"
+        ))?;
+        let rows = stmt
+            .query_map([limit as i64], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get(2)?))
+            })?
             .collect::<Result<Vec<_>, _>>()?;
-        let head: Option<String> = tx
-            .query_row("SELECT sha FROM ledger ORDER BY n DESC LIMIT 1", [], |r| {
+        rows.into_iter()
+            .map(|(sha, text, anchored)| Ok((sha, parse_stored(&text)?, anchored)))
+            .collect()
+    }
+
+    /// Removes the pending keys of records already anchored (the worker's "healed" case).
+    pub fn heal(&self, shas: &[String]) -> Result<(), EmulatorError> {
+        for sha in shas {
+            self.conn
+                .execute("UPDATE records SET stale_pending = 0 WHERE sha = ?1", [sha])?;
+        }
+        Ok(())
+    }
+
+    /// Entries ever appended: the n of the last one, whatever was dropped since.
+    pub fn ledger_count(&self) -> Result<u64, EmulatorError> {
+        let v: Option<i64> = self
+            .conn
+            .query_row("SELECT v FROM ledger_meta WHERE k = 'count'", [], |r| {
                 r.get(0)
             })
             .optional()?;
-        let text = build(&stored, head.as_deref());
+        Ok(v.unwrap_or(0) as u64)
+    }
+
+    /// Appends entry `entry_json` as n = count + 1 and marks `anchored` as anchored in it, in
+    /// one transaction.
+    pub fn append_entry(
+        &mut self,
+        n: u64,
+        entry_json: &str,
+        anchored: &[String],
+        now_ms: i64,
+    ) -> Result<(), EmulatorError> {
+        let tx = self.conn.transaction()?;
         tx.execute(
-            "INSERT INTO ledger (sha, record_canonical, created_at) VALUES (?1, ?2, ?3)",
-            params![crate::digest::sha256_hex(&text), text, created_at],
+            "INSERT INTO ledger_entries (n, entry) VALUES (?1, ?2)",
+            params![n as i64, entry_json],
         )?;
-        let n = tx.last_insert_rowid();
-        for (sha, _) in &rows {
+        tx.execute(
+            "INSERT INTO ledger_meta (k, v) VALUES ('count', ?1)
+             ON CONFLICT (k) DO UPDATE SET v = ?1",
+            [n as i64],
+        )?;
+        for sha in anchored {
             tx.execute(
-                "UPDATE records SET ledger_entry = ?1 WHERE sha = ?2",
-                params![n, sha],
+                "UPDATE records SET ledger_entry = ?1, stale_pending = 0, anchored_ms = ?2
+                 WHERE sha = ?3",
+                params![n as i64, now_ms, sha],
             )?;
         }
         tx.commit()?;
-        Ok(Some(AnchoredBatch {
-            ledger_entry: n,
-            count: rows.len(),
-            record_canonical: text,
-            shas: rows.into_iter().map(|(sha, _)| sha).collect(),
-        }))
+        Ok(())
     }
 
-    /// A ledger entry: (sha, record_canonical, created_at).
-    pub fn ledger_entry(&self, n: i64) -> Result<Option<(String, String, String)>, EmulatorError> {
+    /// A ledger entry's stored JSON and its proof, if any.
+    pub fn ledger_entry(&self, n: u64) -> Result<Option<EntryRow>, EmulatorError> {
         Ok(self
             .conn
             .query_row(
-                "SELECT sha, record_canonical, created_at FROM ledger WHERE n = ?1",
-                [n],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                "SELECT entry, proof FROM ledger_entries WHERE n = ?1",
+                [n as i64],
+                |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .optional()?)
+    }
+
+    /// Entries `from..=to` present, in n order (a dropped one is simply absent).
+    pub fn ledger_entries(&self, from: u64, to: u64) -> Result<Vec<(u64, String)>, EmulatorError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT n, entry FROM ledger_entries WHERE n BETWEEN ?1 AND ?2 ORDER BY n")?;
+        let rows = stmt
+            .query_map(params![from as i64, to as i64], |r| {
+                Ok((r.get::<_, i64>(0)? as u64, r.get(1)?))
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
+    /// Replaces entry n's stored JSON (fault hooks; the OTS fields).
+    pub fn put_entry(&self, n: u64, entry_json: &str) -> Result<bool, EmulatorError> {
+        Ok(self.conn.execute(
+            "UPDATE ledger_entries SET entry = ?2 WHERE n = ?1",
+            params![n as i64, entry_json],
+        )? == 1)
+    }
+
+    pub fn set_proof(&self, n: u64, proof: Option<&[u8]>) -> Result<bool, EmulatorError> {
+        Ok(self.conn.execute(
+            "UPDATE ledger_entries SET proof = ?2 WHERE n = ?1",
+            params![n as i64, proof],
+        )? == 1)
+    }
+
+    /// Removes entry n (fault hook): the count stays, so the chain has a hole at n.
+    pub fn delete_entry(&self, n: u64) -> Result<bool, EmulatorError> {
+        Ok(self
+            .conn
+            .execute("DELETE FROM ledger_entries WHERE n = ?1", [n as i64])?
+            == 1)
+    }
+
+    /// Stores a record object as given, pending (test hook: records whose bytes a test does
+    /// not have, e.g. the spec's observed ones).
+    pub fn insert_stored(
+        &self,
+        sha: &str,
+        stored: &Value,
+        now_ms: i64,
+    ) -> Result<(), EmulatorError> {
+        self.conn.execute(
+            "INSERT INTO records (sha, stored, stored_ms) VALUES (?1, ?2, ?3)",
+            params![sha, stored.to_string(), now_ms],
+        )?;
+        Ok(())
+    }
+
+    /// Leaves an anchored record's pending key in place (fault hook).
+    pub fn set_stale_pending(&self, sha: &str) -> Result<bool, EmulatorError> {
+        Ok(self.conn.execute(
+            "UPDATE records SET stale_pending = 1 WHERE sha = ?1 AND ledger_entry IS NOT NULL",
+            [sha],
+        )? == 1)
+    }
+
+    /// When a record was stored and anchored (emulator clock, ms), for delayed visibility.
+    pub fn record_times(&self, sha: &str) -> Result<(Option<i64>, Option<i64>), EmulatorError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT stored_ms, anchored_ms FROM records WHERE sha = ?1",
+                [sha],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?
+            .unwrap_or((None, None)))
+    }
+
+    pub fn add_response(
+        &self,
+        sha: &str,
+        response_sha: &str,
+        subject_origin: &str,
+        responded_at: &str,
+    ) -> Result<(), EmulatorError> {
+        self.conn.execute(
+            "INSERT INTO responses (sha, response_sha, subject_origin, responded_at)
+             VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (sha, response_sha) DO UPDATE SET subject_origin = ?3, responded_at = ?4",
+            params![sha, response_sha, subject_origin, responded_at],
+        )?;
+        Ok(())
+    }
+
+    /// (response_sha, subject_origin, responded_at), sorted by `responded_at` then
+    /// `response_sha` (§2.4).
+    pub fn responses(&self, sha: &str) -> Result<Vec<(String, String, String)>, EmulatorError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT response_sha, subject_origin, responded_at FROM responses WHERE sha = ?1
+             ORDER BY responded_at, response_sha",
+        )?;
+        let rows = stmt
+            .query_map([sha], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
     }
 
     /// The day's salt for network tallies, created on first use.

@@ -184,6 +184,7 @@ pub(super) async fn post_witness(shared: &Shared, req: &Req) -> Answer {
         marker,
         stored,
         count_reason_when_not_counted: COUNT_REASON_SAME_DAY,
+        now_ms: shared.now_ms(),
     })?;
     match admitted {
         Admit::GlobalFull => Ok(cap_full(ERR_GLOBAL_CAP, global_cap)),

@@ -243,7 +243,7 @@ fn row_agrees(n: u64, s: &StoredRecord, row: &BatchRow, out: &mut Vec<InclusionF
 }
 
 /// A head we hold: (n, head_n), from an earlier check or a stamped batch / checkpoint.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HeldHead {
     pub n: u64,
     pub head: String,
@@ -269,39 +269,47 @@ pub struct NewEntry {
     pub export_row: Option<ExportRow>,
 }
 
-/// A finding about the chain (§7 steps 4–5).
-// Serialized as a finding's evidence (the store keeps it); `kind` names the variant.
+/// A finding about the chain (§7 steps 4–5). Serialized with its name (see
+/// [`ChainFinding::name`]) under `finding`, and its evidence.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(tag = "finding", rename_all = "snake_case")]
+#[serde(tag = "finding")]
 pub enum ChainFinding {
     /// `/ledger/head` answered 409.
+    #[serde(rename = "chain_broken")]
     HeadBroken {
         broken_at: u64,
         last_linked: u64,
         head_before_break: Option<String>,
     },
     /// The export ended with the broken line.
+    #[serde(rename = "export_chain_broken")]
     ExportBroken { broken_at: u64, last_linked: u64 },
     /// The served head is behind the held one.
+    #[serde(rename = "rewound_head")]
     Rewound { held: HeldHead, served: HeldHead },
     /// The served head does not extend the held one: at the held n it differs, or the
     /// recomputation from the held head over the new entries does not reach it.
+    #[serde(rename = "forked_head")]
     Forked {
         held: HeldHead,
         served: HeldHead,
         recomputed: Option<String>,
     },
     /// The export row just past the held head links to another head than the held one.
+    #[serde(rename = "forked_at_junction")]
     ForkedAtJunction { held: HeldHead, served_prev: String },
     /// The new entries are not exactly held n + 1, held n + 2, … up to the served n.
+    #[serde(rename = "hole")]
     Hole(Broken),
     /// An entry's raw bytes do not hash to its claim.
+    #[serde(rename = "claim_sha256_differs")]
     EntryBytesDiffer {
         n: u64,
         claim_sha256: String,
         bytes_sha256: String,
     },
     /// An export row disagrees with the recomputation (or with the JSON view's claim).
+    #[serde(rename = "export_row_differs")]
     ExportRowDiffers {
         n: u64,
         field: &'static str,
@@ -309,15 +317,18 @@ pub enum ChainFinding {
         recomputed: String,
     },
     /// The served marker (head `entry_sha256`, export end line) is not marker(n, head).
+    #[serde(rename = "marker_differs")]
     MarkerDiffers {
         n: u64,
         served: String,
         recomputed: String,
     },
     /// The export's end line is not the head recomputed at its n (or not its marker).
+    #[serde(rename = "export_end_differs")]
     ExportEndDiffers { end: Head, recomputed: String },
     /// `/ledger/head` contradicts itself (`prev_entry_sha256` ≠ `head`, a root that is not 64
     /// zeros, another chain or schema name).
+    #[serde(rename = "head_malformed")]
     HeadMalformed {
         field: &'static str,
         served: String,
@@ -325,6 +336,7 @@ pub enum ChainFinding {
     },
     /// The `ledger_head` written into entry `in_entry` disagrees with the head recomputed at
     /// its n (`field` is `entry_sha256` or `marker_sha256`).
+    #[serde(rename = "ledger_head_differs")]
     CarriedHeadDiffers {
         in_entry: u64,
         at_n: u64,
@@ -333,17 +345,42 @@ pub enum ChainFinding {
         recomputed: String,
     },
     /// Entry `in_entry` says the chain was broken when it was written.
+    #[serde(rename = "ledger_head_broken")]
     CarriedChainBroken {
         in_entry: u64,
         broken_at: u64,
         last_linked: u64,
     },
     /// A held entry is served with another claim or other bytes.
+    #[serde(rename = "entry_changed")]
     EntryChanged {
         n: u64,
         held: SeenEntry,
         served: SeenEntry,
     },
+}
+
+impl ChainFinding {
+    /// The finding's name, as commands print it and as `finding` in JSON: the spec's own terms
+    /// where it has one (`chain_broken`, `claim_sha256`, `ledger_head`, the end marker).
+    pub fn name(&self) -> &'static str {
+        match self {
+            ChainFinding::HeadBroken { .. } => "chain_broken",
+            ChainFinding::ExportBroken { .. } => "export_chain_broken",
+            ChainFinding::Rewound { .. } => "rewound_head",
+            ChainFinding::Forked { .. } => "forked_head",
+            ChainFinding::ForkedAtJunction { .. } => "forked_at_junction",
+            ChainFinding::Hole(_) => "hole",
+            ChainFinding::EntryBytesDiffer { .. } => "claim_sha256_differs",
+            ChainFinding::ExportRowDiffers { .. } => "export_row_differs",
+            ChainFinding::MarkerDiffers { .. } => "marker_differs",
+            ChainFinding::ExportEndDiffers { .. } => "export_end_differs",
+            ChainFinding::HeadMalformed { .. } => "head_malformed",
+            ChainFinding::CarriedHeadDiffers { .. } => "ledger_head_differs",
+            ChainFinding::CarriedChainBroken { .. } => "ledger_head_broken",
+            ChainFinding::EntryChanged { .. } => "entry_changed",
+        }
+    }
 }
 
 /// The outcome of [`extension`]: the recomputed heads of the new entries and the findings; the

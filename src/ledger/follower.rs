@@ -913,3 +913,64 @@ async fn inclusion<R: LedgerReads>(
         export_row: None,
     })))
 }
+
+fn read_error(e: super::client::ClientError) -> ReadError {
+    use super::client::ClientError as E;
+    let served = match &e {
+        E::Fetch { .. } | E::BadUrl { .. } | E::PartialLine { .. } => false,
+        // An overloaded or failing server is down for now, not lying.
+        E::Status { status, .. } => !(*status >= 500 || *status == 429),
+        E::Wire { .. } | E::LineTooLong { .. } => true,
+    };
+    let body = match &e {
+        E::Status { excerpt, .. } => Some(excerpt.as_bytes().to_vec()),
+        _ => None,
+    };
+    ReadError {
+        served,
+        detail: e.to_string(),
+        body,
+    }
+}
+
+/// The production reads: the bounded client (https only, no redirects, caps and deadlines).
+impl LedgerReads for super::client::LedgerClient {
+    async fn witness(&self, sha: &str) -> Result<WitnessAnswer, ReadError> {
+        super::client::LedgerClient::witness(self, sha)
+            .await
+            .map_err(read_error)
+    }
+
+    async fn head(&self) -> Result<HeadAnswer, ReadError> {
+        super::client::LedgerClient::head(self)
+            .await
+            .map_err(read_error)
+    }
+
+    async fn entry_raw(&self, n: u64) -> Result<Option<Vec<u8>>, ReadError> {
+        super::client::LedgerClient::entry_raw(self, n)
+            .await
+            .map_err(read_error)
+    }
+
+    async fn entry_json(&self, n: u64) -> Result<Option<LedgerEntry>, ReadError> {
+        super::client::LedgerClient::entry_json(self, n)
+            .await
+            .map_err(read_error)
+    }
+
+    async fn export(
+        &self,
+        line: &mut dyn FnMut(Result<ExportLine, WireError>) -> bool,
+    ) -> Result<(), ReadError> {
+        let mut reader = super::client::LedgerClient::export(self)
+            .await
+            .map_err(read_error)?;
+        while let Some((_, l)) = reader.next().await.map_err(read_error)? {
+            if !line(l) {
+                break;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,4 +1,5 @@
-//! The ledger monitor's pure core (ledger.md; issue 23): no I/O, no clock.
+//! The ledger monitor's core (ledger.md; issue 23): pure (no I/O, no clock) except [`client`],
+//! [`follower`] and [`pull`].
 //!
 //! - [`wire`]: the read side's answers as typed values (`/witness/<sha>`, `/ledger/head`, an
 //!   entry's JSON view, an export line, the batch / checkpoint text inside an entry).
@@ -9,12 +10,18 @@
 //! - [`check`]: the monitor's checks of ledger.md §7 (inclusion; append-only consistency
 //!   against a held head), each returning typed findings that carry their evidence.
 //!
-//! The follower that fetches, the store that holds heads, the commands and the faces are the
-//! edges' business (ARCHITECTURE.md, "The ledger monitor's core").
+//! - [`follow`]: the follower's poll planner (pure: when to read, what silence means).
+//! - [`client`]: bounded reads of the routes over the crate's transport (I/O).
+//! - [`follower`], [`pull`]: a follower's pass and `ledger pull` over [`follower::LedgerReads`]
+//!   (I/O through the store and the reads they are given).
+//!
+//! The commands and the faces are the edges' business (ARCHITECTURE.md, "The ledger monitor's
+//! core", "Following filed records").
 
 pub mod batch;
 pub mod chain;
 pub mod check;
+pub mod client;
 pub mod follow;
 pub mod follower;
 pub mod pull;

@@ -443,6 +443,93 @@ impl Session {
     }
 }
 
+/// A response whose body is read chunk by chunk by the caller rather than kept: see
+/// [`Session::open_stream`].
+pub struct BodyStream {
+    pub status: u16,
+    /// Lower-case names in arrival order; a repeated name keeps its last value.
+    pub response_headers: Vec<(String, String)>,
+    response: reqwest::Response,
+    read: u64,
+    total_cap: u64,
+    deadline: tokio::time::Instant,
+    deadline_secs: u64,
+}
+
+impl BodyStream {
+    /// The next piece of the body (`None` at its end), within the cap and the deadline.
+    pub async fn chunk(&mut self) -> Result<Option<bytes::Bytes>, String> {
+        let next = tokio::time::timeout_at(self.deadline, self.response.chunk())
+            .await
+            .map_err(|_| timed_out(self.deadline_secs))?
+            .map_err(|e| error_chain(&e))?;
+        if let Some(chunk) = &next {
+            self.read += chunk.len() as u64;
+            if self.read > self.total_cap {
+                return Err(format!(
+                    "response body too large: more than the {}-byte cap",
+                    self.total_cap
+                ));
+            }
+        }
+        Ok(next)
+    }
+}
+
+fn timed_out(secs: u64) -> String {
+    format!(
+        "timed out: no complete answer within {secs} s (the deadline covers connect, headers and body)"
+    )
+}
+
+impl Session {
+    /// Sends one request and returns its status and headers with the body still unread, for
+    /// answers too long to hold (a ledger's export): the same rules as [`Session::fetch`]
+    /// (https only, address policy, no redirects), with the caller's `deadline` over the whole
+    /// exchange, body included, and `total_cap` over the body.
+    pub async fn open_stream(
+        &self,
+        request: &HttpRequest,
+        deadline: Duration,
+        total_cap: u64,
+    ) -> Result<BodyStream, String> {
+        let until = tokio::time::Instant::now() + deadline;
+        let open = async {
+            let target = parse_https(&request.url)?;
+            let client = self.client_for(&target).await?;
+            let method = reqwest::Method::from_bytes(request.method.as_bytes())
+                .map_err(|e| format!("bad method {}: {e}", request.method))?;
+            let mut builder = client.request(method, target.url.clone());
+            for (name, value) in &request.headers {
+                builder = builder.header(name.as_str(), value.as_str());
+            }
+            builder = builder.header("Accept-Encoding", "identity");
+            builder = builder.header("Connection", "close");
+            if let Some(body) = &request.body {
+                builder = builder.body(body.clone());
+            }
+            builder.send().await.map_err(|e| error_chain(&e))
+        };
+        let response = tokio::time::timeout_at(until, open)
+            .await
+            .map_err(|_| timed_out(deadline.as_secs()))??;
+        if let Some(len) = response.content_length()
+            && len > total_cap
+        {
+            return Err(body_cap_text(total_cap as usize, Some(len)));
+        }
+        Ok(BodyStream {
+            status: response.status().as_u16(),
+            response_headers: collect_headers(response.headers()),
+            response,
+            read: 0,
+            total_cap,
+            deadline: until,
+            deadline_secs: deadline.as_secs(),
+        })
+    }
+}
+
 fn body_cap_text(cap: usize, announced: Option<u64>) -> String {
     match announced {
         Some(len) => format!("response body too large: {len} bytes announced, cap is {cap} bytes"),

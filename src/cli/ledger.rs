@@ -1,0 +1,691 @@
+//! `conduct-walker ledger ...`: the witness ledger as a Certificate Transparency monitor sees it
+//! (spec ledger.md). `verify` is the auditor's stateless check of a whole ledger.
+//!
+//! `ledger verify --intake URL` reads `/ledger/head`, then `/ledger/export.jsonl` line by line,
+//! fetching each entry's bytes (`/ledger/<n>?format=raw`) as its row arrives, and feeds
+//! [`crate::ledger::check::Extender`] from the root: every export row against the recomputed
+//! `jidec-chain-v1`, every entry's bytes against its `claim_sha256`, every `ledger_head` a batch
+//! or checkpoint carries against the head recomputed at its n, and the served head, its end
+//! marker and the export's end line against the recomputation. `--hold FILE` adds §7 step 5: the
+//! head saved there earlier must still be in the chain. Memory: one line, a few entries' bytes
+//! in flight, and one 64-character head per entry.
+
+use crate::cli::net::NetArgs;
+use crate::cli::{EXIT_ERROR, EXIT_FINDING, EXIT_OK};
+use crate::digest::sha256_hex;
+use crate::ledger::chain::{self, ROOT};
+use crate::ledger::check::{ChainFinding, Extender, HeldHead, NewEntry};
+use crate::ledger::client::{ClientError, ExportLimits, LedgerClient};
+use crate::ledger::wire::{EntryText, ExportLine, ExportRow, Head, HeadAnswer};
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Debug, Subcommand)]
+pub enum LedgerCommand {
+    /// Check a whole witness ledger, statelessly (a Certificate-Transparency-style audit):
+    /// recompute its hash chain from the export, check the served head and end marker, every
+    /// entry's bytes against its claim_sha256 and every ledger_head a batch or checkpoint
+    /// carries. Exit 0 when it holds, 1 on a finding, 2 when it could not be checked.
+    Verify(VerifyArgs),
+    /// Follow every record an intake accepted into its ledger, one pass per intake (what the
+    /// daemon does by itself every `[ledger] poll_interval_secs`): read each due record, check
+    /// inclusion once anchored, extend the head held. Exit 0, or 1 when the pass opened a
+    /// finding.
+    Follow(super::ledger_follow::FollowArgs),
+    /// Where each filed record stands in the ledger: pending, anchored at entry n, inclusion
+    /// verified, or a finding (with its evidence in --json). Read-only; exit 1 when there is
+    /// a finding.
+    Status(super::ledger_follow::StatusArgs),
+    /// Keep every record any witness filed about an endpoint, read from the anchored batches
+    /// of the intake's ledger and checked against them (sha, fields). The ledger keeps no
+    /// signature: these are not checked as signed.
+    Pull(super::ledger_follow::PullArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The ledger: its origin or the intake URL records are filed at
+    /// (https://ledger.horizonshield.dev/witness).
+    #[arg(long, value_name = "URL")]
+    pub intake: String,
+    /// A head saved by an earlier run: the ledger must still extend it (never rewound, never
+    /// forked). When the ledger holds, the new head is saved there (atomically); a missing file
+    /// is created.
+    #[arg(long, value_name = "FILE")]
+    pub hold: Option<PathBuf>,
+    /// One JSON object on stdout instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Entries whose bytes are fetched at once.
+    #[arg(long, value_name = "N", default_value_t = 8,
+          value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub parallel: u16,
+    /// Deadline of the whole export read, which lasts while every entry's bytes are fetched.
+    #[arg(long, value_name = "SECS", default_value_t = 1800)]
+    pub export_deadline_secs: u64,
+    #[command(flatten)]
+    pub net: NetArgs,
+}
+
+pub async fn run(cmd: LedgerCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        LedgerCommand::Verify(args) => verify_command(args).await,
+        LedgerCommand::Follow(args) => super::ledger_follow::follow_command(&args).await,
+        LedgerCommand::Status(args) => super::ledger_follow::status(&args),
+        LedgerCommand::Pull(args) => super::ledger_follow::pull_command(&args).await,
+    }
+}
+
+/// A finding of `ledger verify`: the chain's own ([`ChainFinding`]) or one about what the
+/// ledger served around it. Each has a name (`finding` in JSON).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum VerifyFinding {
+    Chain(ChainFinding),
+    Served(ServedFinding),
+}
+
+impl VerifyFinding {
+    pub fn name(&self) -> &'static str {
+        match self {
+            VerifyFinding::Chain(f) => f.name(),
+            VerifyFinding::Served(f) => f.name(),
+        }
+    }
+}
+
+/// What the ledger served that is not an answer of its route.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "finding")]
+pub enum ServedFinding {
+    /// The export lists entry n, `/ledger/<n>?format=raw` answers 404.
+    #[serde(rename = "entry_missing")]
+    EntryMissing { n: u64 },
+    /// Entry n's bytes (or its answer) do not read.
+    #[serde(rename = "entry_unreadable")]
+    EntryUnreadable { n: u64, detail: String },
+    /// A batch whose `count` is not its number of rows (§4.4).
+    #[serde(rename = "batch_count_differs")]
+    BatchCountDiffers { n: u64, count: u64, rows: usize },
+    /// An export line that is not a row, an end line or a broken line.
+    #[serde(rename = "export_line_unreadable")]
+    ExportLineUnreadable { line: u64, detail: String },
+    /// The export ended without its end line (or went on after it).
+    #[serde(rename = "export_end_missing")]
+    ExportEndMissing { lines: u64, detail: String },
+    /// `/ledger/head` or the export answered something that is not their answer.
+    #[serde(rename = "answer_unreadable")]
+    AnswerUnreadable { detail: String },
+}
+
+impl ServedFinding {
+    pub fn name(&self) -> &'static str {
+        match self {
+            ServedFinding::EntryMissing { .. } => "entry_missing",
+            ServedFinding::EntryUnreadable { .. } => "entry_unreadable",
+            ServedFinding::BatchCountDiffers { .. } => "batch_count_differs",
+            ServedFinding::ExportLineUnreadable { .. } => "export_line_unreadable",
+            ServedFinding::ExportEndMissing { .. } => "export_end_missing",
+            ServedFinding::AnswerUnreadable { .. } => "answer_unreadable",
+        }
+    }
+}
+
+/// The head `--hold` keeps between runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HoldFile {
+    pub chain: String,
+    pub n: u64,
+    pub head: String,
+    /// The end marker at (n, head), for whoever reads the file.
+    pub marker_sha256: String,
+    pub ledger: String,
+    pub saved_at: String,
+}
+
+/// What `--hold` did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HoldOutcome {
+    pub path: PathBuf,
+    /// The head read from the file (none on first use).
+    pub held: Option<HeldHead>,
+    /// The head written to the file (only when the ledger held).
+    pub saved: Option<HeldHead>,
+}
+
+/// The outcome of one verification.
+#[derive(Debug, Clone, Serialize)]
+pub struct VerifyReport {
+    pub ledger: String,
+    pub holds: bool,
+    /// `/ledger/head` (n, head) as served, when it was the 200 form.
+    pub served: Option<HeldHead>,
+    /// The last head recomputed from the export.
+    pub recomputed: Option<HeldHead>,
+    pub entries: u64,
+    pub batches: u64,
+    pub checkpoints: u64,
+    pub other_entries: u64,
+    pub records_listed: u64,
+    pub findings: Vec<VerifyFinding>,
+    pub hold: Option<HoldOutcome>,
+}
+
+/// Why a verification could not be completed (exit 2): the ledger could not be reached or read
+/// at all, or the held head could not be read or saved.
+#[derive(Debug, thiserror::Error)]
+pub enum CouldNotCheck {
+    #[error("could not check: {0}")]
+    Fetch(ClientError),
+    #[error("could not check: the held head in {path}: {why}")]
+    Hold { path: String, why: String },
+}
+
+/// How [`verify`] reports progress (a bar on a terminal, nothing otherwise).
+pub trait Progress {
+    fn start(&self, _entries: u64) {}
+    fn advance(&self) {}
+    fn finish(&self) {}
+}
+
+/// No progress shown.
+pub struct Quiet;
+impl Progress for Quiet {}
+
+struct Bar(indicatif::ProgressBar);
+impl Progress for Bar {
+    fn start(&self, entries: u64) {
+        self.0.set_length(entries);
+    }
+    fn advance(&self) {
+        self.0.inc(1);
+    }
+    fn finish(&self) {
+        self.0.finish_and_clear();
+    }
+}
+
+type RawFetch = tokio::task::JoinHandle<Result<Option<Vec<u8>>, ClientError>>;
+
+/// The full stateless check of a ledger (and of a held head, if given). Findings are in the
+/// report; `Err` only when the ledger could not be checked.
+pub async fn verify(
+    client: &LedgerClient,
+    hold: Option<&Path>,
+    parallel: usize,
+    progress: &dyn Progress,
+) -> Result<VerifyReport, CouldNotCheck> {
+    let mut report = VerifyReport {
+        ledger: client.origin().to_string(),
+        holds: false,
+        served: None,
+        recomputed: None,
+        entries: 0,
+        batches: 0,
+        checkpoints: 0,
+        other_entries: 0,
+        records_listed: 0,
+        findings: Vec::new(),
+        hold: None,
+    };
+    let held = match hold {
+        Some(path) => read_hold(path)?,
+        None => None,
+    };
+    let served = match client.head().await {
+        Ok(h) => h,
+        Err(e) if e.is_served() => {
+            report
+                .findings
+                .push(served_finding(ServedFinding::AnswerUnreadable {
+                    detail: e.to_string(),
+                }));
+            return Ok(report);
+        }
+        Err(e) => return Err(CouldNotCheck::Fetch(e)),
+    };
+    if let HeadAnswer::Head(h) = &served {
+        report.served = Some(HeldHead {
+            n: h.n,
+            head: h.head.clone(),
+        });
+        progress.start(h.n);
+    }
+
+    let mut extender = Extender::new(HeldHead::root());
+    let mut export = match client.export().await {
+        Ok(x) => x,
+        Err(e) if e.is_served() => {
+            report
+                .findings
+                .push(served_finding(ServedFinding::AnswerUnreadable {
+                    detail: e.to_string(),
+                }));
+            return Ok(report);
+        }
+        Err(e) => return Err(CouldNotCheck::Fetch(e)),
+    };
+    let mut in_flight: VecDeque<(ExportRow, RawFetch)> = VecDeque::new();
+    let mut end: Option<Head> = None;
+    let mut closed = false;
+    let mut last_row_n = 0u64;
+    loop {
+        let next = match export.next().await {
+            Ok(next) => next,
+            Err(e) if e.is_served() => {
+                report
+                    .findings
+                    .push(served_finding(ServedFinding::ExportLineUnreadable {
+                        line: export.lines_read() + 1,
+                        detail: e.to_string(),
+                    }));
+                closed = true;
+                break;
+            }
+            Err(e) => return Err(CouldNotCheck::Fetch(e)),
+        };
+        let Some((line_no, line)) = next else { break };
+        if closed {
+            report
+                .findings
+                .push(served_finding(ServedFinding::ExportEndMissing {
+                    lines: line_no,
+                    detail: format!("line {line_no} follows the end line"),
+                }));
+            break;
+        }
+        match line {
+            Ok(ExportLine::Entry(row)) => {
+                last_row_n = row.n;
+                let c = client.clone();
+                let n = row.n;
+                in_flight.push_back((row, tokio::spawn(async move { c.entry_raw(n).await })));
+                if in_flight.len() >= parallel {
+                    let (row, fetch) = in_flight.pop_front().expect("not empty");
+                    check_entry(&mut extender, &mut report, row, fetch).await?;
+                    progress.advance();
+                }
+            }
+            Ok(ExportLine::End(head)) => {
+                end = Some(head);
+                closed = true;
+            }
+            Ok(ExportLine::Broken {
+                broken_at,
+                last_linked,
+            }) => {
+                drain(&mut extender, &mut report, &mut in_flight, progress).await?;
+                extender.export_broken(broken_at, last_linked);
+                closed = true;
+            }
+            Err(e) => {
+                report
+                    .findings
+                    .push(served_finding(ServedFinding::ExportLineUnreadable {
+                        line: line_no,
+                        detail: e.to_string(),
+                    }));
+                closed = true;
+                break;
+            }
+        }
+    }
+    drain(&mut extender, &mut report, &mut in_flight, progress).await?;
+    progress.finish();
+    if !closed {
+        report
+            .findings
+            .push(served_finding(ServedFinding::ExportEndMissing {
+                lines: export.lines_read(),
+                detail: "the export has no end line".into(),
+            }));
+    }
+    if let Some(end) = &end
+        && end.n != last_row_n
+    {
+        // The end line names another n than the rows reach: the core compares the end line
+        // only with a head it recomputed, so say it here.
+        report
+            .findings
+            .push(VerifyFinding::Chain(ChainFinding::ExportEndDiffers {
+                end: end.clone(),
+                recomputed: format!("the export's rows end at n = {last_row_n}"),
+            }));
+    }
+
+    let ext = extender.finish(&served, end.as_ref());
+    report.recomputed = ext.heads.last().cloned();
+    report
+        .findings
+        .extend(ext.findings.into_iter().map(VerifyFinding::Chain));
+
+    if let Some(path) = hold {
+        let mut outcome = HoldOutcome {
+            path: path.to_path_buf(),
+            held: held.clone(),
+            saved: None,
+        };
+        if let (Some(h), Some(s)) = (&held, &report.served) {
+            if s.n < h.n {
+                report
+                    .findings
+                    .push(VerifyFinding::Chain(ChainFinding::Rewound {
+                        held: h.clone(),
+                        served: s.clone(),
+                    }));
+            } else if h.n > 0 {
+                let ours = ext.heads.get(h.n as usize - 1).map(|x| x.head.clone());
+                if ours.as_deref() != Some(h.head.as_str()) && ours.is_some() {
+                    report
+                        .findings
+                        .push(VerifyFinding::Chain(ChainFinding::Forked {
+                            held: h.clone(),
+                            served: s.clone(),
+                            recomputed: ours,
+                        }));
+                }
+            }
+        }
+        if report.findings.is_empty()
+            && let Some(s) = &report.served
+        {
+            save_hold(path, s, client.origin())?;
+            outcome.saved = Some(s.clone());
+        }
+        report.hold = Some(outcome);
+    }
+    report.holds = report.findings.is_empty();
+    Ok(report)
+}
+
+fn served_finding(f: ServedFinding) -> VerifyFinding {
+    VerifyFinding::Served(f)
+}
+
+async fn drain(
+    extender: &mut Extender,
+    report: &mut VerifyReport,
+    in_flight: &mut VecDeque<(ExportRow, RawFetch)>,
+    progress: &dyn Progress,
+) -> Result<(), CouldNotCheck> {
+    while let Some((row, fetch)) = in_flight.pop_front() {
+        check_entry(extender, report, row, fetch).await?;
+        progress.advance();
+    }
+    Ok(())
+}
+
+/// One entry: its bytes against its claim, its text's carried head, then the chain.
+async fn check_entry(
+    extender: &mut Extender,
+    report: &mut VerifyReport,
+    row: ExportRow,
+    fetch: RawFetch,
+) -> Result<(), CouldNotCheck> {
+    let n = row.n;
+    let raw = match fetch.await {
+        Ok(Ok(raw)) => raw,
+        Ok(Err(e)) if e.is_served() => {
+            report
+                .findings
+                .push(served_finding(ServedFinding::EntryUnreadable {
+                    n,
+                    detail: e.to_string(),
+                }));
+            None
+        }
+        Ok(Err(e)) => return Err(CouldNotCheck::Fetch(e)),
+        Err(join) => {
+            return Err(CouldNotCheck::Fetch(ClientError::Fetch {
+                url: format!("/ledger/{n}?format=raw"),
+                why: join.to_string(),
+            }));
+        }
+    };
+    report.entries += 1;
+    let mut carried = None;
+    let raw_sha256 = match &raw {
+        None => {
+            if !report.findings.iter().any(
+                |f| matches!(f, VerifyFinding::Served(ServedFinding::EntryUnreadable { n: m, .. }) if *m == n),
+            ) {
+                report
+                    .findings
+                    .push(served_finding(ServedFinding::EntryMissing { n }));
+            }
+            None
+        }
+        Some(bytes) => {
+            match EntryText::parse(bytes) {
+                Ok(EntryText::Batch(b)) => {
+                    report.batches += 1;
+                    report.records_listed += b.records.len() as u64;
+                    if b.count != b.records.len() as u64 {
+                        report
+                            .findings
+                            .push(served_finding(ServedFinding::BatchCountDiffers {
+                                n,
+                                count: b.count,
+                                rows: b.records.len(),
+                            }));
+                    }
+                    carried = Some(b.ledger_head);
+                }
+                Ok(EntryText::Checkpoint(c)) => {
+                    report.checkpoints += 1;
+                    carried = Some(c.ledger_head);
+                }
+                Ok(EntryText::Other { .. }) => report.other_entries += 1,
+                Err(e) => report
+                    .findings
+                    .push(served_finding(ServedFinding::EntryUnreadable {
+                        n,
+                        detail: e.to_string(),
+                    })),
+            }
+            Some(sha256_hex(bytes))
+        }
+    };
+    extender.push(&NewEntry {
+        fields: row.chain_fields(),
+        raw_sha256,
+        carried,
+        export_row: Some(row),
+    });
+    Ok(())
+}
+
+fn read_hold(path: &Path) -> Result<Option<HeldHead>, CouldNotCheck> {
+    let shown = path.display().to_string();
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(CouldNotCheck::Hold {
+                path: shown,
+                why: e.to_string(),
+            });
+        }
+    };
+    let file: HoldFile = serde_json::from_str(&text).map_err(|e| CouldNotCheck::Hold {
+        path: shown.clone(),
+        why: format!("not a held head ({e})"),
+    })?;
+    let is_hex64 =
+        |s: &str| s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    if file.chain != crate::ledger::CHAIN
+        || !is_hex64(&file.head)
+        || (file.n == 0 && file.head != ROOT)
+    {
+        return Err(CouldNotCheck::Hold {
+            path: shown,
+            why: "not a jidec-chain-v1 head (chain, 64 lower-case hex head)".into(),
+        });
+    }
+    Ok(Some(HeldHead {
+        n: file.n,
+        head: file.head,
+    }))
+}
+
+/// Writes the held head next to its final place, syncs it, then renames it over: a crash
+/// leaves the old head or the new one, never half a file.
+fn save_hold(path: &Path, head: &HeldHead, ledger: &str) -> Result<(), CouldNotCheck> {
+    let shown = path.display().to_string();
+    let fail = |why: String| CouldNotCheck::Hold {
+        path: shown.clone(),
+        why,
+    };
+    let file = HoldFile {
+        chain: crate::ledger::CHAIN.into(),
+        n: head.n,
+        head: head.head.clone(),
+        marker_sha256: chain::marker_sha256(head.n, &head.head),
+        ledger: ledger.into(),
+        saved_at: chrono::Utc::now()
+            .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+            .to_string(),
+    };
+    let mut text = serde_json::to_string_pretty(&file).expect("a held head serialises");
+    text.push('\n');
+    let name = path
+        .file_name()
+        .ok_or_else(|| fail("not a file path".into()))?
+        .to_string_lossy()
+        .into_owned();
+    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+            && let Ok(d) = std::fs::File::open(dir)
+        {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    };
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        fail(format!("cannot save: {e}"))
+    })
+}
+
+async fn verify_command(args: VerifyArgs) -> anyhow::Result<ExitCode> {
+    let transport = args
+        .net
+        .transport(&[args.intake.as_str()])
+        .context("ledger verify")?;
+    let client = LedgerClient::new(&args.intake, transport)?.with_export_limits(ExportLimits {
+        deadline: Duration::from_secs(args.export_deadline_secs),
+        ..ExportLimits::default()
+    });
+    let bar: Box<dyn Progress> = if std::io::stderr().is_terminal() && !args.json {
+        let pb = indicatif::ProgressBar::new(0);
+        pb.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} entries {pos}/{len} [{bar:30}] {per_sec} {eta}",
+            )
+            .expect("a valid template")
+            .progress_chars("=> "),
+        );
+        Box::new(Bar(pb))
+    } else {
+        Box::new(Quiet)
+    };
+    let outcome = verify(&client, args.hold.as_deref(), args.parallel as usize, &*bar).await;
+    let report = match outcome {
+        Ok(r) => r,
+        Err(e) => {
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::json!({"ledger": client.origin(), "holds": null, "could_not_check": e.to_string()})
+                );
+            } else {
+                eprintln!("conduct-walker: error: {e}");
+            }
+            return Ok(ExitCode::from(EXIT_ERROR));
+        }
+    };
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string(&report).expect("a report serialises")
+        );
+    } else {
+        print!("{}", text_report(&report));
+    }
+    Ok(ExitCode::from(if report.holds {
+        EXIT_OK
+    } else {
+        EXIT_FINDING
+    }))
+}
+
+fn short(h: &str) -> &str {
+    &h[..h.len().min(16)]
+}
+
+/// The report as text: what was checked, each finding on its own line, the verdict last.
+pub fn text_report(r: &VerifyReport) -> String {
+    let mut out = format!("ledger {}\n", r.ledger);
+    match &r.served {
+        Some(s) => out.push_str(&format!(
+            "  served head: n={} head={}\n",
+            s.n,
+            short(&s.head)
+        )),
+        None => out.push_str("  served head: none (see the findings)\n"),
+    }
+    if let Some(c) = &r.recomputed {
+        out.push_str(&format!(
+            "  recomputed:  n={} head={}\n",
+            c.n,
+            short(&c.head)
+        ));
+    }
+    out.push_str(&format!(
+        "  checked: {} entries ({} batches listing {} records, {} checkpoints, {} other), their bytes against claim_sha256, every ledger_head carried, the export rows, end line and end marker\n",
+        r.entries, r.batches, r.records_listed, r.checkpoints, r.other_entries
+    ));
+    if let Some(h) = &r.hold {
+        match &h.held {
+            Some(held) => out.push_str(&format!(
+                "  held head: n={} head={} from {}\n",
+                held.n,
+                short(&held.head),
+                h.path.display()
+            )),
+            None => out.push_str(&format!("  held head: none yet in {}\n", h.path.display())),
+        }
+        if let Some(saved) = &h.saved {
+            out.push_str(&format!(
+                "  saved head: n={} to {}\n",
+                saved.n,
+                h.path.display()
+            ));
+        }
+    }
+    for f in &r.findings {
+        let evidence = match f {
+            VerifyFinding::Chain(c) => serde_json::to_string(c),
+            VerifyFinding::Served(s) => serde_json::to_string(s),
+        }
+        .unwrap_or_default();
+        out.push_str(&format!("finding: {}: {evidence}\n", f.name()));
+    }
+    if r.holds {
+        out.push_str("holds: the chain, head, end marker, export and every entry's bytes agree\n");
+    } else {
+        out.push_str(&format!("does not hold: {} finding(s)\n", r.findings.len()));
+    }
+    out
+}

@@ -202,6 +202,28 @@ async fn demo_runs_without_network_and_gets_every_expected_verdict() {
         .output()
         .unwrap();
     assert_eq!(verify.status.code(), Some(0));
+    // The demo ends with the whole loop (issue 23): anchored by the operator batch, inclusion
+    // verified by the follower, and `ledger status` says so from the store.
+    assert!(
+        stdout.contains("the intake's operator batch anchored 9 record(s) as ledger entry 1"),
+        "{stdout}"
+    );
+    assert_eq!(
+        stdout
+            .matches("anchored at entry 1, inclusion verified")
+            .count(),
+        9,
+        "{stdout}"
+    );
+    let status = bin()
+        .args(["ledger", "status", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(status.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&status.stdout).contains(
+        "9 filed, 0 pending, 9 anchored (9 inclusion verified), 0 overdue, 0 finding(s)"
+    ));
 }
 
 #[test]

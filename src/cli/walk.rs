@@ -710,13 +710,69 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     if unexpected > 0 {
         bail!("{unexpected} demo scenario(s) got an unexpected verdict");
     }
+    demo_ledger(&emulator, &ca, &db).await?;
     println!(
-        "demo finished: {} scenarios walked, each verdict as expected; records signed, stored and filed",
+        "demo finished: {} scenarios walked, each verdict as expected; records signed, stored, filed, anchored and their inclusion verified",
         DEMO.len()
     );
     println!("next: conduct-walker records list --db {}", db.display());
     println!("      conduct-walker records verify --db {}", db.display());
+    println!("      conduct-walker ledger status --db {}", db.display());
     Ok(ExitCode::from(super::EXIT_OK))
+}
+
+/// The demo's last step (issue 23): the operator batch anchors the filed records on the
+/// emulator, and one follower pass checks that each is in the batch, the batch in the chain.
+async fn demo_ledger(
+    emulator: &crate::intake_emulator::RunningEmulator,
+    ca: &SandboxCa,
+    db: &std::path::Path,
+) -> anyhow::Result<()> {
+    let batch = emulator
+        .anchor()?
+        .context("the operator batch anchored nothing: no record was pending")?;
+    println!(
+        "== ledger: the intake's operator batch anchored {} record(s) as ledger entry {}",
+        batch.count, batch.ledger_entry
+    );
+    let mut policy = NetPolicy::new(true);
+    policy.allow_url(&emulator.url());
+    let mut net = TransportConfig::new(policy);
+    net.extra_roots = vec![ca.cert_der()];
+    let client = crate::ledger::client::LedgerClient::new(&emulator.url(), Transport::new(net)?)?;
+    let mut store = crate::store::Store::open(db)?;
+    let report = crate::ledger::follower::pass(
+        &client,
+        &mut store,
+        &emulator.url(),
+        &crate::ledger::follow::Policy::default(),
+        chrono::Utc::now(),
+    )
+    .await?;
+    for row in crate::store::ledger::all(store.connection())? {
+        println!("   {}  {}", &row.sha256[..12], row.describe());
+    }
+    if let Some(h) = &report.head {
+        println!(
+            "   head held: n = {} {} (recomputed from the export and equal to /ledger/head)",
+            h.n,
+            &h.head[..16]
+        );
+    }
+    store.checkpoint()?;
+    if report.findings_opened > 0 || report.verified == 0 {
+        bail!(
+            "the ledger follower found {} finding(s) and verified {} record(s): see conduct-walker ledger status --db {}",
+            report.findings_opened,
+            report.verified,
+            db.display()
+        );
+    }
+    println!(
+        "   {} record(s) anchored, inclusion verified (bytes ours, batch bytes hash to its claim, listed once)\n",
+        report.verified
+    );
+    Ok(())
 }
 
 #[derive(Debug, Args)]

@@ -200,6 +200,10 @@ pub struct LedgerSection {
     /// Hours after filing after which a record not yet anchored is a finding.
     #[serde(default = "default_ledger_overdue")]
     pub overdue_after_hours: u64,
+    /// Seconds between reads of `/ledger/head` (how soon an operator batch is seen; the head
+    /// is also read just after each 00:30 UTC run).
+    #[serde(default = "default_ledger_head")]
+    pub head_interval_secs: u64,
     /// Per-intake values instead of the two above.
     #[serde(default, rename = "intake", skip_serializing_if = "Vec::is_empty")]
     pub intakes: Vec<LedgerIntakeSection>,
@@ -212,6 +216,7 @@ impl Default for LedgerSection {
             poll_interval_secs: default_ledger_poll(),
             rate_per_minute: default_ledger_rate(),
             overdue_after_hours: default_ledger_overdue(),
+            head_interval_secs: default_ledger_head(),
             intakes: Vec::new(),
         }
     }
@@ -237,6 +242,11 @@ fn default_ledger_poll() -> u64 {
 }
 fn default_ledger_rate() -> u64 {
     crate::ledger::follow::Policy::default().rate_per_minute as u64
+}
+fn default_ledger_head() -> u64 {
+    crate::ledger::follow::Policy::default()
+        .head_every
+        .num_seconds() as u64
 }
 fn default_ledger_overdue() -> u64 {
     crate::ledger::follow::Policy::default()
@@ -275,10 +285,11 @@ impl LedgerSettings {
     }
 }
 
-fn ledger_policy(rate: u64, overdue_hours: u64) -> crate::ledger::follow::Policy {
+fn ledger_policy(rate: u64, overdue_hours: u64, head_secs: u64) -> crate::ledger::follow::Policy {
     crate::ledger::follow::Policy {
         rate_per_minute: rate.clamp(1, 600) as u32,
         overdue_after: chrono::Duration::hours(overdue_hours.clamp(1, 24 * 90) as i64),
+        head_every: chrono::Duration::seconds(head_secs.clamp(10, 86_400) as i64),
         ..crate::ledger::follow::Policy::default()
     }
 }
@@ -1027,6 +1038,12 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
             1,
             24 * 90,
         ),
+        (
+            "ledger.head_interval_secs",
+            file.ledger.head_interval_secs,
+            10,
+            86_400,
+        ),
     ] {
         if !(min..=max).contains(&value) {
             let line = text
@@ -1206,7 +1223,11 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
         ledger: LedgerSettings {
             follow: file.ledger.follow,
             poll_interval: Duration::from_secs(file.ledger.poll_interval_secs.max(1)),
-            default: ledger_policy(file.ledger.rate_per_minute, file.ledger.overdue_after_hours),
+            default: ledger_policy(
+                file.ledger.rate_per_minute,
+                file.ledger.overdue_after_hours,
+                file.ledger.head_interval_secs,
+            ),
             per_intake: file
                 .ledger
                 .intakes
@@ -1218,6 +1239,7 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
                             i.rate_per_minute.unwrap_or(file.ledger.rate_per_minute),
                             i.overdue_after_hours
                                 .unwrap_or(file.ledger.overdue_after_hours),
+                            file.ledger.head_interval_secs,
                         ),
                     )
                 })

@@ -36,7 +36,7 @@ fn world(k: u64, filed_at: &str) -> World {
     let ledger = FakeLedger::default();
     let mut shas = Vec::new();
     for i in 0..k {
-        let bytes = record_bytes(i + 1, i % 2 == 0);
+        let bytes = record_bytes(i + 1, i.is_multiple_of(2));
         shas.push(file(&store, &ledger, bytes, filed_at));
     }
     World {
@@ -407,7 +407,7 @@ async fn pull_keeps_other_witnesses_records_checked_against_their_batch() {
             100 + i,
             "https://agent.example",
             ep,
-            i % 2 == 0,
+            i.is_multiple_of(2),
             &walked_at(i * 3600),
         );
         String::from_utf8(conduct_walker::canonical::to_bytes(&v)).unwrap()
@@ -480,7 +480,7 @@ async fn a_simulated_day_follows_1000_records_to_anchoring_with_bounded_reads() 
     while at <= end {
         // One record every 68 s: 1,000 by 19:53.
         while filed < 1000 && start + Duration::seconds(68 * filed as i64) <= at {
-            let bytes = record_bytes(10_000 + filed, filed % 3 != 0);
+            let bytes = record_bytes(10_000 + filed, !filed.is_multiple_of(3));
             let sha = file(&w.store, &w.ledger, bytes, &lstore::ts(at));
             w.shas.push(sha);
             filed += 1;

@@ -57,7 +57,7 @@ impl World {
             nonce,
             "https://agent.example",
             "https://agent.example/a2a",
-            nonce % 2 == 0,
+            nonce.is_multiple_of(2),
             &store_support::walked_at(nonce * 60),
         );
         // Filed unsigned: without the key_url a signed record would carry.

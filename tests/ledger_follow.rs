@@ -616,3 +616,41 @@ async fn the_faces_show_the_ledger_life_figures_and_findings() {
     assert!(ep.contains("agrees with its batch"));
     assert!(ep.contains("The ledger keeps no signature"));
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_first_sync_recomputes_an_old_chain_but_reads_no_old_entry_bytes() {
+    let mut w = world(0, "2026-12-01T13:00:00Z");
+    // Thirty batches of other witnesses' records, written weeks before we filed anything.
+    for i in 0..30u64 {
+        let v = record_value(
+            700 + i,
+            "https://x.example",
+            "https://x.example/a2a",
+            true,
+            &walked_at(i),
+        );
+        w.ledger
+            .file(&String::from_utf8(conduct_walker::canonical::to_bytes(&v)).unwrap());
+        w.ledger
+            .anchor(&format!("2026-11-{:02}T00:30:00.000Z", 1 + i % 28), 200);
+    }
+    let ours = file(
+        &w.store,
+        &w.ledger,
+        record_bytes(1, true),
+        "2026-12-01T13:00:00Z",
+    );
+    w.shas.push(ours);
+    w.ledger.anchor("2026-12-01T13:30:00.000Z", 200);
+    let r = w.pass("2026-12-01T13:31:00Z").await;
+    assert_eq!(r.new_entries, 31, "{r:?}");
+    assert_eq!(r.verified, 1, "{r:?}");
+    // The chain over all 31 was recomputed from one export; only our batch's bytes were read.
+    assert_eq!(w.ledger.reads_of("export"), 1);
+    assert_eq!(
+        w.ledger.reads_of("entry_raw"),
+        2,
+        "the new batch once, and once for inclusion"
+    );
+    assert!(w.findings().is_empty());
+}

@@ -342,6 +342,17 @@ async fn chain_step<R: LedgerReads>(
     }
     // Stream the export: old rows keep their claims; new rows are extended one by one.
     let conn = store.connection();
+    // On the first sync, entries written a day or more before the first record we follow
+    // cannot list ours: their bytes are not read (the chain over them is still recomputed).
+    let read_from: Option<String> = if held.is_none() {
+        Some(
+            oldest_pending_filed(conn, p.intake)?
+                .and_then(|f| lstore::parse_ts(&f))
+                .map_or_else(|| "9999".to_owned(), |f| ts(f - chrono::Duration::days(1))),
+        )
+    } else {
+        None
+    };
     let mut new_rows: Vec<EntrySeen> = Vec::new();
     let mut changed: Vec<check::ChainFinding> = Vec::new();
     let mut garbage: Option<String> = None;
@@ -379,6 +390,12 @@ async fn chain_step<R: LedgerReads>(
                 }
                 let n = row.n;
                 let claim = row.claim_sha256.clone();
+                // Times sort as text (ISO 8601 UTC); an entry without one is read.
+                let skip = read_from.as_ref().is_some_and(|from| {
+                    row.created_at
+                        .as_ref()
+                        .is_some_and(|c| c.as_str() < from.as_str())
+                });
                 x.push(&NewEntry {
                     fields: row.chain_fields(),
                     raw_sha256: None,
@@ -390,7 +407,7 @@ async fn chain_step<R: LedgerReads>(
                     claim_sha256: claim,
                     raw_sha256: None,
                     entry_sha256: String::new(),
-                    kind: None,
+                    kind: skip.then(|| "not_read".to_owned()),
                     rows: None,
                 });
                 true
@@ -444,15 +461,10 @@ async fn chain_step<R: LedgerReads>(
     }
     p.report.new_entries = out.heads.len() as u64;
     if let Some(hold) = out.hold.filter(|_| changed.is_empty()) {
-        // Entries older than the first record we follow cannot hold ours: not read.
-        let oldest_filed = oldest_pending_filed(conn, p.intake)?;
         let tx =
             rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
         for (row, head) in new_rows.iter_mut().zip(&out.heads) {
             row.entry_sha256 = head.head.clone();
-            if held.is_none() && oldest_filed.is_none() {
-                row.kind = Some("not_read".into());
-            }
             lstore::put_entry(conn, p.intake, row, &p.now_s)?;
         }
         lstore::hold_head(conn, p.intake, &hold, &p.now_s)?;

@@ -361,7 +361,8 @@ pub struct TargetSection {
     #[serde(default = "yes")]
     pub submit: bool,
     /// Also keep other witnesses' records about this endpoint, read from the anchored batches
-    /// of the intake's ledger (what `conduct-walker ledger pull` does by hand).
+    /// of the intake's ledger (what `conduct-walker ledger pull` does by hand). Needs
+    /// `endpoint`.
     #[serde(default)]
     pub pull_ledger: bool,
     /// Cron pattern in UTC: "min hour day month weekday", or with seconds first
@@ -1135,6 +1136,12 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
             && let Err(why) = crate::net::https_url(e.get_ref())
         {
             at(e.span(), why);
+        }
+        if t.pull_ledger && t.endpoint.is_none() {
+            at(
+                t.origin.span(),
+                "pull_ledger needs the target's endpoint (the ledger's batches name endpoints, not origins)".into(),
+            );
         }
         let name = match &t.name {
             Some(n) => n.get_ref().clone(),

@@ -23,7 +23,8 @@ fn defaults_and_per_intake_values() {
     let text = format!(
         "{BASE}[ledger]\nrate_per_minute = 12\noverdue_after_hours = 30\n\
          [[ledger.intake]]\nurl = \"https://ledger.example/witness\"\nrate_per_minute = 5\n\
-         [[target]]\norigin = \"https://agent.example\"\nschedule = \"@daily\"\npull_ledger = true\n"
+         [[target]]\norigin = \"https://agent.example\"\nendpoint = \"https://agent.example/a2a\"\n\
+         schedule = \"@daily\"\npull_ledger = true\n"
     );
     let c = parse(&text).unwrap();
     let own = c.ledger.policy_for("https://ledger.example/witness/");
@@ -68,6 +69,11 @@ fn out_of_range_values_and_bad_urls_are_refused_with_their_line() {
             "rate_per_minute 9999 is out of range",
         ),
         ("[ledger]\nfolow = true\n", "folow", "unknown field"),
+        (
+            "[[target]]\norigin = \"https://a.example\"\nschedule = \"@daily\"\npull_ledger = true\n",
+            "origin",
+            "pull_ledger needs the target's endpoint",
+        ),
     ] {
         let text = format!("{BASE}{extra}");
         let Err(ConfigError::Invalid { problems, .. }) = parse(&text) else {

@@ -39,7 +39,7 @@ pub const MIGRATIONS: &[Migration] = &[
     },
     Migration {
         name: "ledger",
-        sql: include_str!("migrations/0007_23b_ledger.sql"),
+        sql: include_str!("migrations/0007_ledger.sql"),
     },
 ];
 

@@ -435,3 +435,75 @@ async fn a_ten_thousand_entry_ledger_is_checked() {
     let report = assert_finds(&env, &["--parallel", "16"], &["claim_sha256_differs"]);
     assert_eq!(report["findings"][0]["n"], 7321);
 }
+
+/// A hostile ledger (a plain sandbox server, not the emulator): a garbage head, an export line
+/// over the line cap, an export that stops inside a line, an endless export. Each is a named
+/// finding or, for the endless one, a bounded failure to check; nothing is held whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_ledger_is_read_in_bounded_memory() {
+    use conduct_walker::cli::ledger::{Quiet, verify};
+    use conduct_walker::ledger::chain::{ROOT, marker_sha256};
+    use conduct_walker::ledger::client::{ExportLimits, LedgerClient};
+    use conduct_walker::sandbox::{Body, HttpsServer, Resp, SandboxCa, handler};
+    use std::sync::{Arc, Mutex};
+
+    let ca = SandboxCa::generate();
+    let export: Arc<Mutex<Body>> = Arc::new(Mutex::new(Body::Bytes(Vec::new())));
+    let head_body: Arc<Mutex<String>> = Arc::new(Mutex::new(String::new()));
+    let (e, h) = (export.clone(), head_body.clone());
+    let server = HttpsServer::start(
+        &ca,
+        handler(move |req| match req.path.as_str() {
+            "/ledger/head" => Resp::bytes(200, "application/json", h.lock().unwrap().clone()),
+            "/ledger/export.jsonl" => Resp {
+                status: 200,
+                headers: vec![("content-type".into(), "application/x-ndjson".into())],
+                body: e.lock().unwrap().clone(),
+            },
+            _ => Resp::empty(404),
+        }),
+    )
+    .await
+    .unwrap();
+    let client = LedgerClient::new(&server.base(), transport(&ca, &server.base()))
+        .unwrap()
+        .with_export_limits(ExportLimits {
+            line_cap: 4096,
+            total_cap: 1024 * 1024,
+            deadline: std::time::Duration::from_secs(3),
+        });
+    let empty_head = json!({"schema": "jidec-head-v1", "n": 0, "head": ROOT, "root": ROOT,
+        "chain": "jidec-chain-v1", "prev_entry_sha256": ROOT, "entry_sha256": marker_sha256(0, ROOT)});
+    let names = |r: &conduct_walker::cli::ledger::VerifyReport| {
+        r.findings.iter().map(|f| f.name()).collect::<Vec<_>>()
+    };
+
+    *head_body.lock().unwrap() = "<html>".into();
+    let r = verify(&client, None, 4, &Quiet).await.unwrap();
+    assert_eq!(names(&r), ["answer_unreadable"]);
+
+    *head_body.lock().unwrap() = empty_head.to_string();
+    *export.lock().unwrap() = Body::Bytes(vec![b'x'; 10_000]);
+    let r = verify(&client, None, 4, &Quiet).await.unwrap();
+    assert_eq!(names(&r), ["export_line_unreadable"], "a line over the cap");
+
+    *export.lock().unwrap() = Body::Bytes(format!("{empty_head}").into_bytes());
+    let r = verify(&client, None, 4, &Quiet).await.unwrap();
+    assert_eq!(names(&r), ["export_line_unreadable"], "no final newline");
+
+    *export.lock().unwrap() = Body::Bytes(format!("{empty_head}\n").into_bytes());
+    let r = verify(&client, None, 4, &Quiet).await.unwrap();
+    assert!(r.holds, "{:?}", r.findings);
+
+    // More than the export's total cap: refused before it is read, and said.
+    *export.lock().unwrap() = Body::Bytes(format!("{empty_head}\n").repeat(10_000).into_bytes());
+    let err = verify(&client, None, 4, &Quiet).await.unwrap_err();
+    assert!(err.to_string().contains("response body too large"), "{err}");
+    // A trickling export hits the whole-export deadline (3 s), not a per-read one.
+    *export.lock().unwrap() = Body::Trickle {
+        bytes: format!("{empty_head}\n").into_bytes(),
+        every: std::time::Duration::from_millis(50),
+    };
+    let err = verify(&client, None, 4, &Quiet).await.unwrap_err();
+    assert!(err.to_string().contains("timed out"), "{err}");
+}

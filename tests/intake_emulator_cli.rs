@@ -70,3 +70,154 @@ fn refuses_a_non_loopback_listen_address() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("not a loopback address"), "{stderr}");
 }
+
+/// The CLI-run emulator's operator routes (ledger.md §4.1 and the emulator-only
+/// `/emulator/hooks`) take the key from `--ledger-key-file` (created 0600 when missing, read
+/// when present), so a black-box test can anchor, run the schedule and inject a fault, and
+/// `ledger verify` names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operator_key_file_anchor_hooks_and_verify() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let ca_path = dir.path().join("ca.pem");
+    let key_path = dir.path().join("ledger.key");
+    let mut child = Child(
+        Command::new(BIN)
+            .args(["intake-emulator", "--listen", "127.0.0.1:0", "--tls-ca-out"])
+            .arg(&ca_path)
+            .arg("--state")
+            .arg(dir.path().join("state.sqlite"))
+            .arg("--ledger-key-file")
+            .arg(&key_path)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut first = String::new();
+    BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let url = first
+        .trim()
+        .strip_prefix("intake emulator: ")
+        .unwrap()
+        .to_string();
+    let base = url.trim_end_matches("/witness").to_string();
+    let key = std::fs::read_to_string(&key_path).unwrap();
+    assert_eq!(key.len(), 64, "a fresh random key");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&key_path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let mut policy = NetPolicy::new(true);
+    policy.allow_url(&url);
+    let mut config = TransportConfig::new(policy);
+    config.extra_roots = load_pem_certs(&ca_path).unwrap();
+    let transport = Transport::new(config).unwrap();
+    let post = |path: &str, key: &str, body: &str| {
+        HttpRequest::post(
+            format!("{base}{path}"),
+            &[("x-ledger-key", key), ("Content-Type", "application/json")],
+            body.as_bytes().to_vec(),
+        )
+    };
+
+    let record = serde_json::json!({
+        "schema": "jidec-path-v1", "purpose": "a2a-conduct-walk-v1: https://agent.example/a2a",
+        "walked_at": "2026-12-01T00:00:00Z", "walker": {"tool": "conduct-walker", "version": "t"},
+        "base": "https://agent.example", "nodes": [{"n": 0}], "assertions": [{"claim": "c"}],
+        "verdict": {"ok": true, "outcome": "PASS"}, "witness": {"name": "w", "vantage": "v"},
+        "mode": "full", "establishes": ["something"],
+        "does_not_establish": ["correctness or quality of any response"],
+    });
+    let text = String::from_utf8(conduct_walker::canonical::to_bytes(&record)).unwrap();
+    let body = serde_json::json!({"record_canonical": text}).to_string();
+    let ex = transport.fetch(&post("/witness", "", &body)).await;
+    assert_eq!(ex.status, 201, "{}", String::from_utf8_lossy(&ex.body));
+
+    assert_eq!(
+        transport
+            .fetch(&post("/witness/anchor", "wrong", ""))
+            .await
+            .status,
+        401
+    );
+    assert_eq!(
+        transport
+            .fetch(&post("/witness/anchor", &key, ""))
+            .await
+            .status,
+        201
+    );
+    let ex = transport
+        .fetch(&post(
+            "/emulator/hooks",
+            &key,
+            r#"{"hook": "scheduled_run"}"#,
+        ))
+        .await;
+    assert_eq!(
+        String::from_utf8_lossy(&ex.body),
+        "{\n  \"batches\": [],\n  \"checkpoint\": 2\n}"
+    );
+
+    let verify = |extra: &[&str]| {
+        let mut cmd = Command::new(BIN);
+        cmd.args([
+            "ledger",
+            "verify",
+            "--intake",
+            &url,
+            "--allow-private-network",
+            "--ca-cert",
+        ])
+        .arg(&ca_path)
+        .args(extra);
+        cmd.output().unwrap()
+    };
+    let out = verify(&[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let ex = transport
+        .fetch(&post(
+            "/emulator/hooks",
+            &key,
+            r#"{"hook": "drop_entry", "n": 1}"#,
+        ))
+        .await;
+    assert_eq!(ex.status, 200);
+    let ex = transport
+        .fetch(&post(
+            "/emulator/hooks",
+            &key,
+            r#"{"hook": "drop_entry", "n": 9}"#,
+        ))
+        .await;
+    assert_eq!(ex.status, 409, "no such entry: refused, said why");
+    let out = verify(&[]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("finding: chain_broken: "), "{stdout}");
+
+    // A second start reads the same key file.
+    drop(child);
+    let child = Child(
+        Command::new(BIN)
+            .args(["intake-emulator", "--listen", "127.0.0.1:0", "--state"])
+            .arg(dir.path().join("state.sqlite"))
+            .arg("--ledger-key-file")
+            .arg(&key_path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    drop(child);
+    assert_eq!(std::fs::read_to_string(&key_path).unwrap(), key);
+}

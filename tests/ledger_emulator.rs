@@ -321,6 +321,52 @@ async fn witness_forms_responses_and_the_pool() {
     let (status, answer) = env.anchor().await;
     assert_eq!(status, 201);
     assert_eq!(answer["anchored"], 2);
+    // conduct-walk.md §6.2's key order: the 201 body, and the dedupe answer after anchoring.
+    let post = |nonce: u64| {
+        let body = json!({"record_canonical": record_text("obs-witness", "https://agent-obs1-a.example/a2a", nonce)});
+        serde_json::to_vec(&body).unwrap()
+    };
+    let ex = env
+        .send(
+            "POST",
+            "/witness",
+            &[
+                ("Content-Type", "application/json"),
+                ("CF-Connecting-IP", "203.0.113.9"),
+            ],
+            Some(post(3)),
+        )
+        .await;
+    assert_eq!(ex.status, 201);
+    assert_key_order(
+        &String::from_utf8(ex.body).unwrap(),
+        &[
+            "sha",
+            "status",
+            "signed",
+            "signed_domain",
+            "mode",
+            "counted",
+            "count_reason",
+            "url",
+            "anchor_policy",
+        ],
+    );
+    let ex = env
+        .send(
+            "POST",
+            "/witness",
+            &[
+                ("Content-Type", "application/json"),
+                ("CF-Connecting-IP", "203.0.113.9"),
+            ],
+            Some(post(1)),
+        )
+        .await;
+    let dedupe = String::from_utf8(ex.body).unwrap();
+    assert_eq!(ex.status, 200);
+    assert_key_order(&dedupe, &["sha", "status", "dedup", "url"]);
+    assert!(dedupe.contains("\"status\": \"anchored\""), "{dedupe}");
     let (_, anchored) = env.get(&format!("/witness/{a}")).await;
     assert_key_order(
         &anchored,
@@ -353,8 +399,10 @@ async fn witness_forms_responses_and_the_pool() {
     let parsed = env.client().witness(&a).await.unwrap();
     assert_eq!(parsed.responses().len(), 2);
 
+    // Anchored records leave the pool at once; only the one filed since is left.
     let (_, pool) = env.get_json("/witness/pending").await;
-    assert_eq!(pool["count"], 0);
+    assert_eq!(pool["count"], 1);
+    assert_eq!(env.anchor().await.0, 201);
     // An empty pool: 200 with the observed body.
     assert_eq!(
         env.anchor().await,

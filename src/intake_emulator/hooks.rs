@@ -100,7 +100,9 @@ fn stored_entry(shared: &Shared, n: u64) -> Result<StoredEntry, HookError> {
 
 fn put(shared: &Shared, entry: &StoredEntry) -> Result<(), HookError> {
     let text = serde_json::to_string(entry).expect("an entry serialises");
-    shared.state().put_entry(entry.n, &text)?;
+    shared
+        .state()
+        .put_entry(entry.n, &text, &entry.claim_sha256)?;
     shared.ledger().forget_heads();
     Ok(())
 }

@@ -188,6 +188,33 @@ fn stored_chain(shared: &Shared, ctl: &mut LedgerCtl) -> Result<ChainView, Emula
     })
 }
 
+/// The stored chain's count, last head and break, without copying the heads (the batch and
+/// the checkpoint rule need only these).
+pub(super) struct Tip {
+    pub count: u64,
+    pub head: String,
+    pub broken_at: Option<u64>,
+}
+
+fn stored_tip(shared: &Shared, ctl: &mut LedgerCtl) -> Result<Tip, EmulatorError> {
+    let count = shared.state().ledger_count()?;
+    if let Some(heads) = &ctl.heads
+        && heads.len() as u64 == count
+    {
+        return Ok(Tip {
+            count,
+            head: heads.last().map_or(ROOT, String::as_str).to_owned(),
+            broken_at: None,
+        });
+    }
+    let view = stored_chain(shared, ctl)?;
+    Ok(Tip {
+        count: view.count,
+        head: view.head().to_owned(),
+        broken_at: view.broken_at,
+    })
+}
+
 /// What a reader is served: the stored chain, cut at the rewound n if a fault says so.
 fn served_chain(shared: &Shared) -> Result<ChainView, EmulatorError> {
     let mut ctl = shared.ledger();
@@ -326,12 +353,12 @@ pub(super) fn run_batch(shared: &Shared, trigger: &str) -> Result<BatchOutcome, 
         .collect::<Result<Vec<_>, _>>()?;
     records.sort_by(|a, b| a.sha.cmp(&b.sha));
     let rows: Vec<BatchRow> = records.iter().map(BatchRow::of).collect();
-    let view = stored_chain(shared, &mut ctl)?;
+    let view = stored_tip(shared, &mut ctl)?;
     let carried = carried_head(&view);
     let anchored_at = shared.now_iso();
     let text = batch_text(&anchored_at, &carried, &rows);
     let claim = claim_sha256(&text);
-    if let Some(n) = entry_with_claim(shared, view.count, &claim)? {
+    if let Some(n) = shared.state().entry_with_claim(&claim)? {
         return Ok(BatchOutcome::Dedup(n));
     }
     let n = view.count + 1;
@@ -347,9 +374,9 @@ pub(super) fn run_batch(shared: &Shared, trigger: &str) -> Result<BatchOutcome, 
 }
 
 /// The head written into a batch: (N, head_N) with N the count, or the broken form.
-fn carried_head(view: &ChainView) -> CarriedHead {
+fn carried_head(view: &Tip) -> CarriedHead {
     match view.broken_at {
-        None => linked_head(view.count, view.head(), false),
+        None => linked_head(view.count, &view.head, false),
         Some(at) => CarriedHead::Broken {
             chain: crate::ledger::CHAIN.into(),
             broken_at: at,
@@ -358,39 +385,28 @@ fn carried_head(view: &ChainView) -> CarriedHead {
     }
 }
 
-fn entry_with_claim(
-    shared: &Shared,
-    count: u64,
-    claim: &str,
-) -> Result<Option<u64>, EmulatorError> {
-    for (n, text) in shared.state().ledger_entries(1, count)? {
-        if parse_entry(&text)?.claim_sha256 == claim {
-            return Ok(Some(n));
-        }
-    }
-    Ok(None)
-}
-
 /// Appends `entry` (n = count + 1) and keeps the head cache in step.
 fn append(
     shared: &Shared,
     ctl: &mut LedgerCtl,
-    view: &ChainView,
+    view: &Tip,
     entry: &StoredEntry,
     anchored: &[String],
 ) -> Result<(), EmulatorError> {
     let text = serde_json::to_string(entry).expect("an entry serialises");
-    shared
-        .state()
-        .append_entry(entry.n, &text, anchored, shared.now_ms())?;
-    ctl.heads = match (&ctl.heads, view.broken_at) {
+    shared.state().append_entry(
+        entry.n,
+        &text,
+        &entry.claim_sha256,
+        anchored,
+        shared.now_ms(),
+    )?;
+    match (&mut ctl.heads, view.broken_at) {
         (Some(heads), None) if heads.len() as u64 == view.count => {
-            let mut heads = heads.clone();
-            heads.push(chain::entry_sha256(&entry.chain_fields(), view.head()));
-            Some(heads)
+            heads.push(chain::entry_sha256(&entry.chain_fields(), &view.head));
         }
-        _ => None,
-    };
+        _ => ctl.heads = None,
+    }
     Ok(())
 }
 
@@ -404,7 +420,7 @@ pub(super) fn import_entry(
     text: &str,
 ) -> Result<u64, EmulatorError> {
     let mut ctl = shared.ledger();
-    let view = stored_chain(shared, &mut ctl)?;
+    let view = stored_tip(shared, &mut ctl)?;
     let mut entry = StoredEntry::new(
         view.count + 1,
         "imported entry".into(),
@@ -453,7 +469,7 @@ pub(super) fn scheduled_run(shared: &Shared) -> Result<ScheduledRun, EmulatorErr
 /// already a checkpoint, one checkpoint entry over entries 1..N.
 fn checkpoint(shared: &Shared) -> Result<Option<u64>, EmulatorError> {
     let mut ctl = shared.ledger();
-    let view = stored_chain(shared, &mut ctl)?;
+    let view = stored_tip(shared, &mut ctl)?;
     if view.count == 0 || view.broken_at.is_some() {
         return Ok(None);
     }
@@ -470,7 +486,7 @@ fn checkpoint(shared: &Shared) -> Result<Option<u64>, EmulatorError> {
     {
         return Ok(None);
     }
-    let text = checkpoint_text(&shared.now_iso(), view.count, view.head());
+    let text = checkpoint_text(&shared.now_iso(), view.count, &view.head);
     let n = view.count + 1;
     let entry = StoredEntry::new(
         n,

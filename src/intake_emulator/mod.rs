@@ -413,8 +413,13 @@ async fn route(shared: &Shared, req: Req) -> Resp {
     if let Some(answer) = direct {
         return answer.unwrap_or_else(|e| internal(&e));
     }
+    if (method, path) == ("POST", "/witness") {
+        return match submit::post_witness(shared, &req).await {
+            Ok((status, body)) => json_resp(status, &in_order(body, POST_WITNESS_ORDER)),
+            Err(e) => internal(&e),
+        };
+    }
     let answer = match (method, path) {
-        ("POST", "/witness") => submit::post_witness(shared, &req).await,
         ("GET", "/witness") => reads::describe(shared, &req.base),
         (m, "/witness" | "/witness/pending") if m != "GET" => Ok((
             405,
@@ -428,6 +433,60 @@ async fn route(shared: &Shared, req: Req) -> Resp {
     match answer {
         Ok((status, body)) => json_resp(status, &body),
         Err(e) => internal(&e),
+    }
+}
+
+/// The keys of every `POST /witness` answer in the order conduct-walk.md §6.2 writes them
+/// (the 201 body, the dedupe answer, the refusals); the crate's `Value` sorts keys.
+const POST_WITNESS_ORDER: &[&str] = &[
+    "sha",
+    "status",
+    "signed",
+    "signed_domain",
+    "mode",
+    "counted",
+    "count_reason",
+    "dedup",
+    "url",
+    "anchor_policy",
+    "error",
+    "reason_code",
+    "why",
+    "max_bytes",
+    "cap",
+    "note",
+    "help",
+];
+
+/// A JSON object with its keys in `order` (any other key after them, sorted).
+fn in_order(body: Value, order: &[&str]) -> KeyOrdered {
+    let Value::Object(mut map) = body else {
+        return KeyOrdered(vec![(String::new(), body)], true);
+    };
+    let mut out: Vec<(String, Value)> = Vec::with_capacity(map.len());
+    for key in order {
+        if let Some(v) = map.remove(*key) {
+            out.push((key.to_string(), v));
+        }
+    }
+    out.extend(map);
+    KeyOrdered(out, false)
+}
+
+/// An object in a given key order (or, flagged, one value that is not an object).
+struct KeyOrdered(Vec<(String, Value)>, bool);
+
+impl serde::Serialize for KeyOrdered {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        if self.1 {
+            return self.0[0].1.serialize(s);
+        }
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
     }
 }
 

@@ -49,6 +49,9 @@ pub struct ConfigFile {
     /// `[mcp]`: what a model may do through `conduct-walker mcp`.
     #[serde(default)]
     pub mcp: McpSection,
+    /// `[retention]`: how long records stay in the live store before the daemon archives them.
+    #[serde(default)]
+    pub retention: RetentionSection,
     /// One per agent to walk, each on its own schedule; with none the daemon idles.
     #[serde(default, rename = "target", skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<TargetSection>,
@@ -176,6 +179,63 @@ impl Default for DaemonSection {
             drain_interval_secs: default_drain(),
             shutdown_grace_secs: default_grace(),
         }
+    }
+}
+
+/// `[retention]`: old records leave the live store into verifiable archive segments (README,
+/// "Retention"). Off by default: with neither `unfiled_days` nor `all_days`, every record is
+/// kept in the store for ever.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionSection {
+    /// Archive records that were never filed (no submission reached `filed`) once they are
+    /// older than this many days.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unfiled_days: Option<u64>,
+    /// Archive every record older than this many days.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub all_days: Option<u64>,
+    /// Where the segment files go; default: the directory `archive` beside the database.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive_dir: Option<PathBuf>,
+    /// How often the daemon archives (hours; the first run is one minute after start).
+    #[serde(default = "default_archive_every")]
+    pub every_hours: u64,
+}
+
+fn default_archive_every() -> u64 {
+    24
+}
+
+impl Default for RetentionSection {
+    fn default() -> Self {
+        RetentionSection {
+            unfiled_days: None,
+            all_days: None,
+            archive_dir: None,
+            every_hours: default_archive_every(),
+        }
+    }
+}
+
+/// The validated `[retention]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RetentionConfig {
+    pub policy: crate::store::archive::Retention,
+    /// As configured (resolved against the config's directory); see [`RetentionConfig::dir`].
+    pub archive_dir: Option<PathBuf>,
+    pub every: Duration,
+}
+
+impl RetentionConfig {
+    /// The archive directory for the store at `db`.
+    pub fn dir(&self, db: &Path) -> PathBuf {
+        self.archive_dir.clone().unwrap_or_else(|| {
+            db.parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+                .join("archive")
+        })
     }
 }
 
@@ -714,6 +774,8 @@ pub struct Config {
     pub drain_interval: Duration,
     pub shutdown_grace: Duration,
     pub targets: Vec<Target>,
+    /// `[retention]`; `policy.is_off()` by default.
+    pub retention: RetentionConfig,
 }
 
 /// Read and validate a config file.
@@ -897,6 +959,19 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
             0,
             3_600,
         ),
+        (
+            "retention.unfiled_days",
+            file.retention.unfiled_days.unwrap_or(1),
+            1,
+            36_500,
+        ),
+        (
+            "retention.all_days",
+            file.retention.all_days.unwrap_or(1),
+            1,
+            36_500,
+        ),
+        ("retention.every_hours", file.retention.every_hours, 1, 720),
     ] {
         if !(min..=max).contains(&value) {
             let line = text
@@ -1051,6 +1126,14 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
         drain_interval: Duration::from_secs(d.drain_interval_secs.max(1)),
         shutdown_grace: Duration::from_secs(d.shutdown_grace_secs),
         targets,
+        retention: RetentionConfig {
+            policy: crate::store::archive::Retention {
+                unfiled_days: file.retention.unfiled_days.map(|d| d.min(36_500) as u32),
+                all_days: file.retention.all_days.map(|d| d.min(36_500) as u32),
+            },
+            archive_dir: file.retention.archive_dir.as_ref().map(|p| rel(base, p)),
+            every: Duration::from_secs(file.retention.every_hours.max(1) * 3_600),
+        },
     }
 }
 
@@ -1197,6 +1280,13 @@ impl Config {
         }
         f.network.extra_ca = self.extra_ca.clone();
         f.daemon.database = self.database.clone();
+        if !self.retention.policy.is_off() {
+            f.retention.archive_dir = self
+                .retention
+                .archive_dir
+                .clone()
+                .or_else(|| self.database.as_deref().map(|db| self.retention.dir(db)));
+        }
         for (ts, t) in f.targets.iter_mut().zip(&self.targets) {
             ts.name = Some(Spanned::new(span0.clone(), t.name.clone()));
             ts.privacy = Some(ts.privacy.unwrap_or(self.file.witness.privacy));

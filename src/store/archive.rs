@@ -618,27 +618,29 @@ fn remove_leftovers(conn: &Connection, dir: &Path) -> Result<u64, StoreError> {
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         let tmp = name.strip_prefix('.').and_then(|n| n.strip_suffix(".tmp"));
-        let Some((first, last, prefix)) = parse_segment_name(tmp.unwrap_or(&name)) else {
+        let final_name = tmp.unwrap_or(&name);
+        let Some((first, last, prefix)) = parse_segment_name(final_name) else {
             continue;
         };
         let cut: bool = conn.query_row(
             "SELECT EXISTS (SELECT 1 FROM record_cuts WHERE file = ?1)",
-            [tmp.unwrap_or(&name)],
+            [final_name],
             |r| r.get(0),
         )?;
-        if cut && tmp.is_none() {
-            continue;
-        }
-        let (n, last_chain): (i64, Option<String>) = conn.query_row(
-            "SELECT count(*), (SELECT chain_hash FROM records WHERE id = ?2) \
-             FROM records WHERE id BETWEEN ?1 AND ?2",
-            [first, last],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
-        if n == last - first + 1 && last_chain.is_some_and(|c| c.starts_with(&prefix)) {
-            if std::fs::remove_file(entry.path()).is_ok() {
-                removed += 1;
-            }
+        // A temporary copy of a segment that was cut is stale; a cut segment is kept.
+        let stale = if cut {
+            tmp.is_some()
+        } else {
+            let (n, last_chain): (i64, Option<String>) = conn.query_row(
+                "SELECT count(*), (SELECT chain_hash FROM records WHERE id = ?2) \
+                 FROM records WHERE id BETWEEN ?1 AND ?2",
+                [first, last],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            n == last - first + 1 && last_chain.is_some_and(|c| c.starts_with(&prefix))
+        };
+        if stale && std::fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
         }
     }
     Ok(removed)

@@ -29,8 +29,8 @@ pub const TRAIN_AFTER: i64 = 500;
 const TRAIN_SAMPLES: i64 = 2_000;
 /// ...into a dictionary of this many bytes.
 const DICT_SIZE: usize = 64 * 1024;
-/// How many inserts the writer lets pass between two looks at whether it is time to train.
-const CHECK_EVERY: u32 = 64;
+/// How many records the writer stores between two looks at whether it is time to train.
+const CHECK_EVERY: u64 = 64;
 
 /// Largest record a frame may claim to hold: far above any record (a card is capped at 1 MiB),
 /// so a damaged frame header cannot ask for gigabytes.
@@ -152,7 +152,9 @@ struct Inner {
     /// Loaded from `record_dicts` on first use.
     loaded: bool,
     dict: Option<CDict<'static>>,
-    since_check: u32,
+    since_check: u64,
+    /// False: store rows raw, as before migration 7 (the benches' "before").
+    enabled: bool,
 }
 
 impl Default for Encoder {
@@ -164,6 +166,7 @@ impl Default for Encoder {
                 dict: None,
                 // The first commit of a process looks at once.
                 since_check: CHECK_EVERY - 1,
+                enabled: true,
             }),
         }
     }
@@ -173,6 +176,9 @@ impl Encoder {
     /// Compress `raw` for the `canonical` column.
     pub fn encode(&self, conn: &Connection, raw: &[u8]) -> rusqlite::Result<Vec<u8>> {
         let mut inner = self.inner.borrow_mut();
+        if !inner.enabled {
+            return Ok(raw.to_vec());
+        }
         if !inner.loaded {
             inner.dict = newest_dict(conn)?.and_then(|b| CDict::try_create(&b, LEVEL));
             inner.loaded = true;
@@ -191,16 +197,23 @@ impl Encoder {
         }
     }
 
-    /// Called after a commit: once the store holds [`TRAIN_AFTER`] records and no dictionary,
-    /// train one from the newest records and use it from now on. Cheap otherwise (a counter,
-    /// and one indexed lookup every [`CHECK_EVERY`] calls). Runs outside any transaction.
-    pub fn maybe_train(&self, conn: &Connection) {
+    /// Store new rows raw (false) or compressed (true, the default). For benches that measure
+    /// the store as it was before compression.
+    pub fn set_enabled(&self, on: bool) {
+        self.inner.borrow_mut().enabled = on;
+    }
+
+    /// Called after a commit of `stored` records: once the store holds [`TRAIN_AFTER`] records
+    /// and no dictionary, train one from the newest records and use it from now on. Cheap
+    /// otherwise (a counter, and two indexed lookups every [`CHECK_EVERY`] records). Runs
+    /// outside any transaction.
+    pub fn maybe_train(&self, conn: &Connection, stored: u64) {
         {
             let mut inner = self.inner.borrow_mut();
-            if inner.loaded && inner.dict.is_some() {
+            if !inner.enabled || (inner.loaded && inner.dict.is_some()) {
                 return;
             }
-            inner.since_check += 1;
+            inner.since_check += stored;
             if inner.since_check < CHECK_EVERY {
                 return;
             }

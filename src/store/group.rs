@@ -180,7 +180,7 @@ fn commit_batch<T>(store: &Store, batch: Vec<Job<T>>) -> Answered<T> {
         .collect();
     match tx.commit() {
         Ok(()) => {
-            store.codec.maybe_train(&store.conn);
+            store.codec.maybe_train(&store.conn, answered.len() as u64);
             answered
         }
         Err(e) => failed_all(answered.into_iter().map(|(r, _)| r), &StoreError::from(e)),

@@ -537,6 +537,12 @@ impl Store {
         &self.path
     }
 
+    /// The compressor of new rows (`codec::Encoder::set_enabled(false)`: rows stored raw, as
+    /// before migration 7; the benches' baseline).
+    pub fn codec(&self) -> &codec::Encoder {
+        &self.codec
+    }
+
     /// The underlying connection, for modules that add their own tables by migration.
     pub fn connection(&self) -> &Connection {
         &self.conn
@@ -576,7 +582,7 @@ impl Store {
         let (id, new) = insert_prepared(&self.conn, &self.codec, prepared)?;
         let extra = then(&self.conn, id, new)?;
         tx.commit()?;
-        self.codec.maybe_train(&self.conn);
+        self.codec.maybe_train(&self.conn, 1);
         let record = self.get_by_id(id)?;
         Ok((Inserted { record, new }, extra))
     }
@@ -606,7 +612,7 @@ impl Store {
             }
         }
         tx.commit()?;
-        self.codec.maybe_train(&self.conn);
+        self.codec.maybe_train(&self.conn, summary.inserted);
         Ok(summary)
     }
 

@@ -198,7 +198,7 @@ pub struct RetentionSection {
     /// Where the segment files go; default: the directory `archive` beside the database.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub archive_dir: Option<PathBuf>,
-    /// How often the daemon archives (hours; the first run is one minute after start).
+    /// How often the daemon archives (hours; the first run is 10 seconds after start).
     #[serde(default = "default_archive_every")]
     pub every_hours: u64,
 }
@@ -1335,6 +1335,57 @@ schedule = "0 0 3 * * *"
         assert_eq!(c.concurrency, 4);
         assert_eq!(c.listen, Some(DEFAULT_LISTEN.parse().unwrap()));
         assert_eq!(c.key, KeySource::None);
+    }
+
+    #[test]
+    fn retention_is_off_by_default_validated_and_shown() {
+        let c = parse(Path::new("/etc/cw/walker.toml"), MIN).unwrap();
+        assert!(c.retention.policy.is_off());
+        assert_eq!(c.retention.every, Duration::from_secs(24 * 3600));
+        let text = format!(
+            "{MIN}\n[retention]\nunfiled_days = 30\nall_days = 365\narchive_dir = \"arch\"\n"
+        );
+        let c = parse(Path::new("/etc/cw/walker.toml"), &text).unwrap();
+        assert_eq!(c.retention.policy.unfiled_days, Some(30));
+        assert_eq!(c.retention.policy.all_days, Some(365));
+        // Relative to the config's directory, and what print-config shows.
+        assert_eq!(
+            c.retention.dir(Path::new("/var/lib/cw/walker.db")),
+            Path::new("/etc/cw/arch")
+        );
+        assert!(
+            c.effective_toml()
+                .contains("archive_dir = \"/etc/cw/arch\""),
+            "{}",
+            c.effective_toml()
+        );
+        // Without a directory: archive/ beside the store.
+        let text = format!("{MIN}\n[retention]\nall_days = 10\n");
+        let c = parse(Path::new("/etc/cw/walker.toml"), &text).unwrap();
+        assert_eq!(
+            c.retention.dir(Path::new("/var/lib/cw/walker.db")),
+            Path::new("/var/lib/cw/archive")
+        );
+        for (bad, key) in [
+            ("all_days = 0", "retention.all_days"),
+            ("unfiled_days = 100000", "retention.unfiled_days"),
+            ("every_hours = 0", "retention.every_hours"),
+        ] {
+            let text = format!("{MIN}\n[retention]\n{bad}\n");
+            let e = parse(Path::new("/etc/cw/walker.toml"), &text).unwrap_err();
+            let ConfigError::Invalid { problems, .. } = e else {
+                panic!("{e}")
+            };
+            assert_eq!(problems.len(), 1, "{problems:?}");
+            assert_eq!(problems[0].key.as_deref(), Some(key));
+            assert_eq!(problems[0].line, Some(11), "{bad}: {problems:?}");
+        }
+        let e = parse(
+            Path::new("/etc/cw/walker.toml"),
+            &format!("{MIN}\n[retention]\nkeep_days = 3\n"),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("keep_days"), "{e}");
     }
 
     #[test]

@@ -223,7 +223,7 @@ pub async fn run_with(
     let mut next_drain = tokio::time::Instant::now() + cfg.drain_interval;
     let mut drain_task: Option<tokio::task::JoinHandle<()>> = None;
     let mut next_status = tokio::time::Instant::now();
-    // Retention (issue 27): the first run a minute after start, then every `every_hours`.
+    // Retention (issue 27): the first run 10 s after start, then every `every_hours`.
     let mut next_retention = tokio::time::Instant::now() + RETENTION_FIRST;
     let mut retention_task: Option<tokio::task::JoinHandle<()>> = None;
     let stop_retention = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -378,7 +378,7 @@ pub async fn run_with(
 }
 
 /// When the daemon first archives after it starts.
-const RETENTION_FIRST: Duration = Duration::from_secs(60);
+const RETENTION_FIRST: Duration = Duration::from_secs(10);
 
 /// One archiving run on its own connection (SQLite's locks keep it apart from the writer; only
 /// each segment's short delete transaction waits for, or holds up, record commits).

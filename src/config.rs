@@ -52,6 +52,9 @@ pub struct ConfigFile {
     /// `[ledger]`: following filed records into the witness ledger (issue 23).
     #[serde(default)]
     pub ledger: LedgerSection,
+    /// `[retention]`: how long records stay in the live store before the daemon archives them.
+    #[serde(default)]
+    pub retention: RetentionSection,
     /// One per agent to walk, each on its own schedule; with none the daemon idles.
     #[serde(default, rename = "target", skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<TargetSection>,
@@ -222,6 +225,42 @@ impl Default for LedgerSection {
     }
 }
 
+/// `[retention]`: old records leave the live store into verifiable archive segments (README,
+/// "Retention"). Off by default: with neither `unfiled_days` nor `all_days`, every record is
+/// kept in the store for ever.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionSection {
+    /// Archive records that were never filed (no submission reached `filed`) once they are
+    /// older than this many days.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unfiled_days: Option<u64>,
+    /// Archive every record older than this many days.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub all_days: Option<u64>,
+    /// Where the segment files go; default: the directory `archive` beside the database.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive_dir: Option<PathBuf>,
+    /// How often the daemon archives (hours; the first run is 10 seconds after start).
+    #[serde(default = "default_archive_every")]
+    pub every_hours: u64,
+}
+
+fn default_archive_every() -> u64 {
+    24
+}
+
+impl Default for RetentionSection {
+    fn default() -> Self {
+        RetentionSection {
+            unfiled_days: None,
+            all_days: None,
+            archive_dir: None,
+            every_hours: default_archive_every(),
+        }
+    }
+}
+
 /// `[[ledger.intake]]`: one intake's own read rate and overdue limit.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -291,6 +330,27 @@ fn ledger_policy(rate: u64, overdue_hours: u64, head_secs: u64) -> crate::ledger
         overdue_after: chrono::Duration::hours(overdue_hours.clamp(1, 24 * 90) as i64),
         head_every: chrono::Duration::seconds(head_secs.clamp(10, 86_400) as i64),
         ..crate::ledger::follow::Policy::default()
+    }
+}
+
+/// The validated `[retention]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RetentionConfig {
+    pub policy: crate::store::archive::Retention,
+    /// As configured (resolved against the config's directory); see [`RetentionConfig::dir`].
+    pub archive_dir: Option<PathBuf>,
+    pub every: Duration,
+}
+
+impl RetentionConfig {
+    /// The archive directory for the store at `db`.
+    pub fn dir(&self, db: &Path) -> PathBuf {
+        self.archive_dir.clone().unwrap_or_else(|| {
+            db.parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+                .join("archive")
+        })
     }
 }
 
@@ -838,6 +898,8 @@ pub struct Config {
     pub targets: Vec<Target>,
     /// `[ledger]`.
     pub ledger: LedgerSettings,
+    /// `[retention]`; `policy.is_off()` by default.
+    pub retention: RetentionConfig,
 }
 
 /// Read and validate a config file.
@@ -1045,6 +1107,19 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
             10,
             86_400,
         ),
+        (
+            "retention.unfiled_days",
+            file.retention.unfiled_days.unwrap_or(1),
+            1,
+            36_500,
+        ),
+        (
+            "retention.all_days",
+            file.retention.all_days.unwrap_or(1),
+            1,
+            36_500,
+        ),
+        ("retention.every_hours", file.retention.every_hours, 1, 720),
     ] {
         if !(min..=max).contains(&value) {
             let line = text
@@ -1252,6 +1327,14 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
                 })
                 .collect(),
         },
+        retention: RetentionConfig {
+            policy: crate::store::archive::Retention {
+                unfiled_days: file.retention.unfiled_days.map(|d| d.min(36_500) as u32),
+                all_days: file.retention.all_days.map(|d| d.min(36_500) as u32),
+            },
+            archive_dir: file.retention.archive_dir.as_ref().map(|p| rel(base, p)),
+            every: Duration::from_secs(file.retention.every_hours.max(1) * 3_600),
+        },
     }
 }
 
@@ -1398,6 +1481,13 @@ impl Config {
         }
         f.network.extra_ca = self.extra_ca.clone();
         f.daemon.database = self.database.clone();
+        if !self.retention.policy.is_off() {
+            f.retention.archive_dir = self
+                .retention
+                .archive_dir
+                .clone()
+                .or_else(|| self.database.as_deref().map(|db| self.retention.dir(db)));
+        }
         for (ts, t) in f.targets.iter_mut().zip(&self.targets) {
             ts.name = Some(Spanned::new(span0.clone(), t.name.clone()));
             ts.privacy = Some(ts.privacy.unwrap_or(self.file.witness.privacy));
@@ -1446,6 +1536,57 @@ schedule = "0 0 3 * * *"
         assert_eq!(c.concurrency, 4);
         assert_eq!(c.listen, Some(DEFAULT_LISTEN.parse().unwrap()));
         assert_eq!(c.key, KeySource::None);
+    }
+
+    #[test]
+    fn retention_is_off_by_default_validated_and_shown() {
+        let c = parse(Path::new("/etc/cw/walker.toml"), MIN).unwrap();
+        assert!(c.retention.policy.is_off());
+        assert_eq!(c.retention.every, Duration::from_secs(24 * 3600));
+        let text = format!(
+            "{MIN}\n[retention]\nunfiled_days = 30\nall_days = 365\narchive_dir = \"arch\"\n"
+        );
+        let c = parse(Path::new("/etc/cw/walker.toml"), &text).unwrap();
+        assert_eq!(c.retention.policy.unfiled_days, Some(30));
+        assert_eq!(c.retention.policy.all_days, Some(365));
+        // Relative to the config's directory, and what print-config shows.
+        assert_eq!(
+            c.retention.dir(Path::new("/var/lib/cw/walker.db")),
+            Path::new("/etc/cw/arch")
+        );
+        assert!(
+            c.effective_toml()
+                .contains("archive_dir = \"/etc/cw/arch\""),
+            "{}",
+            c.effective_toml()
+        );
+        // Without a directory: archive/ beside the store.
+        let text = format!("{MIN}\n[retention]\nall_days = 10\n");
+        let c = parse(Path::new("/etc/cw/walker.toml"), &text).unwrap();
+        assert_eq!(
+            c.retention.dir(Path::new("/var/lib/cw/walker.db")),
+            Path::new("/var/lib/cw/archive")
+        );
+        for (bad, key) in [
+            ("all_days = 0", "retention.all_days"),
+            ("unfiled_days = 100000", "retention.unfiled_days"),
+            ("every_hours = 0", "retention.every_hours"),
+        ] {
+            let text = format!("{MIN}\n[retention]\n{bad}\n");
+            let e = parse(Path::new("/etc/cw/walker.toml"), &text).unwrap_err();
+            let ConfigError::Invalid { problems, .. } = e else {
+                panic!("{e}")
+            };
+            assert_eq!(problems.len(), 1, "{problems:?}");
+            assert_eq!(problems[0].key.as_deref(), Some(key));
+            assert_eq!(problems[0].line, Some(11), "{bad}: {problems:?}");
+        }
+        let e = parse(
+            Path::new("/etc/cw/walker.toml"),
+            &format!("{MIN}\n[retention]\nkeep_days = 3\n"),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("keep_days"), "{e}");
     }
 
     #[test]

@@ -245,11 +245,7 @@ fn verify_clean_store_and_each_tamper() {
         (
             "edit bytes",
             |c| {
-                c.execute(
-                    "UPDATE records SET canonical = CAST(replace(CAST(canonical AS TEXT), 'agent.example', 'agent.exampl3') AS BLOB) WHERE id = 2",
-                    [],
-                )
-                .unwrap();
+                assert_eq!(edit_stored_bytes(c, 2, "agent.example", "agent.exampl3"), 1);
             },
             &["row 2: bytes-altered"],
         ),

@@ -45,12 +45,7 @@ fn edited_bytes_are_named() {
     let (_d, path) = five();
     let conn = tamper_conn(&path);
     // Turn record 2's PASS into FAIL inside the stored bytes only.
-    let n = conn
-        .execute(
-            "UPDATE records SET canonical = CAST(replace(CAST(canonical AS TEXT), '\"PASS\"', '\"FAIL\"') AS BLOB) WHERE id = 2",
-            [],
-        )
-        .unwrap();
+    let n = edit_stored_bytes(&conn, 2, "\"PASS\"", "\"FAIL\"");
     assert_eq!(n, 1);
     let f = findings(&path);
     assert!(f.contains(&(2, ProblemKind::BytesAltered)), "{f:?}");

@@ -99,6 +99,11 @@ pub enum RecordsCommand {
     /// Import an export file (either line form; "-" reads stdin) into the store at --db.
     /// Records already present are skipped; new rows are chained in the target store.
     ///
+    /// An archive segment (a file `records archive` wrote) is put back in place instead: the
+    /// whole segment is checked against its cut first (every sha256, signature and chain link),
+    /// then its rows return under their old row numbers and the cut is removed. A segment of
+    /// another store is imported as new records.
+    ///
     /// All or nothing: every line is checked before anything is written (JSON, canonical form,
     /// the record's fields, its signature, a kept record's commitment), and one bad line,
     /// named by its line number, refuses the whole import. The new rows go in one transaction,
@@ -110,10 +115,39 @@ pub enum RecordsCommand {
         db: DbArg,
     },
     /// Verify the whole store: every sha256, every signature, the metadata, and the hash chain.
-    /// Exit 0 only when everything holds.
+    /// Exit 0 only when everything holds. Archived ranges are linked into the chain through
+    /// their cuts; with --archives each is re-verified from its segment, else each is named as
+    /// not checked.
     Verify {
         #[command(flatten)]
         db: DbArg,
+        /// The directory holding the archive segments (`records archive --dir`).
+        #[arg(long, value_name = "DIR")]
+        archives: Option<PathBuf>,
+    },
+    /// Move old records out of the live store into compressed archive segments, each recorded
+    /// in the store as a cut so `records verify` still proves the chain (README, "Retention").
+    /// Records queued or being filed are never archived. Safe to kill at any moment.
+    Archive {
+        #[command(flatten)]
+        db: DbArg,
+        /// Where the segments go (default: [retention] archive_dir of --config, else the
+        /// directory `archive` beside the database).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Take the retention periods (and the database, unless --db) from this config's
+        /// [retention] and [daemon] tables.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Archive records never filed once older than N days (overrides the config).
+        #[arg(long, value_name = "N")]
+        unfiled_days: Option<u32>,
+        /// Archive every record older than N days (overrides the config).
+        #[arg(long, value_name = "N")]
+        all_days: Option<u32>,
+        /// Only say what would be archived.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Serve the status pages (overview, targets, records, endpoints) over this store,
     /// read-only, until interrupted. Works on any copy: an auditor's, a merged fleet store.
@@ -178,7 +212,15 @@ fn run_blocking(command: RecordsCommand) -> anyhow::Result<ExitCode> {
             with_kept,
         } => export(&db, since, with_signatures, with_kept),
         RecordsCommand::Import { file, db } => import(&db, &file),
-        RecordsCommand::Verify { db } => verify(&db),
+        RecordsCommand::Verify { db, archives } => verify(&db, archives.as_deref()),
+        RecordsCommand::Archive {
+            db,
+            dir,
+            config,
+            unfiled_days,
+            all_days,
+            dry_run,
+        } => archive(&db, dir, config.as_deref(), unfiled_days, all_days, dry_run),
         RecordsCommand::VerifyFile {
             file,
             signature,
@@ -331,6 +373,9 @@ fn export(
 }
 
 fn import(db: &DbArg, file: &Path) -> anyhow::Result<ExitCode> {
+    if file != Path::new("-") && store::archive::is_zstd_file(file) {
+        return import_segment(db, file);
+    }
     let mut bytes = Vec::new();
     if file == Path::new("-") {
         std::io::stdin()
@@ -395,7 +440,114 @@ fn import(db: &DbArg, file: &Path) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(EXIT_OK))
 }
 
-fn verify(db: &DbArg) -> anyhow::Result<ExitCode> {
+/// `records import SEGMENT`.
+fn import_segment(db: &DbArg, file: &Path) -> anyhow::Result<ExitCode> {
+    let path = db.path()?;
+    if !path.exists() {
+        anyhow::bail!(
+            "no store at {}: a segment is restored into the store it was archived from",
+            path.display()
+        );
+    }
+    let store = Store::open(&path)?;
+    match store.restore(file)? {
+        store::archive::Restored::InPlace { first_id, last_id } => println!(
+            "restored rows {first_id} to {last_id} from {} into {}; their cut is removed",
+            file.display(),
+            path.display()
+        ),
+        store::archive::Restored::AsNew {
+            inserted,
+            already_present,
+        } => println!(
+            "no cut of {} matches {}: imported its records as new rows ({inserted} new, {already_present} already present)",
+            path.display(),
+            file.display()
+        ),
+    }
+    Ok(ExitCode::from(EXIT_OK))
+}
+
+/// `records archive`.
+fn archive(
+    db: &DbArg,
+    dir: Option<PathBuf>,
+    config: Option<&Path>,
+    unfiled_days: Option<u32>,
+    all_days: Option<u32>,
+    dry_run: bool,
+) -> anyhow::Result<ExitCode> {
+    let cfg = config.map(crate::config::load).transpose()?;
+    let retention = cfg
+        .as_ref()
+        .map(|c| c.retention.clone())
+        .unwrap_or_default();
+    let policy = store::archive::Retention {
+        unfiled_days: unfiled_days.or(retention.policy.unfiled_days),
+        all_days: all_days.or(retention.policy.all_days),
+    };
+    if policy.is_off() {
+        anyhow::bail!(
+            "no retention period: pass --unfiled-days N and/or --all-days N, or a --config whose [retention] sets them"
+        );
+    }
+    if policy.unfiled_days == Some(0) || policy.all_days == Some(0) {
+        anyhow::bail!("a retention period is at least 1 day");
+    }
+    let path = match (&db.db, cfg.as_ref().and_then(|c| c.database.clone())) {
+        (None, Some(p)) => p,
+        _ => db.path()?,
+    };
+    if !path.exists() {
+        anyhow::bail!("no store at {}", path.display());
+    }
+    let dir = dir.unwrap_or_else(|| retention.dir(&path));
+    let store = Store::open(&path)?;
+    let report = store.archive(&dir, policy, chrono::Utc::now(), dry_run)?;
+    let verb = if dry_run { "would archive" } else { "archived" };
+    for s in &report.segments {
+        println!(
+            "{verb} rows {} to {} ({} records) into {}",
+            s.first_id,
+            s.last_id,
+            s.count(),
+            s.file.display()
+        );
+    }
+    println!(
+        "{verb} {} records in {}; {} old enough but held (queued or being filed){}{}",
+        report.archived(),
+        count(report.segments.len(), "segment"),
+        report.held,
+        if report.skipped > 0 {
+            format!(
+                "; {} skipped (changed meanwhile)",
+                count(report.skipped as usize, "segment")
+            )
+        } else {
+            String::new()
+        },
+        if report.leftovers_removed > 0 {
+            format!(
+                "; removed {} left by an interrupted run",
+                count(report.leftovers_removed as usize, "segment file")
+            )
+        } else {
+            String::new()
+        }
+    );
+    if !dry_run {
+        store.checkpoint()?;
+    }
+    Ok(ExitCode::from(EXIT_OK))
+}
+
+fn verify(db: &DbArg, archives: Option<&Path>) -> anyhow::Result<ExitCode> {
+    if let Some(dir) = archives
+        && !dir.is_dir()
+    {
+        anyhow::bail!("--archives {}: not a directory", dir.display());
+    }
     let store = db.open_read_only()?;
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new(0);
@@ -407,7 +559,7 @@ fn verify(db: &DbArg) -> anyhow::Result<ExitCode> {
         );
         bar
     });
-    let report = store::verify_all(&store, |done, total| {
+    let report = store::verify::verify_all_with(&store, archives, |done, total| {
         if let Some(bar) = &bar {
             bar.set_length(total);
             bar.set_position(done);
@@ -425,6 +577,28 @@ fn verify(db: &DbArg) -> anyhow::Result<ExitCode> {
         .as_ref()
         .map(|(row, chain)| format!("; chain head row {row} {chain}"))
         .unwrap_or_default();
+    let mut unchecked = 0;
+    for a in report.unchecked() {
+        unchecked += a.last_id - a.first_id + 1;
+        writeln!(
+            out,
+            "rows {} to {}: not checked: archived in {} (pass --archives DIR to check them)",
+            a.first_id, a.last_id, a.file
+        )?;
+    }
+    let checked_archives = report.archived.len() - report.unchecked().count();
+    let mut head = head;
+    if checked_archives > 0 {
+        head.push_str(&format!(
+            "; {} re-verified from their archives",
+            count(checked_archives, "archived range")
+        ));
+    }
+    if unchecked > 0 {
+        head.push_str(&format!(
+            "; {unchecked} archived records not checked (their cuts link the chain)"
+        ));
+    }
     if report.is_ok() {
         writeln!(
             out,

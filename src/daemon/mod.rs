@@ -244,6 +244,10 @@ pub async fn run_with(
     let mut next_drain = tokio::time::Instant::now() + cfg.drain_interval;
     let mut drain_task: Option<tokio::task::JoinHandle<()>> = None;
     let mut next_status = tokio::time::Instant::now();
+    // Retention (issue 27): the first run 10 s after start, then every `every_hours`.
+    let mut next_retention = tokio::time::Instant::now() + RETENTION_FIRST;
+    let mut retention_task: Option<tokio::task::JoinHandle<()>> = None;
+    let stop_retention = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut status_task: Option<tokio::task::JoinHandle<Option<runner::RunnerStatus>>> = None;
     let reason = loop {
         let now = clock.now();
@@ -281,6 +285,19 @@ pub async fn run_with(
                 }));
             }
         }
+        if tick >= next_retention {
+            next_retention = tick + cfg.retention.every;
+            if !cfg.retention.policy.is_off()
+                && retention_task.as_ref().is_none_or(|t| t.is_finished())
+            {
+                retention_task = Some(spawn_retention(
+                    &cfg,
+                    &db_path,
+                    clock.now(),
+                    stop_retention.clone(),
+                ));
+            }
+        }
         if let Some(t) = status_task.take_if(|t| t.is_finished()) {
             if let Ok(Some(r)) = t.await {
                 status.runner = Some(r);
@@ -301,6 +318,7 @@ pub async fn run_with(
         }
         wake = wake.min(next_drain.saturating_duration_since(tick));
         wake = wake.min(next_status.saturating_duration_since(tick));
+        wake = wake.min(next_retention.saturating_duration_since(tick));
         if status_task.is_some() {
             wake = wake.min(Duration::from_millis(50));
         }
@@ -360,6 +378,11 @@ pub async fn run_with(
             _ = &mut t => {}
             _ = tokio::time::sleep_until(deadline) => t.abort(),
         }
+    }
+    stop_retention.store(true, Ordering::Relaxed);
+    if let Some(t) = retention_task {
+        // It stops between two segments; a segment in the middle of its delete finishes.
+        let _ = t.await;
     }
     let _ = stop_http.send(true);
     if let Some(t) = http_task {
@@ -436,6 +459,41 @@ fn pull_endpoints(cfg: &Config) -> Vec<String> {
         .filter(|t| t.pull_ledger)
         .filter_map(|t| t.request.endpoint.clone())
         .collect()
+}
+
+/// When the daemon first archives after it starts.
+const RETENTION_FIRST: Duration = Duration::from_secs(10);
+
+/// One archiving run on its own connection (SQLite's locks keep it apart from the writer; only
+/// each segment's short delete transaction waits for, or holds up, record commits).
+fn spawn_retention(
+    cfg: &Config,
+    db_path: &Path,
+    now: chrono::DateTime<chrono::Utc>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> tokio::task::JoinHandle<()> {
+    let policy = cfg.retention.policy;
+    let dir = cfg.retention.dir(db_path);
+    let db_path = db_path.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let run = || -> Result<_, crate::store::StoreError> {
+            let store = crate::store::Store::open(&db_path)?;
+            store.archive_until(&dir, policy, now, false, &|| stop.load(Ordering::Relaxed))
+        };
+        match run() {
+            Ok(r) if !r.segments.is_empty() || r.held > 0 => tracing::info!(
+                archived = r.archived(),
+                segments = r.segments.len(),
+                held = r.held,
+                dir = %dir.display(),
+                "old records archived"
+            ),
+            Ok(_) => {}
+            Err(e) => {
+                tracing::error!(error = %e, "archiving old records failed; the records stay in the store")
+            }
+        }
+    })
 }
 
 async fn reload(

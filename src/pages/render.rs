@@ -9,6 +9,7 @@ use crate::store::{Store, StoreError};
 use crate::witness::lanes::{Lane, Limits};
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use maud::{DOCTYPE, Markup, html};
+use rusqlite::OptionalExtension as _;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Strip length: the last this many fires of a target.
@@ -208,7 +209,7 @@ fn witness_of(
             let (canonical, key): (Vec<u8>, Option<String>) = conn.query_row(
                 "SELECT canonical, public_key_b64 FROM records WHERE id = ?1",
                 [id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| Ok((crate::store::codec::decode(conn, r.get(0)?)?, r.get(1)?)),
             )?;
             let v = crate::json::parse_lenient(&canonical).unwrap_or(serde_json::Value::Null);
             if v["witness"]["name"].as_str() == Some(w.name.as_str()) {
@@ -223,7 +224,7 @@ fn witness_of(
     let (canonical, key): (Vec<u8>, Option<String>) = conn.query_row(
         "SELECT canonical, public_key_b64 FROM records WHERE id = ?1",
         [id],
-        |r| Ok((r.get(0)?, r.get(1)?)),
+        |r| Ok((crate::store::codec::decode(conn, r.get(0)?)?, r.get(1)?)),
     )?;
     let v = crate::json::parse_lenient(&canonical).unwrap_or(serde_json::Value::Null);
     let text = |k: &str| v["witness"][k].as_str().map(str::to_string);
@@ -581,12 +582,16 @@ pub fn target(
     for f in fires.iter().rev() {
         let column = match &f.record {
             Some(r) => {
-                let canonical: Vec<u8> = conn.query_row(
-                    "SELECT canonical FROM records WHERE id = ?1",
-                    [r.id],
-                    |row| row.get(0),
-                )?;
-                Some((r.facts.failed.clone(), not_applicable(&canonical)))
+                // An archived record (records archive) keeps its facts but not its bytes.
+                let canonical: Option<Vec<u8>> = conn
+                    .query_row(
+                        "SELECT canonical FROM records WHERE id = ?1",
+                        [r.id],
+                        |row| Ok(crate::store::codec::decode(conn, row.get(0)?)?),
+                    )
+                    .optional()?;
+                let not_applicable = canonical.map(|c| not_applicable(&c)).unwrap_or_default();
+                Some((r.facts.failed.clone(), not_applicable))
             }
             None => None,
         };

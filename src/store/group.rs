@@ -174,24 +174,28 @@ fn commit_batch<T>(store: &Store, batch: Vec<Job<T>>) -> Answered<T> {
     let answered: Vec<_> = batch
         .into_iter()
         .map(|job| {
-            let answer = one_in_savepoint(&store.conn, &job.prepared.0, job.then);
+            let answer = one_in_savepoint(store, &job.prepared.0, job.then);
             (job.reply, answer)
         })
         .collect();
     match tx.commit() {
-        Ok(()) => answered,
+        Ok(()) => {
+            store.codec.maybe_train(&store.conn, answered.len() as u64);
+            answered
+        }
         Err(e) => failed_all(answered.into_iter().map(|(r, _)| r), &StoreError::from(e)),
     }
 }
 
 fn one_in_savepoint<T>(
-    conn: &Connection,
+    store: &Store,
     prepared: &Prepared<crate::store::NewRecord>,
     then: Then<T>,
 ) -> Result<Committed<T>, StoreError> {
+    let conn = &store.conn;
     conn.prepare_cached("SAVEPOINT record")?.execute([])?;
     let run = || -> Result<Committed<T>, StoreError> {
-        let (id, new) = insert_prepared(conn, prepared)?;
+        let (id, new) = insert_prepared(conn, &store.codec, prepared)?;
         let extra = then(conn, id, new)?;
         Ok(Committed { id, new, extra })
     };

@@ -9,6 +9,8 @@
 //! The store derives its metadata columns (endpoint, verdict, ...) from the canonical bytes itself
 //! ([`meta::derive`]); callers hand over only the bytes, the signature and the key.
 
+pub mod archive;
+pub mod codec;
 pub mod daemon_walks;
 pub mod group;
 pub mod ledger;
@@ -305,6 +307,8 @@ pub fn parse_since(text: &str) -> Result<String, StoreError> {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// Compresses new rows (item 4 of issue 27); unused by read-only stores.
+    codec: codec::Encoder,
 }
 
 impl std::fmt::Debug for Store {
@@ -422,6 +426,7 @@ impl Store {
             Ok(_) => Ok(Store {
                 conn,
                 path: path.to_path_buf(),
+                codec: codec::Encoder::default(),
             }),
             Err(source) => Err(StoreError::Migrate {
                 path: path.to_path_buf(),
@@ -506,6 +511,7 @@ impl Store {
         Ok(Store {
             conn,
             path: path.to_path_buf(),
+            codec: codec::Encoder::default(),
         })
     }
 
@@ -530,6 +536,12 @@ impl Store {
     /// The database file this store was opened from.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The compressor of new rows (`codec::Encoder::set_enabled(false)`: rows stored raw, as
+    /// before migration 7; the benches' baseline).
+    pub fn codec(&self) -> &codec::Encoder {
+        &self.codec
     }
 
     /// The underlying connection, for modules that add their own tables by migration.
@@ -568,9 +580,10 @@ impl Store {
         then: impl FnOnce(&Connection, i64, bool) -> Result<T, StoreError>,
     ) -> Result<(Inserted, T), StoreError> {
         let tx = self.begin_immediate()?;
-        let (id, new) = insert_prepared(&self.conn, prepared)?;
+        let (id, new) = insert_prepared(&self.conn, &self.codec, prepared)?;
         let extra = then(&self.conn, id, new)?;
         tx.commit()?;
+        self.codec.maybe_train(&self.conn, 1);
         let record = self.get_by_id(id)?;
         Ok((Inserted { record, new }, extra))
     }
@@ -590,7 +603,7 @@ impl Store {
         let tx = self.begin_immediate()?;
         let mut summary = InsertSummary::default();
         for (i, p) in prepared.iter().enumerate() {
-            if insert_prepared(&self.conn, p)
+            if insert_prepared(&self.conn, &self.codec, p)
                 .map_err(|e| in_batch(i, e))?
                 .1
             {
@@ -600,6 +613,7 @@ impl Store {
             }
         }
         tx.commit()?;
+        self.codec.maybe_train(&self.conn, summary.inserted);
         Ok(summary)
     }
 
@@ -651,7 +665,7 @@ impl Store {
         );
         Ok(self
             .conn
-            .query_row(&sql, [sha256], stored_from_row)
+            .query_row(&sql, [sha256], |r| stored_from_row(&self.conn, r))
             .optional()?)
     }
 
@@ -665,7 +679,7 @@ impl Store {
         Ok(self
             .conn
             .prepare_cached(&sql)?
-            .query_row([id], stored_from_row)?)
+            .query_row([id], |r| stored_from_row(&self.conn, r))?)
     }
 
     /// Rows matching `filter`, oldest row first, without their bytes.
@@ -699,7 +713,7 @@ impl Store {
             .query(rusqlite::params_from_iter(args.iter()))
             .map_err(StoreError::from)?;
         while let Some(row) = rows.next().map_err(StoreError::from)? {
-            f(stored_from_row(row).map_err(StoreError::from)?)?;
+            f(stored_from_row(&self.conn, row).map_err(StoreError::from)?)?;
         }
         Ok(())
     }
@@ -759,12 +773,12 @@ fn row_from_row(r: &Row<'_>) -> rusqlite::Result<RecordRow> {
     })
 }
 
-fn stored_from_row(r: &Row<'_>) -> rusqlite::Result<StoredRecord> {
+fn stored_from_row(conn: &Connection, r: &Row<'_>) -> rusqlite::Result<StoredRecord> {
     let kept_canonical: Option<Vec<u8>> = r.get(18)?;
     let kept_salt: Option<String> = r.get(19)?;
     Ok(StoredRecord {
         row: row_from_row(r)?,
-        canonical: r.get(15)?,
+        canonical: codec::decode(conn, r.get(15)?)?,
         signature_b64: r.get(16)?,
         public_key_b64: r.get(17)?,
         kept_full: match (kept_canonical, kept_salt) {
@@ -878,9 +892,9 @@ fn check_kept_full(filed: &serde_json::Value, kept: &KeptFull) -> Result<String,
 /// Insert inside the caller's transaction; returns the row id and whether it was new.
 fn insert_prepared<R: std::borrow::Borrow<NewRecord>>(
     conn: &Connection,
+    codec: &codec::Encoder,
     p: &Prepared<R>,
 ) -> Result<(i64, bool), StoreError> {
-    let rec = p.rec.borrow();
     let existing: Option<i64> = conn
         .prepare_cached("SELECT id FROM records WHERE sha256 = ?1")?
         .query_row([&p.sha_hex], |r| r.get(0))
@@ -890,19 +904,35 @@ fn insert_prepared<R: std::borrow::Borrow<NewRecord>>(
     }
     let prev = last_chain(conn)?;
     let chain = hex::encode(verify::chain_next(&prev, &p.sha));
-    let v = p.meta.verdict.as_ref();
     let inserted_at = chrono::Utc::now()
         .format("%Y-%m-%dT%H:%M:%S%.3fZ")
         .to_string();
+    let id = insert_row(conn, codec, p, None, &inserted_at, &chain)?;
+    Ok((id, true))
+}
+
+/// Write one records row (and its kept full record and facts): at the next id, or at `id` when
+/// an archived row is put back (`store::archive::restore`).
+fn insert_row<R: std::borrow::Borrow<NewRecord>>(
+    conn: &Connection,
+    codec: &codec::Encoder,
+    p: &Prepared<R>,
+    id: Option<i64>,
+    inserted_at: &str,
+    chain: &str,
+) -> Result<i64, StoreError> {
+    let rec = p.rec.borrow();
+    let v = p.meta.verdict.as_ref();
+    let stored = codec.encode(conn, &rec.canonical)?;
     conn.prepare_cached(
         "INSERT INTO records (sha256, canonical, signature_b64, public_key_b64, signed, endpoint, \
          origin, walked_at, walker_mode, privacy_mode, verdict_ok, outcome, n_pass, n_total, \
-         key_url, inserted_at, chain_hash) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+         key_url, inserted_at, chain_hash, id) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
     )?
     .execute(params![
         p.sha_hex,
-        rec.canonical,
+        stored,
         rec.signature_b64,
         rec.public_key_b64,
         rec.signature_b64.is_some(),
@@ -918,16 +948,41 @@ fn insert_prepared<R: std::borrow::Borrow<NewRecord>>(
         p.meta.key_url,
         inserted_at,
         chain,
+        id,
     ])?;
     let id = conn.last_insert_rowid();
+    if stored.first() != Some(&b'{') {
+        // The facts trigger reads raw rows only (migration 7): these bytes are compressed.
+        conn.prepare_cached(FACTS_SQL)?
+            .execute(params![id, rec.canonical])?;
+    }
     if let (Some(kept), Some(kept_sha)) = (&rec.kept_full, &p.kept_sha_hex) {
         conn.prepare_cached(
             "INSERT INTO kept_full (record_id, canonical, sha256, salt_hex) VALUES (?1, ?2, ?3, ?4)",
         )?
         .execute(params![id, kept.canonical, kept_sha, kept.salt_hex])?;
     }
-    Ok((id, true))
+    Ok(id)
 }
+
+/// The `record_facts` row of record `?1` whose canonical bytes are `?2`: the expressions of the
+/// `records_facts` trigger (migration 5, restated in migration 7), over the bytes the store had
+/// before compressing them. Keep the two in step.
+const FACTS_SQL: &str = "INSERT INTO record_facts (record_id, sha256, walked_at, endpoint, \
+    outcome, n_pass, n_total, transport_error, failed, witness_name, vantage) \
+    SELECT r.id, r.sha256, r.walked_at, r.endpoint, r.outcome, r.n_pass, r.n_total, \
+        EXISTS (SELECT 1 FROM json_each(CAST(?2 AS TEXT), '$.nodes') n \
+                WHERE json_extract(n.value, '$.kind') = 'fetch' \
+                  AND json_extract(n.value, '$.response.status') = 0), \
+        coalesce((SELECT group_concat(name, ',') FROM ( \
+            SELECT CASE WHEN instr(c, ':') > 0 THEN trim(substr(c, 1, instr(c, ':') - 1)) ELSE trim(c) END AS name \
+            FROM (SELECT json_extract(a.value, '$.claim') AS c, a.key AS k \
+                  FROM json_each(CAST(?2 AS TEXT), '$.assertions') a \
+                  WHERE json_extract(a.value, '$.result') = 0) \
+            WHERE c IS NOT NULL ORDER BY k)), ''), \
+        json_extract(CAST(?2 AS TEXT), '$.witness.name'), \
+        json_extract(CAST(?2 AS TEXT), '$.witness.vantage') \
+    FROM records r WHERE r.id = ?1";
 
 /// The chain hash of the last row, or the genesis value for an empty table.
 fn last_chain(conn: &Connection) -> Result<[u8; 32], StoreError> {

@@ -41,6 +41,10 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "ledger",
         sql: include_str!("migrations/0007_ledger.sql"),
     },
+    Migration {
+        name: "archive_compress",
+        sql: include_str!("migrations/0008_archive_compress.sql"),
+    },
 ];
 
 /// The schema version this binary writes and understands.

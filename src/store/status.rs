@@ -408,7 +408,8 @@ pub fn records_after(
     )?;
     let mut rows = stmt.query([after_id])?;
     while let Some(r) = rows.next()? {
-        each(r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+        let canonical = super::codec::decode(conn, r.get(3)?).map_err(rusqlite::Error::from)?;
+        each(r.get(0)?, r.get(1)?, r.get(2)?, canonical);
     }
     Ok(())
 }

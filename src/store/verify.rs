@@ -6,7 +6,7 @@
 //! calling thread reads rows in id order and checks the chain links, which are cheap.
 
 use super::meta::{self, RecordMeta, Verdict};
-use super::{CHAIN_GENESIS, Store, StoreError};
+use super::{CHAIN_GENESIS, Store, StoreError, codec};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use ed25519_dalek::{Signature, VerifyingKey};
@@ -136,6 +136,8 @@ pub enum ProblemKind {
     CommitmentMismatch,
     /// A row cannot be read as a record at all (bytes not JSON, hash columns not hex...).
     Unreadable,
+    /// An archived range's segment file is not in the archive directory given.
+    ArchiveMissing,
 }
 
 impl ProblemKind {
@@ -150,6 +152,7 @@ impl ProblemKind {
             ProblemKind::MetadataMismatch => "metadata-mismatch",
             ProblemKind::CommitmentMismatch => "commitment-mismatch",
             ProblemKind::Unreadable => "unreadable",
+            ProblemKind::ArchiveMissing => "archive-missing",
         }
     }
 }
@@ -182,6 +185,27 @@ pub struct VerifyReport {
     pub head: Option<(i64, String)>,
     /// Problems ordered by row, then kind.
     pub problems: Vec<Problem>,
+    /// Ranges that live in archive segments (`records archive`), in chain order, each linked
+    /// into the chain through its cut; `checked` when its segment was re-verified.
+    pub archived: Vec<ArchivedRange>,
+}
+
+/// One cut as `records verify` saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArchivedRange {
+    pub first_id: i64,
+    pub last_id: i64,
+    /// The segment's file name.
+    pub file: String,
+    /// Whether the segment was read and re-verified (the archive directory was given).
+    pub checked: bool,
+}
+
+impl VerifyReport {
+    /// Archived ranges that were not re-verified.
+    pub fn unchecked(&self) -> impl Iterator<Item = &ArchivedRange> {
+        self.archived.iter().filter(|a| !a.checked)
+    }
 }
 
 impl VerifyReport {
@@ -198,7 +222,9 @@ const BATCH: usize = 256;
 struct RowData {
     id: i64,
     sha256: String,
+    /// The column as stored (raw or compressed) and what decoding it needs.
     canonical: Vec<u8>,
+    needs: Result<codec::Needs, codec::CodecError>,
     signature_b64: Option<String>,
     public_key_b64: Option<String>,
     signed: bool,
@@ -212,6 +238,17 @@ struct RowData {
 /// rows finish (and once at the end). Only database errors are `Err`; findings are in the report.
 pub fn verify_all(
     store: &Store,
+    progress: impl FnMut(u64, u64),
+) -> Result<VerifyReport, StoreError> {
+    verify_all_with(store, None, progress)
+}
+
+/// [`verify_all`], also re-verifying every archived range from its segment in `archives` (the
+/// directory `records archive` wrote to) when given; without it, each archived range is linked
+/// through its cut and listed as not checked.
+pub fn verify_all_with(
+    store: &Store,
+    archives: Option<&std::path::Path>,
     mut progress: impl FnMut(u64, u64),
 ) -> Result<VerifyReport, StoreError> {
     let conn = store.connection();
@@ -243,10 +280,11 @@ pub fn verify_all(
                     };
                     let Ok(batch) = batch else { return };
                     let mut problems = Vec::new();
-                    for row in &batch {
+                    let n = batch.len() as u64;
+                    for row in batch {
                         check_row(row, &mut keys, &mut problems);
                     }
-                    if result_tx.send((batch.len() as u64, problems)).is_err() {
+                    if result_tx.send((n, problems)).is_err() {
                         return;
                     }
                 }
@@ -281,10 +319,19 @@ pub fn verify_all(
             let mut prev_chain = CHAIN_GENESIS;
             let mut prev_id = 0i64;
             let mut batch = Vec::with_capacity(BATCH);
+            let mut cuts = super::archive::cuts(conn)?.into_iter().peekable();
             while let Some(r) = rows.next()? {
                 let id: i64 = r.get(0)?;
                 let sha256: String = r.get(1)?;
                 let chain_hash: String = r.get(16)?;
+                through_cuts(
+                    &mut cuts,
+                    id,
+                    archives,
+                    &mut prev_id,
+                    &mut prev_chain,
+                    &mut report,
+                );
                 report.rows += 1;
                 if id != prev_id + 1 {
                     let detail = if id == prev_id + 2 {
@@ -319,10 +366,13 @@ pub fn verify_all(
                     }),
                 };
                 report.head = Some((id, chain_hash));
+                let canonical: Vec<u8> = r.get(2)?;
+                let needs = codec::needs(conn, &canonical);
                 batch.push(RowData {
                     id,
                     sha256,
-                    canonical: r.get(2)?,
+                    canonical,
+                    needs,
                     signature_b64,
                     public_key_b64: r.get(4)?,
                     signed: r.get(5)?,
@@ -349,6 +399,24 @@ pub fn verify_all(
             }
             if !batch.is_empty() {
                 let _ = batch_tx.send(batch);
+            }
+            through_cuts(
+                &mut cuts,
+                i64::MAX,
+                archives,
+                &mut prev_id,
+                &mut prev_chain,
+                &mut report,
+            );
+            for c in cuts {
+                report.problems.push(Problem {
+                    row: c.first_id,
+                    kind: ProblemKind::MissingOrReordered,
+                    detail: format!(
+                        "a cut says rows {} to {} are archived in {}, but live rows overlap it",
+                        c.first_id, c.last_id, c.file
+                    ),
+                });
             }
             // Rows removed from the end leave no gap and no broken link; only SQLite's
             // AUTOINCREMENT counter remembers them.
@@ -381,6 +449,83 @@ pub fn verify_all(
     report.problems.sort_by_key(|p| (p.row, p.kind));
     progress(report.rows, total.max(report.rows));
     Ok(report)
+}
+
+/// Link the chain through every cut that ends before row `next` (the next live row, or
+/// `i64::MAX` at the end): the chain before the cut must be the one the previous row ended in,
+/// and the chain continues from the cut's last value. With `archives`, each segment is
+/// re-verified row by row.
+fn through_cuts(
+    cuts: &mut std::iter::Peekable<std::vec::IntoIter<super::archive::Cut>>,
+    next: i64,
+    archives: Option<&std::path::Path>,
+    prev_id: &mut i64,
+    prev_chain: &mut [u8; 32],
+    report: &mut VerifyReport,
+) {
+    while let Some(c) = cuts.next_if(|c| c.first_id > *prev_id && c.last_id < next) {
+        if c.first_id != *prev_id + 1 {
+            report.problems.push(Problem {
+                row: c.first_id,
+                kind: ProblemKind::RowMissing,
+                detail: format!(
+                    "rows {} to {} are neither in the store nor in an archive",
+                    *prev_id + 1,
+                    c.first_id - 1
+                ),
+            });
+        }
+        if decode_hex32(&c.prev_chain) != Some(*prev_chain) {
+            report.problems.push(Problem {
+                row: c.first_id,
+                kind: ProblemKind::MissingOrReordered,
+                detail: format!(
+                    "the cut of rows {} to {} ({}) starts from chain hash {}, but the row before it ends in {}",
+                    c.first_id,
+                    c.last_id,
+                    c.file,
+                    c.prev_chain,
+                    hex::encode(*prev_chain)
+                ),
+            });
+        }
+        let checked = match archives {
+            None => false,
+            Some(dir) => {
+                let path = dir.join(&c.file);
+                if path.exists() {
+                    let check = super::archive::check_segment(&path, &c);
+                    report.rows += check.rows;
+                    report.signed += check.signed;
+                    report.problems.extend(check.problems);
+                } else {
+                    report.problems.push(Problem {
+                        row: c.first_id,
+                        kind: ProblemKind::ArchiveMissing,
+                        detail: format!(
+                            "rows {} to {} are archived in {}, which is not in {}",
+                            c.first_id,
+                            c.last_id,
+                            c.file,
+                            dir.display()
+                        ),
+                    });
+                }
+                true
+            }
+        };
+        report.archived.push(ArchivedRange {
+            first_id: c.first_id,
+            last_id: c.last_id,
+            file: c.file.clone(),
+            checked,
+        });
+        *prev_chain = decode_hex32(&c.last_chain).unwrap_or(*prev_chain);
+        *prev_id = c.last_id;
+        if next == i64::MAX {
+            report.head = Some((c.last_id, c.last_chain.clone()));
+        }
+    }
 }
 
 /// Check one chain link; returns the chain value the next row must build on (the stored one,
@@ -426,7 +571,23 @@ fn check_link(
 }
 
 /// The per-row checks that do not depend on other rows.
-fn check_row(row: &RowData, keys: &mut KeyCache, problems: &mut Vec<Problem>) {
+fn check_row(mut row: RowData, keys: &mut KeyCache, problems: &mut Vec<Problem>) {
+    let decoded = match &row.needs {
+        Ok(needs) => codec::decode_with(std::mem::take(&mut row.canonical), needs),
+        Err(e) => Err(e.clone()),
+    };
+    match decoded {
+        Ok(bytes) => row.canonical = bytes,
+        Err(e) => {
+            problems.push(Problem {
+                row: row.id,
+                kind: ProblemKind::Unreadable,
+                detail: format!("the stored record cannot be read back: {e}"),
+            });
+            return;
+        }
+    }
+    let row = &row;
     let mut push = |kind, detail: String| {
         problems.push(Problem {
             row: row.id,

@@ -173,6 +173,24 @@ pub fn tamper_conn(db: &Path) -> rusqlite::Connection {
     conn
 }
 
+/// Edit row `id`'s stored record bytes as an attacker with the file would: read them back
+/// (they may be stored compressed), replace `from` by `to`, and write the edited bytes raw (a
+/// form the store reads too). Returns how many rows changed.
+pub fn edit_stored_bytes(conn: &rusqlite::Connection, id: i64, from: &str, to: &str) -> usize {
+    let blob: Vec<u8> = conn
+        .query_row("SELECT canonical FROM records WHERE id = ?1", [id], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    let raw = conduct_walker::store::codec::decode(conn, blob).unwrap();
+    let edited = String::from_utf8(raw).unwrap().replace(from, to);
+    conn.execute(
+        "UPDATE records SET canonical = ?1 WHERE id = ?2",
+        rusqlite::params![edited.into_bytes(), id],
+    )
+    .unwrap()
+}
+
 /// Swap the full contents of rows `a` and `b` (ids stay, everything else moves).
 pub fn swap_rows(conn: &rusqlite::Connection, a: i64, b: i64) {
     conn.execute_batch(&format!(

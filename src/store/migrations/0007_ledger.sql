@@ -28,6 +28,7 @@ CREATE TABLE ledger_follow (
 CREATE INDEX ledger_follow_due ON ledger_follow (intake_url, next_poll_at);
 CREATE INDEX ledger_follow_sha ON ledger_follow (intake_url, sha256);
 CREATE INDEX ledger_follow_overdue ON ledger_follow (intake_url, state, filed_at);
+CREATE INDEX ledger_follow_record ON ledger_follow (record_id);   -- retention's hold (store::archive)
 
 -- Per intake: the poll bucket, the held head and the counters the faces read (kept by the
 -- triggers below and by the follower, never by scanning history).

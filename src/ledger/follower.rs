@@ -913,7 +913,10 @@ async fn inclusion<R: LedgerReads>(
         let conn = store.connection();
         let bytes: Vec<u8> = conn
             .prepare_cached("SELECT canonical FROM records WHERE id = ?1")?
-            .query_row([row.record_id], |r| r.get(0))?;
+            // Rows are zstd frames at rest (store::codec): inclusion compares the exact bytes.
+            .query_row([row.record_id], |r| {
+                Ok(crate::store::codec::decode(conn, r.get(0)?)?)
+            })?;
         bytes
     };
     Ok(Some(check::inclusion(&InclusionInputs {

@@ -172,7 +172,6 @@ pub async fn run_with(
             let app = http::router(http::AppState {
                 db_path: db_path.clone(),
                 live: live.clone(),
-                tally: Default::default(),
             })
             .merge(crate::pages::router(pages));
             let mut stopped = http_stopped.clone();

@@ -64,6 +64,11 @@ fn summaries_equal_recount(conn: &Connection, when: &str) -> Vec<(String, u64)> 
         recount::submissions(conn).unwrap(),
         "{when}: submissions"
     );
+    assert_eq!(
+        render(&Snapshot::read(conn).unwrap()),
+        render(&Snapshot::recount(conn).unwrap()),
+        "{when}: /metrics from the store"
+    );
     conn.execute_batch("COMMIT").unwrap();
     fires
 }
@@ -450,7 +455,8 @@ async fn migration_builds_the_summary_rows_of_an_older_store() {
             .collect();
         assert!(!tables.iter().any(|t| t.starts_with("summary_")));
         // Copied as stored (the source holds them consistent): no order of tables needed.
-        conn.execute_batch("PRAGMA foreign_keys = OFF; BEGIN").unwrap();
+        conn.execute_batch("PRAGMA foreign_keys = OFF; BEGIN")
+            .unwrap();
         for t in ["records"].into_iter().chain(
             tables
                 .iter()

@@ -80,6 +80,21 @@ impl Snapshot {
             ..Snapshot::default()
         })
     }
+
+    /// The same figures recounted from the whole history, as every scrape did before the summary
+    /// rows (tests hold [`Snapshot::read`] to it; the metrics bench times it as "before").
+    pub fn recount(conn: &Connection) -> Result<Snapshot, StoreError> {
+        Ok(Snapshot {
+            tally: RecordTally::recount(conn)?,
+            walks_by_state: summary::recount::fires_by_state(conn)?,
+            last_success: summary::recount::last_success(conn)?,
+            declined: summary::recount::latest_consent(conn)?
+                .into_iter()
+                .filter(|r| r.outcome == "declined")
+                .collect(),
+            ..Snapshot::default()
+        })
+    }
 }
 
 /// A label value escaped as the text format wants (backslash, quote, newline).

@@ -36,6 +36,8 @@ use tokio::sync::Semaphore;
 const MAX_SLEEP: Duration = Duration::from_secs(60);
 /// How often `STATUS=` is refreshed when nothing else happens.
 const STATUS_EVERY: Duration = Duration::from_secs(30);
+/// How often the loop hands freed heap back to the system (issue 27, `crate::mem`).
+const TRIM_EVERY: Duration = Duration::from_secs(60);
 
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
@@ -220,6 +222,7 @@ pub async fn run_with(
     ]);
 
     let mut next_drain = tokio::time::Instant::now() + cfg.drain_interval;
+    let mut next_trim = tokio::time::Instant::now() + TRIM_EVERY;
     let mut drain_task: Option<tokio::task::JoinHandle<()>> = None;
     let mut next_status = tokio::time::Instant::now();
     let mut status_task: Option<tokio::task::JoinHandle<Option<runner::RunnerStatus>>> = None;
@@ -258,6 +261,11 @@ pub async fn run_with(
                     }
                 }));
             }
+        }
+        if tick >= next_trim {
+            // Bursts of walks leave freed memory in the arenas (`crate::mem`).
+            next_trim = tick + TRIM_EVERY;
+            tokio::task::spawn_blocking(crate::mem::release_free_heap);
         }
         if let Some(t) = status_task.take_if(|t| t.is_finished()) {
             if let Ok(Some(r)) = t.await {

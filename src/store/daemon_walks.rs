@@ -190,7 +190,8 @@ pub fn walks(conn: &Connection) -> Result<Vec<WalkRow>, StoreError> {
 /// Close every `running` walk as aborted (at shutdown, once the grace period cut them off).
 pub fn abort_running(conn: &Connection, now: &str, detail: &str) -> Result<usize, StoreError> {
     Ok(conn.execute(
-        "UPDATE daemon_walks SET state = ?1, finished_at = ?2, detail = ?3 WHERE state = ?4",
-        params![state::ABORTED, now, detail, state::RUNNING],
+        // The literal (not a parameter) lets SQLite use the partial index daemon_walks_running.
+        "UPDATE daemon_walks SET state = ?1, finished_at = ?2, detail = ?3 WHERE state = 'running'",
+        params![state::ABORTED, now, detail],
     )?)
 }

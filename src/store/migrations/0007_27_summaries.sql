@@ -54,6 +54,9 @@ CREATE TABLE summary_consent_latest (
     check_id INTEGER NOT NULL
 ) WITHOUT ROWID;
 
+-- The fires left `running` (aborted at start and at shutdown) without a pass over every fire.
+CREATE INDEX daemon_walks_running ON daemon_walks (state) WHERE state = 'running';
+
 -- What is already stored.
 INSERT INTO summary_records (endpoint, outcome, n)
 SELECT endpoint, coalesce(outcome, 'none'), count(*) FROM records GROUP BY 1, 2;

@@ -150,7 +150,7 @@ async fn metrics(State(s): State<AppState>) -> Response {
     let result = blocking(move || {
         let store = Store::open_read_only(&path).map_err(store_error)?;
         let mut snap = Snapshot::read(store.connection()).map_err(store_error)?;
-        snap.runner = runner.status().ok();
+        snap.runner = runner.status_on(store.connection()).ok();
         Ok(snap)
     })
     .await;

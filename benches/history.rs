@@ -385,7 +385,7 @@ fn main() {
     let reuse = Store::open_read_only(&path)
         .ok()
         .filter(|s| {
-            s.count().ok() == Some(records)
+            s.count().ok().is_some_and(|n| n >= records)
                 && summary::has_summaries(s.connection()).unwrap_or(false)
         })
         .is_some();

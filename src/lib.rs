@@ -20,6 +20,7 @@ pub mod jcs;
 pub mod json;
 pub mod ledger;
 pub mod mcp;
+pub mod mem;
 pub mod net;
 pub mod pages;
 pub mod pipeline;

@@ -53,6 +53,8 @@ fn main() -> ExitCode {
         }
     };
     let mut builder = if serves(&cli.command) {
+        // Before any thread starts (issue 27, `conduct_walker::mem`).
+        conduct_walker::mem::bound_malloc_arenas();
         tokio::runtime::Builder::new_multi_thread()
     } else {
         tokio::runtime::Builder::new_current_thread()

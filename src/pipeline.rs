@@ -711,7 +711,12 @@ impl Pipeline {
     /// Outbox depth, lanes used today, submissions by answer.
     pub fn status(&self) -> Result<PipelineStatus, PipelineError> {
         let store = self.inner.store.lock().unwrap_or_else(|p| p.into_inner());
-        let conn = store.connection();
+        self.status_on(store.connection())
+    }
+
+    /// The same figures read through `conn` (a scrape's read-only connection: it never waits
+    /// for the pipeline's own connection, which walks hold during a wave; issue 27).
+    pub fn status_on(&self, conn: &rusqlite::Connection) -> Result<PipelineStatus, PipelineError> {
         Ok(PipelineStatus {
             outbox_depth: outbox::depth(conn)?,
             lanes_used_today: outbox::lanes_used(conn, &self.today())?,

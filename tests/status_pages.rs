@@ -6,7 +6,7 @@ mod common;
 mod pages_support;
 mod store_support;
 
-use conduct_walker::daemon::metrics::{RecordTally, Snapshot, failed_assertions, render};
+use conduct_walker::daemon::metrics::{Snapshot, failed_assertions, render};
 use conduct_walker::pages::Context;
 use conduct_walker::store::{ListFilter, Store, status};
 use pages_support::*;
@@ -168,8 +168,7 @@ async fn overview_shows_each_target_its_verdict_strip_and_counts_that_agree() {
     // Counts agree with `records list` and with /metrics.
     let listed = store.list(&ListFilter::default()).unwrap().len();
     assert_eq!(texts(&doc, "#record-count"), [listed.to_string()]);
-    let mut tally = RecordTally::default();
-    let snap = Snapshot::read(store.connection(), &mut tally).unwrap();
+    let snap = Snapshot::read(store.connection()).unwrap();
     let metrics = render(&snap);
     let walks_total: u64 = metrics
         .lines()

@@ -5,7 +5,7 @@
 //!
 //! Every request opens the store read-only: the listener can never write, whatever it is asked.
 
-use super::metrics::{RecordTally, Snapshot, render};
+use super::metrics::{Snapshot, render};
 use super::runner::JobRunner;
 use super::store::WriteHealth;
 use crate::store::{ListFilter, Store, StoreError};
@@ -17,7 +17,7 @@ use axum::routing::get;
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 
 /// What the scheduling loop publishes for the listener.
 pub struct Live {
@@ -59,7 +59,6 @@ pub const HEARTBEAT_STALE_SECS: i64 = 150;
 pub struct AppState {
     pub db_path: PathBuf,
     pub live: Arc<Live>,
-    pub tally: Arc<Mutex<RecordTally>>,
 }
 
 pub fn router(state: AppState) -> Router {
@@ -101,7 +100,14 @@ fn store_error(e: StoreError) -> HttpError {
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, HttpError> + Send + 'static,
 ) -> Result<T, HttpError> {
-    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
+    tokio::task::spawn_blocking(move || {
+        let r = f();
+        // `/records` may list much of the store: give the freed pages back (`crate::mem`).
+        crate::mem::release_free_heap();
+        r
+    })
+    .await
+    .unwrap_or_else(|e| {
         Err(HttpError(
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("internal error: {e}\n"),
@@ -151,12 +157,10 @@ async fn healthz(State(s): State<AppState>) -> Response {
 async fn metrics(State(s): State<AppState>) -> Response {
     let runner = s.live.runner();
     let path = s.db_path.clone();
-    let tally = s.tally.clone();
     let result = blocking(move || {
         let store = Store::open_read_only(&path).map_err(store_error)?;
-        let mut tally = tally.lock().unwrap_or_else(|p| p.into_inner());
-        let mut snap = Snapshot::read(store.connection(), &mut tally).map_err(store_error)?;
-        snap.runner = runner.status().ok();
+        let mut snap = Snapshot::read(store.connection()).map_err(store_error)?;
+        snap.runner = runner.status_on(store.connection()).ok();
         let ledger = super::ledger_faces::metrics_text(store.connection()).map_err(store_error)?;
         Ok((snap, ledger))
     })

@@ -38,6 +38,8 @@ use tokio::sync::Semaphore;
 const MAX_SLEEP: Duration = Duration::from_secs(60);
 /// How often `STATUS=` is refreshed when nothing else happens.
 const STATUS_EVERY: Duration = Duration::from_secs(30);
+/// How often the loop hands freed heap back to the system (issue 27, `crate::mem`).
+const TRIM_EVERY: Duration = Duration::from_secs(60);
 
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
@@ -174,7 +176,6 @@ pub async fn run_with(
             let app = http::router(http::AppState {
                 db_path: db_path.clone(),
                 live: live.clone(),
-                tally: Default::default(),
             })
             .merge(crate::pages::router(pages));
             let mut stopped = http_stopped.clone();
@@ -242,6 +243,7 @@ pub async fn run_with(
     ]);
 
     let mut next_drain = tokio::time::Instant::now() + cfg.drain_interval;
+    let mut next_trim = tokio::time::Instant::now() + TRIM_EVERY;
     let mut drain_task: Option<tokio::task::JoinHandle<()>> = None;
     let mut next_status = tokio::time::Instant::now();
     // Retention (issue 27): the first run 10 s after start, then every `every_hours`.
@@ -297,6 +299,11 @@ pub async fn run_with(
                     stop_retention.clone(),
                 ));
             }
+        }
+        if tick >= next_trim {
+            // Bursts of walks leave freed memory in the arenas (`crate::mem`).
+            next_trim = tick + TRIM_EVERY;
+            tokio::task::spawn_blocking(crate::mem::release_free_heap);
         }
         if let Some(t) = status_task.take_if(|t| t.is_finished()) {
             if let Ok(Some(r)) = t.await {

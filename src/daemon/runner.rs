@@ -69,6 +69,13 @@ pub trait JobRunner: Send + Sync + 'static {
     /// Outbox depth, lanes, answers (blocking: reads the store).
     fn status(&self) -> Result<RunnerStatus, String>;
 
+    /// The same, read through `conn` (the listener's read-only connection), so a scrape never
+    /// queues behind the walks for the runner's own connection (issue 27).
+    fn status_on(&self, conn: &rusqlite::Connection) -> Result<RunnerStatus, String> {
+        let _ = conn;
+        self.status()
+    }
+
     /// The limits each intake stated so far (for the status pages' lane caps).
     fn stated_limits(&self) -> Vec<(String, crate::witness::lanes::Limits)> {
         Vec::new()
@@ -116,6 +123,16 @@ impl JobRunner for crate::pipeline::Pipeline {
 
     fn status(&self) -> Result<RunnerStatus, String> {
         let s = crate::pipeline::Pipeline::status(self).map_err(|e| e.to_string())?;
+        Ok(RunnerStatus {
+            outbox_depth: s.outbox_depth,
+            lanes_used_today: s.lanes_used_today,
+            submissions_by_answer: s.submissions_by_answer,
+            submissions_by_outcome: s.submissions_by_outcome,
+        })
+    }
+
+    fn status_on(&self, conn: &rusqlite::Connection) -> Result<RunnerStatus, String> {
+        let s = crate::pipeline::Pipeline::status_on(self, conn).map_err(|e| e.to_string())?;
         Ok(RunnerStatus {
             outbox_depth: s.outbox_depth,
             lanes_used_today: s.lanes_used_today,

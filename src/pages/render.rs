@@ -273,13 +273,7 @@ pub fn overview(
     // Endpoints whose records no daemon fire stands for (walks with --db, records imported
     // from other daemons): a row each, also beside configured targets (`records serve
     // --config` over a merged store), so nothing in the store is hidden.
-    let fired: BTreeSet<String> = {
-        let mut stmt = conn.prepare_cached(
-            "SELECT DISTINCT r.endpoint FROM daemon_walks w JOIN records r ON r.id = w.record_id",
-        )?;
-        stmt.query_map([], |r| r.get::<_, String>(0))?
-            .collect::<Result<_, _>>()?
-    };
+    let fired: BTreeSet<String> = crate::store::summary::fired_endpoints(conn)?;
     let configured_endpoints: BTreeSet<&str> = ctx
         .targets
         .iter()

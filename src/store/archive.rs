@@ -76,7 +76,7 @@ pub struct Cut {
 
 /// Every cut, in chain order.
 pub fn cuts(conn: &Connection) -> Result<Vec<Cut>, StoreError> {
-    // A store from before migration 7 (read-only, not migrated) has no cuts.
+    // A store from before migration 8 (read-only, not migrated) has no cuts.
     let exists: bool = conn.query_row(
         "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'record_cuts')",
         [],

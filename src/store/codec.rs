@@ -1,5 +1,5 @@
 //! Records at rest (issue 27, item 4): the `records.canonical` column holds either the exact
-//! canonical bytes (every row written before migration 7) or one zstd frame of them, compressed
+//! canonical bytes (every row written before migration 8) or one zstd frame of them, compressed
 //! with the store's dictionary (table `record_dicts`) once one has been trained, with none
 //! before. A blob tells which it is by itself: canonical JSON starts with `{`, a zstd frame with
 //! its magic number, and the frame header names the dictionary it needs. Every reader goes
@@ -153,7 +153,7 @@ struct Inner {
     loaded: bool,
     dict: Option<CDict<'static>>,
     since_check: u64,
-    /// False: store rows raw, as before migration 7 (the benches' "before").
+    /// False: store rows raw, as before migration 8 (the benches' "before").
     enabled: bool,
 }
 

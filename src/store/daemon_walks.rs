@@ -123,7 +123,7 @@ pub fn insert_consent(conn: &Connection, row: &ConsentRow) -> Result<(), StoreEr
     Ok(())
 }
 
-fn consent_from(r: &rusqlite::Row<'_>) -> rusqlite::Result<ConsentRow> {
+pub(crate) fn consent_from(r: &rusqlite::Row<'_>) -> rusqlite::Result<ConsentRow> {
     Ok(ConsentRow {
         origin: r.get(0)?,
         checked_at: r.get(1)?,
@@ -134,17 +134,9 @@ fn consent_from(r: &rusqlite::Row<'_>) -> rusqlite::Result<ConsentRow> {
     })
 }
 
-/// The latest read of every origin.
+/// The latest read of every origin (one summary row each, migration 7).
 pub fn latest_consent(conn: &Connection) -> Result<Vec<ConsentRow>, StoreError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT c.origin, c.checked_at, c.outcome, c.status, c.sha256, c.detail \
-         FROM consent_checks c JOIN (SELECT origin, max(id) AS id FROM consent_checks GROUP BY origin) m \
-         ON c.id = m.id ORDER BY c.origin",
-    )?;
-    let rows = stmt
-        .query_map([], consent_from)?
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(rows)
+    super::summary::latest_consent(conn)
 }
 
 /// Origins whose latest consent read declined.
@@ -155,26 +147,14 @@ pub fn declined_origins(conn: &Connection) -> Result<Vec<ConsentRow>, StoreError
         .collect())
 }
 
-/// Fires by state (`done`, `aborted`, ...).
+/// Fires by state (`done`, `aborted`, ...), from the summary rows (migration 7).
 pub fn walks_by_state(conn: &Connection) -> Result<Vec<(String, u64)>, StoreError> {
-    let mut stmt = conn
-        .prepare_cached("SELECT state, count(*) FROM daemon_walks GROUP BY state ORDER BY state")?;
-    let rows = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)))?
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(rows)
+    super::summary::fires_by_state(conn)
 }
 
-/// Per target: when its last walk finished and stored a record.
+/// Per target: when its last walk finished and stored a record (summary rows, migration 7).
 pub fn last_success(conn: &Connection) -> Result<Vec<(String, String)>, StoreError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT target, max(finished_at) FROM daemon_walks WHERE state = 'done' \
-         GROUP BY target ORDER BY target",
-    )?;
-    let rows = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(rows)
+    super::summary::last_success(conn)
 }
 
 /// A daemon walk row (tests and status).
@@ -210,7 +190,8 @@ pub fn walks(conn: &Connection) -> Result<Vec<WalkRow>, StoreError> {
 /// Close every `running` walk as aborted (at shutdown, once the grace period cut them off).
 pub fn abort_running(conn: &Connection, now: &str, detail: &str) -> Result<usize, StoreError> {
     Ok(conn.execute(
-        "UPDATE daemon_walks SET state = ?1, finished_at = ?2, detail = ?3 WHERE state = ?4",
-        params![state::ABORTED, now, detail, state::RUNNING],
+        // The literal (not a parameter) lets SQLite use the partial index daemon_walks_running.
+        "UPDATE daemon_walks SET state = ?1, finished_at = ?2, detail = ?3 WHERE state = 'running'",
+        params![state::ABORTED, now, detail],
     )?)
 }

@@ -19,6 +19,7 @@ pub mod meta;
 pub mod outbox;
 pub mod schema;
 pub mod status;
+pub mod summary;
 pub mod transfer;
 pub mod verify;
 

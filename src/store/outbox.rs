@@ -260,14 +260,16 @@ pub fn unsettled(conn: &Connection) -> Result<Vec<(String, Submission)>, StoreEr
     Ok(rows)
 }
 
-/// Queued or in flight: the outbox depth.
+/// Queued or in flight: the outbox depth (from the summary rows, migration 7: a queue that grew
+/// while an intake was away costs no more to count).
 pub fn depth(conn: &Connection) -> Result<u64, StoreError> {
-    let n: i64 = conn.query_row(
-        "SELECT count(*) FROM submissions WHERE state IN (?1, ?2)",
-        params![QUEUED, SENDING],
-        |r| r.get(0),
-    )?;
-    Ok(n as u64)
+    Ok(super::summary::submissions(conn)?
+        .into_iter()
+        .filter(|((state, _, _), _)| {
+            matches!(state, SubmissionState::Queued | SubmissionState::Sending)
+        })
+        .map(|(_, n)| n)
+        .sum())
 }
 
 /// `(intake, lane, accepted today)` for a UTC day.
@@ -287,20 +289,8 @@ pub fn lanes_used(conn: &Connection, day: &str) -> Result<Vec<(String, String, u
 /// Count of submissions by where they stand ([`Outcome`], the summary every face shows), every
 /// outcome listed (zero included), in [`Outcome::ALL`] order.
 pub fn by_outcome(conn: &Connection) -> Result<Vec<(Outcome, u64)>, StoreError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT state, last_answer, counted, count(*) FROM submissions GROUP BY 1, 2, 3",
-    )?;
     let mut counts: Vec<(Outcome, u64)> = Outcome::ALL.iter().map(|&o| (o, 0)).collect();
-    let groups = stmt.query_map([], |r| {
-        Ok((
-            r.get::<_, SubmissionState>(0)?,
-            r.get::<_, Option<AnswerKind>>(1)?,
-            r.get::<_, Option<i64>>(2)?.map(|c| c != 0),
-            r.get::<_, i64>(3)? as u64,
-        ))
-    })?;
-    for group in groups {
-        let (state, answer, counted, n) = group?;
+    for ((state, answer, counted), n) in super::summary::submissions(conn)? {
         let outcome = Facts {
             state,
             answer,
@@ -321,11 +311,13 @@ pub fn by_outcome(conn: &Connection) -> Result<Vec<(Outcome, u64)>, StoreError> 
 
 /// Count of submissions by their last answer (`none` when never attempted) and state.
 pub fn by_answer(conn: &Connection) -> Result<Vec<(String, u64)>, StoreError> {
-    let mut stmt = conn.prepare(
-        "SELECT coalesce(last_answer, state), count(*) FROM submissions GROUP BY 1 ORDER BY 1",
-    )?;
-    let rows = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)))?
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(rows)
+    let mut out: std::collections::BTreeMap<String, u64> = Default::default();
+    for ((state, answer, _), n) in super::summary::submissions(conn)? {
+        let key = match answer {
+            Some(a) => a.as_str(),
+            None => state.as_str(),
+        };
+        *out.entry(key.to_string()).or_default() += n;
+    }
+    Ok(out.into_iter().collect())
 }

@@ -45,6 +45,10 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "archive_compress",
         sql: include_str!("migrations/0008_archive_compress.sql"),
     },
+    Migration {
+        name: "summaries",
+        sql: include_str!("migrations/0009_summaries.sql"),
+    },
 ];
 
 /// The schema version this binary writes and understands.

@@ -325,17 +325,15 @@ pub fn newest_record_id(conn: &Connection) -> Result<Option<i64>, StoreError> {
     Ok(conn.query_row("SELECT max(id) FROM records", [], |r| r.get(0))?)
 }
 
-/// `(state, count)` of the outbox, by an index-only scan of `submissions_due`.
+/// `(state, count)` of the outbox, ordered by the state's text, from the summary rows.
 pub fn outbox_by_state(
     conn: &Connection,
 ) -> Result<Vec<(crate::witness::filing::SubmissionState, u64)>, StoreError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT state, count(*) FROM submissions INDEXED BY submissions_due GROUP BY state ORDER BY state",
-    )?;
-    let rows = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)))?
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(rows)
+    let mut out: std::collections::BTreeMap<&'static str, _> = Default::default();
+    for ((state, _, _), n) in super::summary::submissions(conn)? {
+        out.entry(state.as_str()).or_insert((state, 0)).1 += n;
+    }
+    Ok(out.into_values().collect())
 }
 
 /// Accepted submissions per UTC day and lane since `from_day`: `(day, lane, count)`.
@@ -393,25 +391,6 @@ pub fn neighbours(
         .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .optional()?;
     Ok((prev, next))
-}
-
-/// Visit every record newer than `after_id`, oldest first: `(id, endpoint, outcome,
-/// canonical)`. Records are append-only, so a reader that keeps the last id it saw (the
-/// daemon's `/metrics` tallies) reads each row once.
-pub fn records_after(
-    conn: &Connection,
-    after_id: i64,
-    mut each: impl FnMut(i64, String, Option<String>, Vec<u8>),
-) -> Result<(), StoreError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT id, endpoint, outcome, canonical FROM records WHERE id > ?1 ORDER BY id",
-    )?;
-    let mut rows = stmt.query([after_id])?;
-    while let Some(r) = rows.next()? {
-        let canonical = super::codec::decode(conn, r.get(3)?).map_err(rusqlite::Error::from)?;
-        each(r.get(0)?, r.get(1)?, r.get(2)?, canonical);
-    }
-    Ok(())
 }
 
 /// One answer an intake gave (`submission_attempts`).

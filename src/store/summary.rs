@@ -1,0 +1,220 @@
+//! Summary rows (migration 9, issue 27): the counts `/metrics` and the status pages show, kept by
+//! triggers in the same transaction as the rows they count, so a scrape or a page reads
+//! O(targets) rows however long the history is, and a kill -9 cannot leave them wrong.
+//!
+//! Each reader here has a `recount` twin in [`recount`] that computes the same figure from the
+//! whole history, as the code did before: for stores older than migration 9 opened read-only
+//! (`records serve` never migrates) and for the tests that hold the two equal.
+//!
+//! Adding a figure (the ledger follower's, the alerts'): a table and triggers in your own
+//! migration, a reader here (or in your own module) beside a `recount` of it, and a test that
+//! compares the two over a store real runs built (`tests/summaries.rs`).
+
+use super::StoreError;
+use super::daemon_walks::ConsentRow;
+use crate::witness::filing::{AnswerKind, SubmissionState};
+use rusqlite::{Connection, OptionalExtension};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Whether the store has migration 9's tables (a read-only store may be older).
+pub fn has_summaries(conn: &Connection) -> Result<bool, StoreError> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'summary_records'",
+        )?
+        .query_row([], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
+/// (endpoint, outcome) → stored records; outcome `PASS`, `FAIL` or `none` (no verdict).
+pub type RecordCounts = BTreeMap<(String, String), u64>;
+
+/// Stored records by endpoint and outcome.
+pub fn records_by_endpoint_outcome(conn: &Connection) -> Result<RecordCounts, StoreError> {
+    if !has_summaries(conn)? {
+        return recount::records_by_endpoint_outcome(conn);
+    }
+    let mut stmt = conn.prepare_cached(
+        "SELECT endpoint, outcome, n FROM summary_records WHERE n > 0 ORDER BY 1, 2",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        Ok(((r.get(0)?, r.get(1)?), r.get::<_, i64>(2)? as u64))
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Assertion name → stored records in which it failed.
+pub fn assertion_failures(conn: &Connection) -> Result<BTreeMap<String, u64>, StoreError> {
+    if !has_summaries(conn)? {
+        return recount::assertion_failures(conn);
+    }
+    let mut stmt = conn.prepare_cached(
+        "SELECT assertion, n FROM summary_assertion_failures WHERE n > 0 ORDER BY 1",
+    )?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Fires by state (`done`, `aborted`, ...), states with none left out.
+pub fn fires_by_state(conn: &Connection) -> Result<Vec<(String, u64)>, StoreError> {
+    if !has_summaries(conn)? {
+        return recount::fires_by_state(conn);
+    }
+    let mut stmt = conn.prepare_cached(
+        "SELECT state, sum(n) FROM summary_fires GROUP BY state HAVING sum(n) > 0 ORDER BY state",
+    )?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Per target: when its last `done` fire finished.
+pub fn last_success(conn: &Connection) -> Result<Vec<(String, String)>, StoreError> {
+    if !has_summaries(conn)? {
+        return recount::last_success(conn);
+    }
+    let mut stmt = conn.prepare_cached(
+        "SELECT target, last_finished_at FROM summary_fires \
+         WHERE state = 'done' AND n > 0 ORDER BY target",
+    )?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Endpoints of records that some daemon fire stored.
+pub fn fired_endpoints(conn: &Connection) -> Result<BTreeSet<String>, StoreError> {
+    if !has_summaries(conn)? {
+        return recount::fired_endpoints(conn);
+    }
+    let mut stmt = conn.prepare_cached("SELECT endpoint FROM summary_fired_endpoints")?;
+    let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The latest consent read of every origin, by origin.
+pub fn latest_consent(conn: &Connection) -> Result<Vec<ConsentRow>, StoreError> {
+    if !has_summaries(conn)? {
+        return recount::latest_consent(conn);
+    }
+    let mut stmt = conn.prepare_cached(
+        "SELECT c.origin, c.checked_at, c.outcome, c.status, c.sha256, c.detail \
+         FROM summary_consent_latest l JOIN consent_checks c ON c.id = l.check_id \
+         ORDER BY c.origin",
+    )?;
+    let rows = stmt.query_map([], super::daemon_walks::consent_from)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// A submission's counting key: where it stands, the intake's last answer, whether counted.
+pub type SubmissionKey = (SubmissionState, Option<AnswerKind>, Option<bool>);
+
+/// Submissions by [`SubmissionKey`], keys with none left out, in key order.
+pub fn submissions(conn: &Connection) -> Result<Vec<(SubmissionKey, u64)>, StoreError> {
+    if !has_summaries(conn)? {
+        return recount::submissions(conn);
+    }
+    let mut stmt = conn.prepare_cached(
+        "SELECT state, nullif(last_answer, ''), nullif(counted, -1), n FROM summary_submissions \
+         WHERE n > 0 ORDER BY 1, 2, 3",
+    )?;
+    let rows = stmt.query_map([], submission_group)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+fn submission_group(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SubmissionKey, u64)> {
+    Ok((
+        (
+            r.get(0)?,
+            r.get(1)?,
+            r.get::<_, Option<i64>>(2)?.map(|c| c != 0),
+        ),
+        r.get::<_, i64>(3)? as u64,
+    ))
+}
+
+/// The same figures from the whole history (the code before migration 9): for older read-only
+/// stores, and for the tests that hold the summaries to them.
+pub mod recount {
+    use super::*;
+
+    pub fn records_by_endpoint_outcome(conn: &Connection) -> Result<RecordCounts, StoreError> {
+        let mut stmt = conn.prepare_cached(
+            "SELECT endpoint, coalesce(outcome, 'none'), count(*) FROM records GROUP BY 1, 2",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(((r.get(0)?, r.get(1)?), r.get::<_, i64>(2)? as u64))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Every record's bytes read and parsed (the failed assertions as the pages' facts say).
+    pub fn assertion_failures(conn: &Connection) -> Result<BTreeMap<String, u64>, StoreError> {
+        let mut out = BTreeMap::new();
+        let mut stmt = conn.prepare_cached("SELECT canonical FROM records ORDER BY id")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let canonical: Vec<u8> = r.get(0)?;
+            for name in super::super::status::facts_from_canonical(&canonical).failed {
+                *out.entry(name).or_default() += 1;
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn fires_by_state(conn: &Connection) -> Result<Vec<(String, u64)>, StoreError> {
+        if !super::super::status::has_daemon_walks(conn)? {
+            return Ok(Vec::new());
+        }
+        let mut stmt = conn.prepare_cached(
+            "SELECT state, count(*) FROM daemon_walks GROUP BY state ORDER BY state",
+        )?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    pub fn last_success(conn: &Connection) -> Result<Vec<(String, String)>, StoreError> {
+        if !super::super::status::has_daemon_walks(conn)? {
+            return Ok(Vec::new());
+        }
+        let mut stmt = conn.prepare_cached(
+            "SELECT target, max(finished_at) FROM daemon_walks WHERE state = 'done' \
+             GROUP BY target ORDER BY target",
+        )?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    pub fn fired_endpoints(conn: &Connection) -> Result<BTreeSet<String>, StoreError> {
+        if !super::super::status::has_daemon_walks(conn)? {
+            return Ok(BTreeSet::new());
+        }
+        let mut stmt = conn.prepare_cached(
+            "SELECT DISTINCT r.endpoint FROM daemon_walks w JOIN records r ON r.id = w.record_id",
+        )?;
+        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    pub fn latest_consent(conn: &Connection) -> Result<Vec<ConsentRow>, StoreError> {
+        if !super::super::status::has_daemon_walks(conn)? {
+            return Ok(Vec::new());
+        }
+        let mut stmt = conn.prepare_cached(
+            "SELECT c.origin, c.checked_at, c.outcome, c.status, c.sha256, c.detail \
+             FROM consent_checks c JOIN (SELECT origin, max(id) AS id FROM consent_checks GROUP BY origin) m \
+             ON c.id = m.id ORDER BY c.origin",
+        )?;
+        let rows = stmt.query_map([], super::super::daemon_walks::consent_from)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    pub fn submissions(conn: &Connection) -> Result<Vec<(SubmissionKey, u64)>, StoreError> {
+        let mut stmt = conn.prepare_cached(
+            "SELECT state, last_answer, CASE WHEN counted IS NULL THEN NULL \
+             WHEN counted != 0 THEN 1 ELSE 0 END, count(*) FROM submissions \
+             GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+        )?;
+        let rows = stmt.query_map([], super::submission_group)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}

@@ -49,6 +49,9 @@ pub struct ConfigFile {
     /// `[mcp]`: what a model may do through `conduct-walker mcp`.
     #[serde(default)]
     pub mcp: McpSection,
+    /// `[alerts]`: where and when to tell the operator that an agent's conduct changed.
+    #[serde(default)]
+    pub alerts: crate::alerts::config::AlertsSection,
     /// One per agent to walk, each on its own schedule; with none the daemon idles.
     #[serde(default, rename = "target", skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<TargetSection>,
@@ -714,6 +717,8 @@ pub struct Config {
     pub drain_interval: Duration,
     pub shutdown_grace: Duration,
     pub targets: Vec<Target>,
+    /// `[alerts]`, validated (secrets not read: [`Config::alert_senders`] reads them).
+    pub alerts: std::sync::Arc<crate::alerts::config::AlertsConfig>,
 }
 
 /// Read and validate a config file.
@@ -1024,6 +1029,18 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
             schedule,
         });
     }
+    let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
+    let alerts = match crate::alerts::config::validate(&file.alerts, base, &names) {
+        Ok(a) => a,
+        Err(ps) => {
+            problems.extend(ps.into_iter().map(|message| Problem {
+                line: None,
+                key: Some("alerts".into()),
+                message,
+            }));
+            Default::default()
+        }
+    };
     let database = match &d.database {
         Some(p) => Some(rel(base, p)),
         None => crate::store::default_db_path(None).ok(),
@@ -1051,6 +1068,7 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
         drain_interval: Duration::from_secs(d.drain_interval_secs.max(1)),
         shutdown_grace: Duration::from_secs(d.shutdown_grace_secs),
         targets,
+        alerts: std::sync::Arc::new(alerts),
     }
 }
 
@@ -1118,6 +1136,11 @@ impl Config {
             ..crate::pipeline::PipelineConfig::new(transport, store_path, clock)
         })
         .map_err(|e| SetupError::Pipeline(e.to_string()))?;
+        let pipeline = if self.alerts.enabled() {
+            pipeline.with_alerts(self.alerts.clone())
+        } else {
+            pipeline
+        };
         Ok(pipeline.with_trust(trust))
     }
 
@@ -1185,6 +1208,20 @@ impl Config {
         &self,
     ) -> Result<Vec<rustls_pki_types::CertificateDer<'static>>, ConfigTransportError> {
         self.network_options().roots()
+    }
+
+    /// Each alert channel with its secrets read (the daemon at start, `config check`).
+    pub fn alert_senders(
+        &self,
+    ) -> Result<Vec<std::sync::Arc<crate::alerts::deliver::Sender>>, String> {
+        let roots = self.extra_roots().map_err(|e| e.to_string())?;
+        crate::alerts::deliver::senders(&self.alerts, &roots)
+    }
+
+    /// The transport alert deliveries use.
+    pub fn alert_transport(&self) -> Result<crate::net::Transport, String> {
+        let roots = self.extra_roots().map_err(|e| e.to_string())?;
+        crate::alerts::deliver::transport(&self.alerts, roots)
     }
 
     /// The effective configuration as TOML: defaults filled, paths resolved.

@@ -220,6 +220,21 @@ pub async fn run_with(
         NotifyState::Status(&status.render(&sched)),
     ]);
 
+    // Alert delivery: its own task (own store connection, transport and slots), restarted with
+    // each configuration; rows being sent are remembered across the restart.
+    let alert_in_flight = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
+    let alert_slots = Arc::new(Semaphore::new(crate::alerts::deliver::CONCURRENCY));
+    let start_alerts = |cfg: &Config| -> Option<tokio::sync::watch::Sender<bool>> {
+        start_deliverer(
+            cfg,
+            &db_path,
+            clock.clone(),
+            &live,
+            &alert_in_flight,
+            &alert_slots,
+        )
+    };
+    let mut alerts_stop = start_alerts(&cfg);
     let mut next_drain = tokio::time::Instant::now() + cfg.drain_interval;
     let mut drain_task: Option<tokio::task::JoinHandle<()>> = None;
     let mut next_status = tokio::time::Instant::now();
@@ -304,6 +319,10 @@ pub async fn run_with(
                         *live.runner.write().unwrap_or_else(|p| p.into_inner()) = b.runner.clone();
                         fire_ctx = ctx(b.runner, consent.clone());
                         sched.replace(cfg.targets.clone(), fire_ctx.clone(), clock.now());
+                        if let Some(stop) = alerts_stop.take() {
+                            let _ = stop.send(true);
+                        }
+                        alerts_stop = start_alerts(&cfg);
                         warn_if_idle(&cfg);
                     }
                     Err(e) => tracing::error!(
@@ -338,6 +357,9 @@ pub async fn run_with(
             _ = tokio::time::sleep_until(deadline) => t.abort(),
         }
     }
+    if let Some(stop) = alerts_stop.take() {
+        let _ = stop.send(true);
+    }
     let _ = stop_http.send(true);
     if let Some(t) = http_task {
         let _ = t.await;
@@ -353,6 +375,62 @@ pub async fn run_with(
     );
     Ok(())
 }
+
+/// Start the alert deliverer of `cfg` (none when `[alerts]` has no channel). A channel whose
+/// secret cannot be read is logged and left out: its rows wait for a config that can send them.
+fn start_deliverer(
+    cfg: &Config,
+    db_path: &Path,
+    clock: Arc<dyn crate::clock::Clock>,
+    live: &Arc<http::Live>,
+    in_flight: &Arc<std::sync::Mutex<std::collections::HashSet<i64>>>,
+    slots: &Arc<Semaphore>,
+) -> Option<tokio::sync::watch::Sender<bool>> {
+    if !cfg.alerts.enabled() {
+        return None;
+    }
+    let senders = match cfg.alert_senders() {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "alerts: a channel cannot be set up; no alert is delivered until the config is fixed");
+            return None;
+        }
+    };
+    let transport = match cfg.alert_transport() {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::error!(error = %e, "alerts: cannot build the delivery transport");
+            return None;
+        }
+    };
+    let store = match crate::store::Store::open(db_path) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "alerts: cannot open the store for delivery");
+            return None;
+        }
+    };
+    let deliverer = Arc::new(crate::alerts::deliver::Deliverer {
+        cfg: cfg.alerts.clone(),
+        senders: senders
+            .into_iter()
+            .map(|s| (s.channel.name.clone(), s))
+            .collect(),
+        transport,
+        store: Arc::new(std::sync::Mutex::new(store)),
+        clock,
+        metrics: live.alerts.clone(),
+        in_flight: in_flight.clone(),
+        slots: slots.clone(),
+    });
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    tracing::info!(channels = cfg.alerts.channels.len(), "alerts: delivering");
+    tokio::spawn(deliverer.run(rx, ALERT_TICK));
+    Some(tx)
+}
+
+/// How often the alert outbox is looked at.
+const ALERT_TICK: Duration = Duration::from_millis(500);
 
 async fn reload(
     path: &Path,

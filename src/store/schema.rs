@@ -37,6 +37,10 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "mcp_store_only",
         sql: include_str!("migrations/0006_mcp_store_only.sql"),
     },
+    Migration {
+        name: "alerts",
+        sql: include_str!("migrations/0007_24_alerts.sql"),
+    },
 ];
 
 /// The schema version this binary writes and understands.

@@ -1,0 +1,483 @@
+//! Alerts through the real daemon: a failing agent and an unreachable one open incidents, whose
+//! alerts are delivered to a loopback HTTPS receiver that verifies each webhook with the
+//! official `standardwebhooks` Python library (PyPI), and to Slack- and ntfy-shaped endpoints
+//! that check their requests; and a kill -9 loop while alerts are planned and delivered loses
+//! none (every planned alert reaches the receiver, counted by webhook-id).
+//!
+//! The first run builds `target/alerts-venv` (pip, PyPI); later runs reuse it.
+
+mod daemon_support;
+
+use conduct_walker::sandbox::{SandboxAgent, SandboxCa, scenario};
+use daemon_support::{Daemon, config, free_port, target};
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+const EVERY_SECOND: &str = "* * * * * *";
+const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn listen() -> SocketAddr {
+    format!("127.0.0.1:{}", free_port()).parse().unwrap()
+}
+
+fn target_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap()
+}
+
+/// The venv's Python, provisioning `target/alerts-venv` on first use (one process at a time).
+fn python() -> &'static Path {
+    static PY: OnceLock<PathBuf> = OnceLock::new();
+    PY.get_or_init(|| {
+        let target = target_dir();
+        fs::create_dir_all(&target).unwrap();
+        let venv = target.join("alerts-venv");
+        let python = venv.join("bin/python");
+        let req = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/alerts/requirements.txt");
+        let wanted = conduct_walker::digest::sha256_hex(fs::read(&req).unwrap());
+        let stamp = venv.join(".requirements-sha256");
+        let lock = fs::File::create(target.join("alerts-venv.lock")).unwrap();
+        // SAFETY: flock on a file descriptor we own; released when `lock` is dropped.
+        unsafe {
+            use std::os::fd::AsRawFd;
+            libc::flock(lock.as_raw_fd(), libc::LOCK_EX);
+        }
+        if python.exists() && fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == wanted) {
+            return python;
+        }
+        let _ = fs::remove_dir_all(&venv);
+        let ok = Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "python3 -m venv failed");
+        let ok = Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                "--no-input",
+                "-r",
+            ])
+            .arg(&req)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "pip install {} failed", req.display());
+        fs::write(&stamp, format!("{wanted}\n")).unwrap();
+        drop(lock);
+        python
+    })
+}
+
+/// The Python receiver on a loopback port, with a leaf from the sandbox CA.
+struct Receiver {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Receiver {
+    fn start(ca: &SandboxCa, mode: &str) -> Receiver {
+        let dir = tempfile::tempdir().unwrap();
+        let (chain, key) = ca.leaf_pem(&[]);
+        fs::write(dir.path().join("cert.pem"), chain).unwrap();
+        fs::write(dir.path().join("key.pem"), key).unwrap();
+        let log = dir.path().join("log.jsonl");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/alerts/receiver.py");
+        let mut child = Command::new(python())
+            .arg(script)
+            .arg(dir.path().join("cert.pem"))
+            .arg(dir.path().join("key.pem"))
+            .arg(SECRET)
+            .arg(&log)
+            .arg(mode)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line.trim().parse().expect("the receiver's port");
+        Receiver {
+            child,
+            port,
+            log,
+            _dir: dir,
+        }
+    }
+
+    fn entries(&self) -> Vec<serde_json::Value> {
+        fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn alerts_section(port: u16, extra: &str) -> String {
+    format!(
+        r#"
+[alerts]
+allow_hosts = ["127.0.0.1:{port}"]
+{extra}
+
+[[alerts.channel]]
+name = "hook"
+kind = "webhook"
+url = "https://127.0.0.1:{port}/hook"
+secret_file = "hook.secret"
+
+[[alerts.channel]]
+name = "slack"
+kind = "slack"
+url_file = "slack.url"
+
+[[alerts.channel]]
+name = "ntfy"
+kind = "ntfy"
+url = "https://127.0.0.1:{port}/ntfy"
+pages_url = "https://walker.example"
+"#
+    )
+}
+
+fn start_daemon(ca: &SandboxCa, text: &str, port: u16) -> Daemon {
+    // The secrets are files beside the config, written before the daemon starts.
+    let dir = tempfile::tempdir().unwrap();
+    ca.write_pem(&dir.path().join("ca.pem")).unwrap();
+    fs::write(dir.path().join("walker.toml"), text).unwrap();
+    fs::write(dir.path().join("hook.secret"), format!("{SECRET}\n")).unwrap();
+    fs::write(
+        dir.path().join("slack.url"),
+        format!("https://127.0.0.1:{port}/slack\n"),
+    )
+    .unwrap();
+    spawn_in(dir, listen_of(text))
+}
+
+fn listen_of(text: &str) -> SocketAddr {
+    let l = text
+        .lines()
+        .find_map(|l| l.strip_prefix("listen = \""))
+        .unwrap();
+    l.trim_end_matches('"').parse().unwrap()
+}
+
+fn spawn_in(dir: tempfile::TempDir, addr: SocketAddr) -> Daemon {
+    let log = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.path().join("daemon.log"))
+        .unwrap();
+    let child = Command::new(daemon_support::BIN)
+        .args(["run", "--config"])
+        .arg(dir.path().join("walker.toml"))
+        .env_remove("CREDENTIALS_DIRECTORY")
+        .env_remove("NOTIFY_SOCKET")
+        .env_remove("WATCHDOG_USEC")
+        .env("CONDUCT_WALKER_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    Daemon::adopt(child, dir, addr)
+}
+
+/// (alert id, channel, state, kind) of every outbox row.
+fn outbox(d: &Daemon) -> Vec<(String, String, String, String)> {
+    let Some(store) = d.store() else {
+        return Vec::new();
+    };
+    let mut stmt = store
+        .connection()
+        .prepare("SELECT alert_id, channel, state, kind FROM alert_outbox ORDER BY id")
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap_or_default()
+}
+
+#[test]
+fn failing_and_unreachable_targets_alert_every_channel_verified_by_the_official_library() {
+    let rt = runtime();
+    let ca = SandboxCa::generate();
+    let recv = Receiver::start(&ca, "ok");
+    let bad = rt
+        .block_on(SandboxAgent::start(
+            &ca,
+            scenario("metadata-missing").unwrap().behaviour,
+        ))
+        .unwrap();
+    let good = rt
+        .block_on(SandboxAgent::start(
+            &ca,
+            scenario("honest-mcp").unwrap().behaviour,
+        ))
+        .unwrap();
+    let closed = format!("https://127.0.0.1:{}", free_port());
+    let targets = format!(
+        "{}{}{}",
+        target(
+            "bad",
+            &bad.origin(),
+            "mode = \"a2a\"\nwire = \"1.0\"\n",
+            EVERY_SECOND
+        ),
+        target("good", &good.origin(), "", EVERY_SECOND),
+        target("gone", &closed, "", EVERY_SECOND),
+    );
+    let addr = listen();
+    let text = format!(
+        "{}{}",
+        config(addr, 5, &targets),
+        alerts_section(
+            recv.port,
+            "open_after = 2\nunreachable_after = 2\nmin_interval_secs = 3600"
+        )
+    );
+    let mut d = start_daemon(&ca, &text, recv.port);
+    d.wait_for(
+        "both incidents delivered on the three channels",
+        Duration::from_secs(90),
+        |_| {
+            let e = recv.entries();
+            let hooks: Vec<_> = e.iter().filter(|x| x["path"] == "/hook").collect();
+            hooks.len() >= 2
+                && e.iter().filter(|x| x["path"] == "/slack").count() >= 2
+                && e.iter().filter(|x| x["path"] == "/ntfy").count() >= 2
+        },
+    );
+    // A few more walks: the thresholds and the interval keep everything else quiet.
+    std::thread::sleep(Duration::from_secs(3));
+    let entries = recv.entries();
+    for e in &entries {
+        assert_eq!(e["ok"], true, "the receiver refused a delivery: {e}");
+    }
+    let hooks: BTreeMap<String, &serde_json::Value> = entries
+        .iter()
+        .filter(|x| x["path"] == "/hook")
+        .map(|x| (x["id"].as_str().unwrap().to_string(), x))
+        .collect();
+    let kinds: Vec<(&str, &str)> = hooks
+        .values()
+        .map(|x| {
+            (
+                x["payload"]["data"]["target"].as_str().unwrap(),
+                x["type"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(hooks.len(), 2, "one alert per incident: {kinds:?}");
+    assert!(kinds.contains(&("bad", "incident.opened")), "{kinds:?}");
+    assert!(kinds.contains(&("gone", "unreachable.opened")), "{kinds:?}");
+    assert!(
+        !kinds.iter().any(|(t, _)| *t == "good"),
+        "a passing first walk opens nothing"
+    );
+    // The conduct alert says what failed and links the record.
+    let opened = hooks
+        .values()
+        .find(|x| x["type"] == "incident.opened")
+        .unwrap();
+    let data = &opened["payload"]["data"];
+    assert_eq!(data["verdict"]["outcome"], "FAIL");
+    assert_eq!(opened["payload"]["schema_version"], 1);
+    let sha = data["record"]["sha256"].as_str().unwrap();
+    assert_eq!(data["record"]["page"], format!("/records/{sha}"));
+    // ntfy: the opened incident at the channel's priority, with a link to the record page.
+    let ntfy: Vec<_> = entries.iter().filter(|x| x["path"] == "/ntfy").collect();
+    assert!(ntfy.iter().all(|x| x["priority"] == "4" && x["tags"] == "rotating_light"));
+    assert!(
+        ntfy.iter()
+            .any(|x| x["body"].as_str().unwrap().contains("https://walker.example/records/"))
+    );
+    // Every outbox row is delivered, once per channel.
+    let rows = outbox(&d);
+    assert_eq!(rows.len(), 6, "{rows:?}");
+    assert!(rows.iter().all(|r| r.2 == "delivered"), "{rows:?}");
+    // /metrics counts them; /healthz says alerting is fine.
+    let m = d.get_text("/metrics");
+    assert!(
+        m.contains("conduct_walker_alerts_delivered_total 6"),
+        "{m}"
+    );
+    let h = d.get_text("/healthz");
+    assert!(h.contains(r#""alerting":{"failing_channels":[],"status":"ok"}"#), "{h}");
+    // The secret is nowhere in the log.
+    assert!(!d.log().contains(&SECRET[6..]));
+
+    // A restart announces nothing already known.
+    d.signal("TERM");
+    d.wait_exit(Duration::from_secs(30));
+    let before = recv.entries().len();
+    let dir = std::mem::replace(&mut d.dir, tempfile::tempdir().unwrap());
+    let mut d2 = spawn_in(dir, addr);
+    d2.wait_for("more walks after the restart", Duration::from_secs(30), |d| {
+        d.record_count() > 12
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(recv.entries().len(), before, "nothing re-announced");
+    d2.signal("TERM");
+    d2.wait_exit(Duration::from_secs(30));
+}
+
+#[test]
+fn a_receiver_failing_forever_delays_no_walk_and_shows_degraded_alerting() {
+    let rt = runtime();
+    let ca = SandboxCa::generate();
+    let recv = Receiver::start(&ca, "fail");
+    let bad = rt
+        .block_on(SandboxAgent::start(
+            &ca,
+            scenario("metadata-missing").unwrap().behaviour,
+        ))
+        .unwrap();
+    let closed = format!("https://127.0.0.1:{}", free_port());
+    let targets = format!(
+        "{}{}",
+        target(
+            "bad",
+            &bad.origin(),
+            "mode = \"a2a\"\nwire = \"1.0\"\n",
+            EVERY_SECOND
+        ),
+        target("gone", &closed, "", EVERY_SECOND),
+    );
+    let addr = listen();
+    let text = format!(
+        "{}{}",
+        config(addr, 5, &targets),
+        alerts_section(recv.port, "open_after = 1\nunreachable_after = 1")
+    );
+    let mut d = start_daemon(&ca, &text, recv.port);
+    d.wait_for("alerting degraded", Duration::from_secs(60), |d| {
+        d.get_text("/healthz").contains(r#""status":"degraded""#)
+    });
+    let h = d.get_text("/healthz");
+    // The daemon itself is fine: only the alerting part is degraded.
+    assert!(h.starts_with(r#"{"alerting":"#) || h.contains(r#""status":"ok""#), "{h}");
+    assert!(h.contains(r#""store_writable":true"#), "{h}");
+    // Walks go on at their pace while every delivery fails.
+    let n0 = d.record_count();
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(d.record_count() >= n0 + 4, "walks kept going");
+    // The rows back off: each was tried a few times at most, none delivered.
+    let rows = outbox(&d);
+    assert!(rows.iter().all(|r| r.2 == "queued"), "{rows:?}");
+    let m = d.get_text("/metrics");
+    assert!(m.contains("conduct_walker_alerts_delivered_total 0"), "{m}");
+    d.signal("TERM");
+    d.wait_exit(Duration::from_secs(30));
+}
+
+#[test]
+fn kill_9_while_alerts_are_planned_and_delivered_loses_none() {
+    let rt = runtime();
+    let ca = SandboxCa::generate();
+    let recv = Receiver::start(&ca, "ok");
+    let bad = rt
+        .block_on(SandboxAgent::start(
+            &ca,
+            scenario("metadata-missing").unwrap().behaviour,
+        ))
+        .unwrap();
+    // Many failing targets, one incident each: alerts are planned and delivered throughout.
+    let targets: String = (0..16)
+        .map(|i| {
+            target(
+                &format!("bad{i:02}"),
+                &bad.origin(),
+                "mode = \"a2a\"\nwire = \"1.0\"\n",
+                EVERY_SECOND,
+            )
+        })
+        .collect();
+    let addr = listen();
+    let text = format!(
+        "{}{}",
+        config(addr, 5, &targets),
+        // Only the webhook channel: the receiver counts it by webhook-id.
+        format!(
+            "\n[alerts]\nallow_hosts = [\"127.0.0.1:{p}\"]\nopen_after = 2\n\n[[alerts.channel]]\nname = \"hook\"\nkind = \"webhook\"\nurl = \"https://127.0.0.1:{p}/hook\"\nsecret_file = \"hook.secret\"\n",
+            p = recv.port
+        )
+    );
+    let mut d = start_daemon(&ca, &text, recv.port);
+    let mut kills = 0;
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..5 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        std::thread::sleep(Duration::from_millis(300 + seed % 1500));
+        d.signal("KILL");
+        d.wait_exit(Duration::from_secs(10));
+        kills += 1;
+        let dir = std::mem::replace(&mut d.dir, tempfile::tempdir().unwrap());
+        d = spawn_in(dir, addr);
+    }
+    d.wait_for(
+        "every target's incident delivered",
+        Duration::from_secs(120),
+        |d| {
+            let rows = outbox(d);
+            rows.len() == 16 && rows.iter().all(|r| r.2 == "delivered")
+        },
+    );
+    let rows = outbox(&d);
+    let planned: std::collections::BTreeSet<String> = rows.iter().map(|r| r.0.clone()).collect();
+    assert_eq!(planned.len(), 16, "one incident per target: {rows:?}");
+    let entries = recv.entries();
+    assert!(entries.iter().all(|e| e["ok"] == true), "{entries:?}");
+    let mut by_id: BTreeMap<String, usize> = BTreeMap::new();
+    for e in &entries {
+        *by_id.entry(e["id"].as_str().unwrap().to_string()).or_default() += 1;
+    }
+    let received: std::collections::BTreeSet<String> = by_id.keys().cloned().collect();
+    assert_eq!(received, planned, "0 lost, nothing unplanned");
+    // A resend happens only when a kill cut a send before its 2xx was stored; receivers
+    // dedupe those by webhook-id. At most one per kill per delivery slot.
+    let resent: usize = by_id.values().map(|n| n - 1).sum();
+    eprintln!("kills {kills}, alerts {}, resent {resent}", planned.len());
+    assert!(resent <= kills * 4, "resent {resent} after {kills} kills");
+    // Once delivered, never again: a further restart sends nothing.
+    let before = recv.entries().len();
+    d.signal("KILL");
+    d.wait_exit(Duration::from_secs(10));
+    let dir = std::mem::replace(&mut d.dir, tempfile::tempdir().unwrap());
+    let mut d = spawn_in(dir, addr);
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(recv.entries().len(), before, "a delivered alert is never resent");
+    d.signal("TERM");
+    d.wait_exit(Duration::from_secs(30));
+    let _ = std::io::stderr().flush();
+    let _ = Instant::now();
+}

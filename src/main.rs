@@ -29,6 +29,7 @@ fn serves(command: &Command) -> bool {
         | Command::Pubkey(_)
         | Command::Records(_)
         | Command::Outbox(_)
+        | Command::Alerts(_)
         | Command::Card(_)
         | Command::Terms(_)
         | Command::Config(_)
@@ -74,6 +75,7 @@ fn main() -> ExitCode {
             Command::Pubkey(args) => cli::keys::pubkey(args),
             Command::Records(cmd) => cli::records::run(cmd).await,
             Command::Outbox(cmd) => cli::outbox::run(cmd).await,
+            Command::Alerts(cmd) => cli::alerts::run(cmd).await,
             Command::Card(cmd) => cli::card::run(cmd).await,
             Command::Terms(cmd) => cli::terms::run(cmd).await,
             Command::Run(args) => cli::daemon::run(args).await,

@@ -6,21 +6,21 @@
 //!
 //! The first run builds `target/alerts-venv` (pip, PyPI); later runs reuse it.
 
+mod alerts_support;
 mod daemon_support;
+
+use alerts_support::{Receiver, SECRET};
 
 use conduct_walker::sandbox::{SandboxAgent, SandboxCa, scenario};
 use daemon_support::{Daemon, config, free_port, target};
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const EVERY_SECOND: &str = "* * * * * *";
-const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -31,114 +31,6 @@ fn runtime() -> tokio::runtime::Runtime {
 
 fn listen() -> SocketAddr {
     format!("127.0.0.1:{}", free_port()).parse().unwrap()
-}
-
-fn target_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap()
-}
-
-/// The venv's Python, provisioning `target/alerts-venv` on first use (one process at a time).
-fn python() -> &'static Path {
-    static PY: OnceLock<PathBuf> = OnceLock::new();
-    PY.get_or_init(|| {
-        let target = target_dir();
-        fs::create_dir_all(&target).unwrap();
-        let venv = target.join("alerts-venv");
-        let python = venv.join("bin/python");
-        let req = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/alerts/requirements.txt");
-        let wanted = conduct_walker::digest::sha256_hex(fs::read(&req).unwrap());
-        let stamp = venv.join(".requirements-sha256");
-        let lock = fs::File::create(target.join("alerts-venv.lock")).unwrap();
-        // SAFETY: flock on a file descriptor we own; released when `lock` is dropped.
-        unsafe {
-            use std::os::fd::AsRawFd;
-            libc::flock(lock.as_raw_fd(), libc::LOCK_EX);
-        }
-        if python.exists() && fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == wanted) {
-            return python;
-        }
-        let _ = fs::remove_dir_all(&venv);
-        let ok = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&venv)
-            .status()
-            .unwrap();
-        assert!(ok.success(), "python3 -m venv failed");
-        let ok = Command::new(&python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--disable-pip-version-check",
-                "--no-input",
-                "-r",
-            ])
-            .arg(&req)
-            .status()
-            .unwrap();
-        assert!(ok.success(), "pip install {} failed", req.display());
-        fs::write(&stamp, format!("{wanted}\n")).unwrap();
-        drop(lock);
-        python
-    })
-}
-
-/// The Python receiver on a loopback port, with a leaf from the sandbox CA.
-struct Receiver {
-    child: Child,
-    port: u16,
-    log: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Receiver {
-    fn start(ca: &SandboxCa, mode: &str) -> Receiver {
-        let dir = tempfile::tempdir().unwrap();
-        let (chain, key) = ca.leaf_pem(&[]);
-        fs::write(dir.path().join("cert.pem"), chain).unwrap();
-        fs::write(dir.path().join("key.pem"), key).unwrap();
-        let log = dir.path().join("log.jsonl");
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/alerts/receiver.py");
-        let mut child = Command::new(python())
-            .arg(script)
-            .arg(dir.path().join("cert.pem"))
-            .arg(dir.path().join("key.pem"))
-            .arg(SECRET)
-            .arg(&log)
-            .arg(mode)
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port = line.trim().parse().expect("the receiver's port");
-        Receiver {
-            child,
-            port,
-            log,
-            _dir: dir,
-        }
-    }
-
-    fn entries(&self) -> Vec<serde_json::Value> {
-        fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    }
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn alerts_section(port: u16, extra: &str) -> String {
@@ -314,23 +206,28 @@ fn failing_and_unreachable_targets_alert_every_channel_verified_by_the_official_
     assert_eq!(data["record"]["page"], format!("/records/{sha}"));
     // ntfy: the opened incident at the channel's priority, with a link to the record page.
     let ntfy: Vec<_> = entries.iter().filter(|x| x["path"] == "/ntfy").collect();
-    assert!(ntfy.iter().all(|x| x["priority"] == "4" && x["tags"] == "rotating_light"));
     assert!(
         ntfy.iter()
-            .any(|x| x["body"].as_str().unwrap().contains("https://walker.example/records/"))
+            .all(|x| x["priority"] == "4" && x["tags"] == "rotating_light")
     );
+    assert!(ntfy.iter().any(|x| {
+        x["body"]
+            .as_str()
+            .unwrap()
+            .contains("https://walker.example/records/")
+    }));
     // Every outbox row is delivered, once per channel.
     let rows = outbox(&d);
     assert_eq!(rows.len(), 6, "{rows:?}");
     assert!(rows.iter().all(|r| r.2 == "delivered"), "{rows:?}");
     // /metrics counts them; /healthz says alerting is fine.
     let m = d.get_text("/metrics");
-    assert!(
-        m.contains("conduct_walker_alerts_delivered_total 6"),
-        "{m}"
-    );
+    assert!(m.contains("conduct_walker_alerts_delivered_total 6"), "{m}");
     let h = d.get_text("/healthz");
-    assert!(h.contains(r#""alerting":{"failing_channels":[],"status":"ok"}"#), "{h}");
+    assert!(
+        h.contains(r#""alerting":{"failing_channels":[],"status":"ok"}"#),
+        "{h}"
+    );
     // The secret is nowhere in the log.
     assert!(!d.log().contains(&SECRET[6..]));
 
@@ -340,9 +237,11 @@ fn failing_and_unreachable_targets_alert_every_channel_verified_by_the_official_
     let before = recv.entries().len();
     let dir = std::mem::replace(&mut d.dir, tempfile::tempdir().unwrap());
     let mut d2 = spawn_in(dir, addr);
-    d2.wait_for("more walks after the restart", Duration::from_secs(30), |d| {
-        d.record_count() > 12
-    });
+    d2.wait_for(
+        "more walks after the restart",
+        Duration::from_secs(30),
+        |d| d.record_count() > 12,
+    );
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(recv.entries().len(), before, "nothing re-announced");
     d2.signal("TERM");
@@ -383,7 +282,10 @@ fn a_receiver_failing_forever_delays_no_walk_and_shows_degraded_alerting() {
     });
     let h = d.get_text("/healthz");
     // The daemon itself is fine: only the alerting part is degraded.
-    assert!(h.starts_with(r#"{"alerting":"#) || h.contains(r#""status":"ok""#), "{h}");
+    assert!(
+        h.starts_with(r#"{"alerting":"#) || h.contains(r#""status":"ok""#),
+        "{h}"
+    );
     assert!(h.contains(r#""store_writable":true"#), "{h}");
     // Walks go on at their pace while every delivery fails.
     let n0 = d.record_count();
@@ -459,7 +361,9 @@ fn kill_9_while_alerts_are_planned_and_delivered_loses_none() {
     assert!(entries.iter().all(|e| e["ok"] == true), "{entries:?}");
     let mut by_id: BTreeMap<String, usize> = BTreeMap::new();
     for e in &entries {
-        *by_id.entry(e["id"].as_str().unwrap().to_string()).or_default() += 1;
+        *by_id
+            .entry(e["id"].as_str().unwrap().to_string())
+            .or_default() += 1;
     }
     let received: std::collections::BTreeSet<String> = by_id.keys().cloned().collect();
     assert_eq!(received, planned, "0 lost, nothing unplanned");
@@ -475,7 +379,11 @@ fn kill_9_while_alerts_are_planned_and_delivered_loses_none() {
     let dir = std::mem::replace(&mut d.dir, tempfile::tempdir().unwrap());
     let mut d = spawn_in(dir, addr);
     std::thread::sleep(Duration::from_secs(3));
-    assert_eq!(recv.entries().len(), before, "a delivered alert is never resent");
+    assert_eq!(
+        recv.entries().len(),
+        before,
+        "a delivered alert is never resent"
+    );
     d.signal("TERM");
     d.wait_exit(Duration::from_secs(30));
     let _ = std::io::stderr().flush();

@@ -635,6 +635,8 @@ pub struct Deliverer {
     /// Rows some task of this process is sending now (shared across reloads).
     pub in_flight: Arc<Mutex<HashSet<i64>>>,
     pub slots: Arc<tokio::sync::Semaphore>,
+    /// The daemon's store health: its changes are alerted (degraded, recovered).
+    pub store_health: Option<Arc<crate::daemon::store::WriteHealth>>,
 }
 
 impl Deliverer {
@@ -655,10 +657,19 @@ impl Deliverer {
     pub async fn plan_timers(&self, with_queued: bool) -> Result<u32, StoreError> {
         let cfg = self.cfg.clone();
         let now = self.clock.now();
+        let fault = self
+            .store_health
+            .as_ref()
+            .map(|h| h.fault().map(|f| f.reason));
         let n = self
             .with_store(move |s| {
                 let tx = s.connection().unchecked_transaction()?;
                 let mut n = outbox::flush_due(&tx, &cfg, now)?;
+                // While the store cannot write this fails too, and is tried again next time:
+                // the degraded alert is planned once writes work (with the recovery after it).
+                if let Some(fault) = &fault {
+                    n += outbox::store_health(&tx, &cfg, fault.as_deref(), now)?;
+                }
                 n += outbox::digests_due(&tx, &cfg, now)?;
                 if with_queued {
                     n += outbox::queued_too_long(&tx, &cfg, now)?;

@@ -422,6 +422,7 @@ fn start_deliverer(
         metrics: live.alerts.clone(),
         in_flight: in_flight.clone(),
         slots: slots.clone(),
+        store_health: Some(live.store_health.clone()),
     });
     let (tx, rx) = tokio::sync::watch::channel(false);
     tracing::info!(channels = cfg.alerts.channels.len(), "alerts: delivering");

@@ -389,3 +389,119 @@ fn kill_9_while_alerts_are_planned_and_delivered_loses_none() {
     let _ = std::io::stderr().flush();
     let _ = Instant::now();
 }
+
+#[test]
+fn an_agent_that_flips_opens_then_resolves_its_incident_and_a_decline_is_alerted() {
+    let rt = runtime();
+    let ca = SandboxCa::generate();
+    let recv = Receiver::start(&ca, "ok");
+    let (agent, flag) = rt
+        .block_on(SandboxAgent::start_flipping(
+            &ca,
+            scenario("honest-a2a").unwrap().behaviour,
+            scenario("metadata-missing").unwrap().behaviour,
+        ))
+        .unwrap();
+    // An origin whose consent file declines listing: nothing is walked, the decline is alerted.
+    let decliner = rt
+        .block_on(conduct_walker::sandbox::HttpsServer::start(
+            &ca,
+            conduct_walker::sandbox::handler(|req| {
+                if req.path == "/.well-known/mcp-conduct.json" {
+                    conduct_walker::sandbox::Resp::bytes(
+                        200,
+                        "application/json",
+                        "{\"listing\": \"decline\"}",
+                    )
+                } else {
+                    conduct_walker::sandbox::Resp::empty(404)
+                }
+            }),
+        ))
+        .unwrap();
+    let targets = format!(
+        "{}{}",
+        target(
+            "flip",
+            &agent.origin(),
+            "mode = \"a2a\"\nwire = \"1.0\"\n",
+            EVERY_SECOND
+        ),
+        target("declines", &decliner.base(), "", EVERY_SECOND),
+    );
+    let addr = listen();
+    let text = format!(
+        "{}{}",
+        config(addr, 5, &targets),
+        alerts_section(
+            recv.port,
+            "open_after = 2\nresolve_after = 2\nmin_interval_secs = 0"
+        )
+    );
+    let mut d = start_daemon(&ca, &text, recv.port);
+    let hooks = |kind: &str, target: &str| {
+        recv.entries()
+            .iter()
+            .filter(|x| {
+                x["path"] == "/hook"
+                    && x["type"] == kind
+                    && x["payload"]["data"]["target"] == target
+            })
+            .count()
+    };
+    d.wait_for("a few passing walks", Duration::from_secs(30), |d| {
+        d.walks()
+            .iter()
+            .filter(|w| w.target == "flip" && w.state == "done")
+            .count()
+            >= 3
+    });
+    assert_eq!(
+        hooks("incident.opened", "flip"),
+        0,
+        "passing walks open nothing"
+    );
+    flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    d.wait_for("the incident opened", Duration::from_secs(30), |_| {
+        hooks("incident.opened", "flip") == 1
+    });
+    flag.store(false, std::sync::atomic::Ordering::SeqCst);
+    d.wait_for("the incident resolved", Duration::from_secs(30), |_| {
+        hooks("incident.resolved", "flip") == 1
+    });
+    d.wait_for("the decline alerted", Duration::from_secs(30), |_| {
+        hooks("consent.declined", "declines") == 1
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let e = recv.entries();
+    assert!(e.iter().all(|x| x["ok"] == true), "{e:?}");
+    // The opened alert names the assertions that flipped, with their claims.
+    let opened = e.iter().find(|x| x["type"] == "incident.opened").unwrap();
+    let flipped = opened["payload"]["data"]["assertions_flipped"]
+        .as_array()
+        .unwrap();
+    assert!(!flipped.is_empty(), "{opened}");
+    assert!(
+        flipped
+            .iter()
+            .all(|f| f["claim"].as_str().is_some_and(|c| !c.is_empty()))
+    );
+    // Each announced once: one open, one resolve, one decline (per channel).
+    assert_eq!(hooks("incident.opened", "flip"), 1);
+    assert_eq!(hooks("incident.resolved", "flip"), 1);
+    assert_eq!(hooks("consent.declined", "declines"), 1);
+    // `alerts list` shows them delivered and no open incident.
+    let out = Command::new(daemon_support::BIN)
+        .args(["alerts", "list", "--db"])
+        .arg(d.path("walker.db"))
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert!(t.contains("no open incident"), "{t}");
+    assert!(
+        t.contains("incident.resolved flip -> hook delivered"),
+        "{t}"
+    );
+    d.signal("TERM");
+    d.wait_exit(Duration::from_secs(30));
+}

@@ -79,7 +79,10 @@ fn flapping_thresholds_interval_cap_and_digest_in_a_real_store() {
 
     // A passing first walk, then a flap every minute: never two FAILs in a row, nothing sent.
     let mut n = 0;
-    for (k, ok) in [true, false, true, false, true, false, true].into_iter().enumerate() {
+    for (k, ok) in [true, false, true, false, true, false, true]
+        .into_iter()
+        .enumerate()
+    {
         n += 1;
         assert_eq!(observe(&store, &c, "a", &walk(m(k as i64), ok, n)), 0);
     }

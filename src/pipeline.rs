@@ -676,8 +676,6 @@ impl Pipeline {
         status: u16,
         body: String,
     ) -> Result<Submission, PipelineError> {
-        let alerts = self.inner.alerts.clone();
-        let now_t = self.inner.clock.now();
         self.with_store(move |s| {
             let next_attempt_at = t.retry_at.map(rfc3339_seconds);
             let attempt = AttemptResult {
@@ -692,23 +690,7 @@ impl Pipeline {
                 filed_day: t.filed_day.as_deref(),
                 next_attempt_at: next_attempt_at.as_deref(),
             };
-            // The intake's refusal and its alert are stored together.
-            let tx = s.connection().unchecked_transaction()?;
-            outbox::record_attempt(&tx, submission_id, &now, &attempt)?;
-            if let Some(cfg) = &alerts
-                && t.answer == AnswerKind::Refused
-            {
-                let sha: String = tx.query_row(
-                    "SELECT r.sha256 FROM submissions s JOIN records r ON r.id = s.record_id \
-                     WHERE s.id = ?1",
-                    [submission_id],
-                    |r| r.get(0),
-                )?;
-                if let Some(p) = crate::alerts::health::on_filing(&sha, &t, now_t, true) {
-                    crate::alerts::outbox::plan_health(&tx, cfg, &p)?;
-                }
-            }
-            tx.commit()?;
+            outbox::record_attempt(s.connection(), submission_id, &now, &attempt)?;
             outbox::get(s.connection(), submission_id)
         })
         .await

@@ -505,3 +505,88 @@ fn an_agent_that_flips_opens_then_resolves_its_incident_and_a_decline_is_alerted
     d.signal("TERM");
     d.wait_exit(Duration::from_secs(30));
 }
+
+/// GET a status page as a browser asks for it.
+fn html_get(addr: SocketAddr, path: &str) -> String {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/html\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).unwrap();
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+#[test]
+fn an_intake_refusal_is_alerted_once_per_record() {
+    let rt = runtime();
+    let ca = SandboxCa::generate();
+    let recv = Receiver::start(&ca, "ok");
+    let agent = rt
+        .block_on(SandboxAgent::start(
+            &ca,
+            scenario("honest-mcp").unwrap().behaviour,
+        ))
+        .unwrap();
+    // An intake that refuses every record (400 with its reason) and knows nothing else.
+    let intake = rt
+        .block_on(conduct_walker::sandbox::HttpsServer::start(
+            &ca,
+            conduct_walker::sandbox::handler(|req| {
+                if req.method == "POST" {
+                    conduct_walker::sandbox::Resp::json(
+                        400,
+                        &serde_json::json!({"error": "vantage is not a place", "reason_code": "bad_vantage"}),
+                    )
+                } else {
+                    conduct_walker::sandbox::Resp::empty(404)
+                }
+            }),
+        ))
+        .unwrap();
+    let targets = target("filed", &agent.origin(), "", "*/2 * * * * *")
+        .replace("submit = false", "submit = true");
+    let addr = listen();
+    let text = format!(
+        "{}{}",
+        config(addr, 5, &targets).replace(
+            "[network]",
+            &format!(
+                "intake = \"{}/witness\"\nfile_extra_walks = true\n\n[network]",
+                intake.base()
+            )
+        ),
+        alerts_section(recv.port, "")
+    );
+    let mut d = start_daemon(&ca, &text, recv.port);
+    d.wait_for("two refusals alerted", Duration::from_secs(60), |_| {
+        recv.entries()
+            .iter()
+            .filter(|x| x["path"] == "/hook" && x["type"] == "filing.refused")
+            .count()
+            >= 2
+    });
+    let e = recv.entries();
+    let refused: Vec<_> = e
+        .iter()
+        .filter(|x| x["path"] == "/hook" && x["type"] == "filing.refused")
+        .collect();
+    let shas: std::collections::BTreeSet<&str> = refused
+        .iter()
+        .map(|x| {
+            x["payload"]["data"]["filing"]["record_sha256"]
+                .as_str()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(shas.len(), refused.len(), "one alert per refused record");
+    let reason = refused[0]["payload"]["data"]["filing"]["reason"]
+        .as_str()
+        .unwrap();
+    assert!(reason.contains("bad_vantage"), "{reason}");
+    d.signal("TERM");
+    d.wait_exit(Duration::from_secs(30));
+}

@@ -144,7 +144,10 @@ fn flapping_thresholds_interval_cap_and_digest_in_a_real_store() {
 
     // Open incidents as `alerts list` shows them.
     let open = outbox::open_incidents(store.connection()).unwrap();
-    let names: Vec<_> = open.iter().map(|i| (i.target.as_str(), i.kind)).collect();
+    let names: Vec<_> = open
+        .iter()
+        .map(|i| (i.target.as_str(), i.kind.as_str()))
+        .collect();
     assert_eq!(names, vec![("b", "conduct"), ("c", "conduct")]);
 
     // A reload with other thresholds, and a replayed walk: nothing known is announced again.

@@ -671,6 +671,7 @@ impl Deliverer {
                     n += outbox::store_health(&tx, &cfg, fault.as_deref(), now)?;
                 }
                 n += outbox::digests_due(&tx, &cfg, now)?;
+                n += outbox::refusals(&tx, &cfg, now)?;
                 if with_queued {
                     n += outbox::queued_too_long(&tx, &cfg, now)?;
                 }

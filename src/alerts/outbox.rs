@@ -52,11 +52,16 @@ fn save_target(
     now: DateTime<Utc>,
 ) -> Result<(), StoreError> {
     let text = serde_json::to_string(s).map_err(json_err)?;
+    let open = open_of(target, s);
+    let open = (!open.is_empty())
+        .then(|| serde_json::to_string(&open))
+        .transpose()
+        .map_err(json_err)?;
     conn.prepare_cached(
-        "INSERT INTO alert_targets (target, state, flush_at, updated_at) VALUES (?1, ?2, ?3, ?4) \
-         ON CONFLICT (target) DO UPDATE SET state = ?2, flush_at = ?3, updated_at = ?4",
+        "INSERT INTO alert_targets (target, state, flush_at, open, updated_at) VALUES (?1, ?2, ?3, ?4, ?5) \
+         ON CONFLICT (target) DO UPDATE SET state = ?2, flush_at = ?3, open = ?4, updated_at = ?5",
     )?
-    .execute(params![target, text, flush_at.map(ts), ts(now)])?;
+    .execute(params![target, text, flush_at.map(ts), open, ts(now)])?;
     Ok(())
 }
 
@@ -119,8 +124,8 @@ fn enqueue(
             Admission::Held => state::HELD,
         };
         conn.prepare_cached(
-            "INSERT INTO alert_outbox (alert_id, channel, target, kind, payload, state, next_attempt_at, created_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT INTO alert_outbox (alert_id, channel, target, kind, payload, state, next_attempt_at, created_at, record_sha256) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         )?
         .execute(params![
             payload.id,
@@ -130,7 +135,8 @@ fn enqueue(
             body,
             st,
             (st == state::QUEUED).then(|| ts(now)),
-            ts(now)
+            ts(now),
+            payload.data.record.as_ref().map(|r| r.sha256.as_str())
         ])?;
         n += 1;
     }
@@ -321,6 +327,68 @@ pub fn store_health(
     plan_health(conn, cfg, &p)
 }
 
+/// Intake refusals stored since the last look (the submissions' `updated_at` is the watermark,
+/// kept in `alert_health`): each becomes one `filing.refused` alert. Done on the delivery timer,
+/// not in the attempt's own transaction (which the outbox module owns), so a refusal stored just
+/// before a kill is still found at the next start. The first look starts from `now`: turning
+/// alerts on does not announce old refusals.
+pub fn refusals(
+    conn: &Connection,
+    cfg: &AlertsConfig,
+    now: DateTime<Utc>,
+) -> Result<u32, StoreError> {
+    if !cfg.health {
+        return Ok(0);
+    }
+    let mark: Option<String> = conn
+        .prepare_cached("SELECT state FROM alert_health WHERE name = 'refused_since'")?
+        .query_row([], |r| r.get(0))
+        .optional()?;
+    let set_mark = |m: &str| -> Result<(), StoreError> {
+        conn.prepare_cached(
+            "INSERT INTO alert_health (name, state) VALUES ('refused_since', ?1) \
+             ON CONFLICT (name) DO UPDATE SET state = ?1",
+        )?
+        .execute([m])?;
+        Ok(())
+    };
+    let Some(mark) = mark else {
+        return set_mark(&crate::clock::walked_at(now)).map(|()| 0);
+    };
+    let rows: Vec<(String, Option<String>, Option<String>, String)> = conn
+        .prepare_cached(
+            "SELECT r.sha256, s.reason_code, s.last_error, s.updated_at FROM submissions s \
+             JOIN records r ON r.id = s.record_id \
+             WHERE s.state = 'refused' AND s.updated_at >= ?1 ORDER BY s.updated_at LIMIT 256",
+        )?
+        .query_map([&mark], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })?
+        .collect::<Result<_, _>>()?;
+    let mut n = 0;
+    let mut latest = mark.clone();
+    for (sha, code, err, updated) in rows {
+        let reason = match (code, err) {
+            (Some(c), Some(e)) => format!("{c}: {e}"),
+            (Some(c), None) => c,
+            (None, Some(e)) => e,
+            (None, None) => "refused without a reason".into(),
+        };
+        let p = super::health::HealthEvent::IntakeRefused {
+            record_sha256: sha,
+            reason,
+        }
+        .plan(now);
+        // Seen twice (the watermark is inclusive): the alert's id keeps it one row.
+        n += plan_health(conn, cfg, &p)?;
+        latest = latest.max(updated);
+    }
+    if latest != mark {
+        set_mark(&latest)?;
+    }
+    Ok(n)
+}
+
 /// Records queued for filing longer than the configured age (an indexed read of the queued).
 pub fn queued_too_long(
     conn: &Connection,
@@ -474,27 +542,52 @@ pub fn by_state(conn: &Connection) -> Result<Vec<(String, u64)>, StoreError> {
 }
 
 /// An open incident, as `alerts list` and the pages show it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct OpenIncident {
     pub target: String,
-    pub kind: &'static str,
+    pub kind: String,
     pub number: u64,
     pub opened_at: String,
     pub announced: bool,
 }
 
-/// Open incidents of every target (one row per target that has alert state).
+/// Open incidents of every target (an indexed read of the targets that have one).
 pub fn open_incidents(conn: &Connection) -> Result<Vec<OpenIncident>, StoreError> {
-    let rows: Vec<(String, String)> = conn
-        .prepare_cached("SELECT target, state FROM alert_targets ORDER BY target")?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+    let rows: Vec<String> = conn
+        .prepare_cached(
+            "SELECT open FROM alert_targets WHERE open IS NOT NULL ORDER BY target LIMIT 10000",
+        )?
+        .query_map([], |r| r.get(0))?
         .collect::<Result<_, _>>()?;
     let mut out = Vec::new();
-    for (target, text) in rows {
-        let s: TargetState = serde_json::from_str(&text).map_err(json_err)?;
-        out.extend(open_of(&target, &s));
+    for text in rows {
+        let v: Vec<OpenIncident> = serde_json::from_str(&text).map_err(json_err)?;
+        out.extend(v);
     }
     Ok(out)
+}
+
+/// One target's open incidents.
+pub fn open_incidents_of(conn: &Connection, target: &str) -> Result<Vec<OpenIncident>, StoreError> {
+    let text: Option<Option<String>> = conn
+        .prepare_cached("SELECT open FROM alert_targets WHERE target = ?1")?
+        .query_row([target], |r| r.get(0))
+        .optional()?;
+    match text.flatten() {
+        None => Ok(Vec::new()),
+        Some(t) => serde_json::from_str(&t).map_err(json_err),
+    }
+}
+
+/// The alerts about one record (its page), oldest first.
+pub fn for_record(conn: &Connection, sha256: &str) -> Result<Vec<AlertRow>, StoreError> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM alert_outbox WHERE record_sha256 = ?1 ORDER BY id LIMIT 100"
+    );
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_map([sha256], row)?
+        .collect::<Result<_, _>>()?)
 }
 
 /// A target's open incidents.
@@ -504,7 +597,7 @@ pub fn open_of(target: &str, s: &TargetState) -> Vec<OpenIncident> {
         .filter_map(|(kind, t)| {
             t.open.as_ref().map(|i| OpenIncident {
                 target: target.to_string(),
-                kind,
+                kind: kind.to_string(),
                 number: i.number,
                 opened_at: i
                     .opened_at

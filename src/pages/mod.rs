@@ -10,6 +10,7 @@
 //! `conduct-walker records serve` (`crate::cli::records`) both mount [`router`]. Each request
 //! opens the store read-only ([`Store::open_read_only`]), so no page can change anything.
 
+pub mod alerts;
 pub mod render;
 pub mod svg;
 

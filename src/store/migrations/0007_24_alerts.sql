@@ -8,9 +8,13 @@ CREATE TABLE alert_targets (
     state      TEXT NOT NULL,
     -- When a change the minimum interval held back may be sent (NULL: nothing held).
     flush_at   TEXT,
+    -- The open incidents (alerts::outbox::OpenIncident as a JSON array), NULL when none: what
+    -- the overview lists without reading every target's state.
+    open       TEXT,
     updated_at TEXT NOT NULL
 );
 CREATE INDEX alert_targets_flush ON alert_targets (flush_at) WHERE flush_at IS NOT NULL;
+CREATE INDEX alert_targets_open ON alert_targets (target) WHERE open IS NOT NULL;
 
 CREATE TABLE alert_channels (
     channel TEXT PRIMARY KEY,
@@ -24,6 +28,7 @@ CREATE TABLE alert_outbox (
     target          TEXT,
     kind            TEXT    NOT NULL,          -- the payload's type
     payload         TEXT    NOT NULL,          -- alerts::payload::AlertPayload (schema 1)
+    record_sha256   TEXT,                      -- the record the alert is about, if any
     state           TEXT    NOT NULL CHECK (state IN ('queued', 'delivered', 'held', 'refused')),
     attempts        INTEGER NOT NULL DEFAULT 0,
     next_attempt_at TEXT,                      -- RFC 3339 UTC; NULL when settled
@@ -35,6 +40,7 @@ CREATE TABLE alert_outbox (
 );
 CREATE INDEX alert_outbox_due ON alert_outbox (next_attempt_at) WHERE state = 'queued';
 CREATE INDEX alert_outbox_target ON alert_outbox (target, id);
+CREATE INDEX alert_outbox_record ON alert_outbox (record_sha256) WHERE record_sha256 IS NOT NULL;
 
 -- Small named states (the store's health episode for health alerts).
 CREATE TABLE alert_health (

@@ -780,12 +780,19 @@ impl Deliverer {
             if let Err(e) = self.plan_timers(n % 60 == 0).await {
                 tracing::error!(error = %e, "cannot plan the alert timers");
             }
-            if let Err(e) = self.pass().await {
-                tracing::error!(error = %e, "cannot read the alert outbox");
-            }
+            // A pass that found work looks again soon (a backlog drains at the slots' pace,
+            // not one batch per tick).
+            let wait = match self.pass().await {
+                Ok(0) => tick,
+                Ok(_) => tick.min(Duration::from_millis(50)),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read the alert outbox");
+                    tick
+                }
+            };
             n += 1;
             tokio::select! {
-                _ = tokio::time::sleep(tick) => {}
+                _ = tokio::time::sleep(wait) => {}
                 _ = stop.changed() => {}
             }
         }

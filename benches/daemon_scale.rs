@@ -258,7 +258,10 @@ async fn main() {
         if alerts { "on" } else { "off" },
         if fail { "failing" } else { "passing" },
         count(&db, "SELECT count(*) FROM alert_outbox"),
-        count(&db, "SELECT count(*) FROM alert_outbox WHERE state = 'delivered'"),
+        count(
+            &db,
+            "SELECT count(*) FROM alert_outbox WHERE state = 'delivered'"
+        ),
         received.load(std::sync::atomic::Ordering::Relaxed)
     );
     println!("| records stored | {stored} (daemon_walks done {walks_done}, other {walks_other}) |");

@@ -307,3 +307,28 @@ to = ["ops@example.org", "oncall@example.org"]
         assert!(data.contains("Content-Type: text/plain"), "{data}");
     }
 }
+
+/// README's "Alerts" example is a config the parser takes, one channel of each kind.
+#[test]
+fn the_readme_alerts_example_parses() {
+    let readme =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let section = &readme[readme.find("## Alerts").expect("an Alerts section")..];
+    let start = section.find("```toml\n").unwrap() + 8;
+    let example = &section[start..start + section[start..].find("```").unwrap()];
+    let text = format!(
+        "[witness]\nname = \"w\"\nvantage = \"v\"\n\n[[target]]\nname = \"flaky-agent\"\norigin = \"https://a.example\"\nschedule = \"@daily\"\n\n{example}"
+    );
+    let cfg = conduct_walker::config::parse(Path::new("/etc/conduct-walker/walker.toml"), &text)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let kinds: Vec<&str> = cfg
+        .alerts
+        .channels
+        .iter()
+        .map(|c| c.kind.as_str())
+        .collect();
+    assert_eq!(kinds, ["webhook", "slack", "ntfy", "email"]);
+    let flaky = cfg.alerts.settings_for("flaky-agent");
+    assert_eq!(flaky.open_after, 4);
+    assert!(!flaky.triggers.assertion && flaky.triggers.verdict);
+}

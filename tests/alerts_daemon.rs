@@ -327,7 +327,7 @@ fn kill_9_while_alerts_are_planned_and_delivered_loses_none() {
         "{}{}",
         config(addr, 5, &targets),
         // Only the webhook channel: the receiver counts it by webhook-id.
-        format!(
+        format_args!(
             "\n[alerts]\nallow_hosts = [\"127.0.0.1:{p}\"]\nopen_after = 2\n\n[[alerts.channel]]\nname = \"hook\"\nkind = \"webhook\"\nurl = \"https://127.0.0.1:{p}/hook\"\nsecret_file = \"hook.secret\"\n",
             p = recv.port
         )
@@ -501,6 +501,26 @@ fn an_agent_that_flips_opens_then_resolves_its_incident_and_a_decline_is_alerted
     assert!(
         t.contains("incident.resolved flip -> hook delivered"),
         "{t}"
+    );
+    // The overview lists the deliveries; the record page of the walk that opened the incident
+    // lists its alerts.
+    let page = d.get_text("/");
+    assert!(
+        page.contains(r#"id="alerts""#) && page.contains("No open incident."),
+        "{page}"
+    );
+    assert!(page.contains("incident.resolved") && page.contains("consent.declined"));
+    let sha = opened["payload"]["data"]["record"]["sha256"]
+        .as_str()
+        .unwrap();
+    let page = html_get(d.listen, &format!("/records/{sha}"));
+    assert!(
+        page.contains(r#"<section class="box" id="alerts">"#),
+        "{page}"
+    );
+    assert!(
+        page.contains("incident.opened") && page.contains("delivered"),
+        "{page}"
     );
     d.signal("TERM");
     d.wait_exit(Duration::from_secs(30));

@@ -777,7 +777,7 @@ impl Deliverer {
                 return;
             }
             // Records queued too long are looked for once a minute (an indexed read).
-            if let Err(e) = self.plan_timers(n % 60 == 0).await {
+            if let Err(e) = self.plan_timers(n.is_multiple_of(60)).await {
                 tracing::error!(error = %e, "cannot plan the alert timers");
             }
             // A pass that found work looks again soon (a backlog drains at the slots' pace,

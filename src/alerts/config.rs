@@ -75,14 +75,19 @@ pub struct TriggersSection {
 pub struct TargetAlertsSection {
     /// The `[[target]]`'s name.
     pub name: String,
+    /// This target's N (default: `alerts.open_after`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_after: Option<u32>,
+    /// This target's M (default: `alerts.resolve_after`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolve_after: Option<u32>,
+    /// Default: `alerts.unreachable_after`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unreachable_after: Option<u32>,
+    /// Default: `alerts.min_interval_secs`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_interval_secs: Option<u64>,
+    /// Which of this target's changes are alerted on (unset ones: `alerts.triggers`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub triggers: Option<TriggersSection>,
 }
@@ -131,6 +136,7 @@ pub enum SmtpTls {
 pub struct ChannelSection {
     /// Unique name (logs, `alerts test --channel`, metrics).
     pub name: String,
+    /// `webhook`, `slack`, `ntfy` or `email`.
     pub kind: ChannelKind,
     /// The receiver's https URL, when it carries no secret (webhook, slack, ntfy).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -165,7 +171,7 @@ pub struct ChannelSection {
     /// Email: default 587 (STARTTLS) or 465 (implicit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub smtp_port: Option<u16>,
-    /// Email: `starttls` or `implicit`.
+    /// Email: `starttls` (default) or `implicit`.
     #[serde(default)]
     pub smtp_tls: SmtpTls,
     /// Email: the login (the password is the channel's secret).

@@ -410,6 +410,16 @@ fn start_deliverer(
             return None;
         }
     };
+    // This connection only marks deliveries: with the WAL, NORMAL keeps every commit across a
+    // process kill and can lose the last ones only at power loss, where the alert is resent with
+    // its id (which receivers dedupe). No fsync per delivery competes with the records' commits;
+    // the alert rows themselves are written with the records, on the FULL connection.
+    if let Err(e) = store
+        .connection()
+        .execute_batch("PRAGMA synchronous = NORMAL")
+    {
+        tracing::warn!(error = %e, "alerts: cannot relax the delivery connection's syncs");
+    }
     let deliverer = Arc::new(crate::alerts::deliver::Deliverer {
         cfg: cfg.alerts.clone(),
         senders: senders

@@ -4,6 +4,12 @@
 //!
 //!     cargo bench --bench daemon_scale
 //!     SCALE_TARGETS=2000 SCALE_AGENTS=100 SCALE_CONCURRENCY=64 SCALE_IDLE_SECS=30 cargo bench --bench daemon_scale
+//!     SCALE_ALERTS=1 SCALE_FAIL=1 cargo bench --bench daemon_scale
+//!
+//! `SCALE_ALERTS=1` adds `[alerts]` with a Standard Webhooks channel to a loopback receiver in
+//! this process (issue 24: the same run with alerts on and off must keep its walks/s within 5 %);
+//! `SCALE_FAIL=1` makes every agent fail its walk and `open_after = 1`, so each target opens an
+//! incident and one alert per target is planned in its record's transaction and delivered.
 //!
 //! The agents and the emulator run in this process, on the same cores as the daemon. Measured:
 //! records stored per second (from the first record to the last), outbox rows planned and by
@@ -80,6 +86,8 @@ async fn main() {
     let n_agents = env_or("SCALE_AGENTS", 500) as usize;
     let concurrency = env_or("SCALE_CONCURRENCY", 64);
     let idle_secs = env_or("SCALE_IDLE_SECS", 60);
+    let alerts = env_or("SCALE_ALERTS", 0) == 1;
+    let fail = env_or("SCALE_FAIL", 0) == 1;
     raise_fd_limit(65_536);
     let dir = tempfile::tempdir().unwrap();
     let ca = SandboxCa::generate();
@@ -103,8 +111,31 @@ async fn main() {
 
     let behaviour = Behaviour {
         consent: Some(json!({"listing": "allow", "contact": "bench@example.org"})),
-        ..Behaviour::default()
+        ..if fail {
+            conduct_walker::sandbox::scenario("metadata-missing")
+                .unwrap()
+                .behaviour
+        } else {
+            Behaviour::default()
+        }
     };
+    // The alert receiver: answers 204 to everything, counts what it got.
+    let received = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let got = received.clone();
+    let receiver = conduct_walker::sandbox::HttpsServer::start(
+        &ca,
+        conduct_walker::sandbox::handler(move |_req| {
+            got.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            conduct_walker::sandbox::Resp::empty(204)
+        }),
+    )
+    .await
+    .unwrap();
+    std::fs::write(
+        dir.path().join("hook.secret"),
+        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+    )
+    .unwrap();
     let mut agents = Vec::with_capacity(n_agents);
     for _ in 0..n_agents {
         agents.push(SandboxAgent::start(&ca, behaviour.clone()).await.unwrap());
@@ -128,6 +159,14 @@ async fn main() {
         text.push_str(&format!(
             "[[target]]\nname = \"t{i}\"\norigin = \"{}\"\nmode = \"a2a\"\nschedule = \"{schedule}\"\n\n",
             agents[i % n_agents].origin()
+        ));
+    }
+    if alerts {
+        let r = receiver.addr();
+        text.push_str(&format!(
+            "[alerts]\nallow_hosts = [\"{r}\"]\nopen_after = 1\n\n\
+             [[alerts.channel]]\nname = \"hook\"\nkind = \"webhook\"\nurl = \"https://{r}/hook\"\n\
+             secret_file = \"hook.secret\"\ndaily_cap = 1000000\n\n"
         ));
     }
     std::fs::write(dir.path().join("walker.toml"), text).unwrap();
@@ -214,6 +253,17 @@ async fn main() {
     println!("| what | value |");
     println!("|---|---|");
     println!("| targets, agents, concurrency | {targets}, {n_agents}, {concurrency} |");
+    println!(
+        "| alerts | {} (agents {}); alert rows {} ({} delivered), receiver got {} |",
+        if alerts { "on" } else { "off" },
+        if fail { "failing" } else { "passing" },
+        count(&db, "SELECT count(*) FROM alert_outbox"),
+        count(
+            &db,
+            "SELECT count(*) FROM alert_outbox WHERE state = 'delivered'"
+        ),
+        received.load(std::sync::atomic::Ordering::Relaxed)
+    );
     println!("| records stored | {stored} (daemon_walks done {walks_done}, other {walks_other}) |");
     println!(
         "| wave | first record {:.2} s after the fire time, last {:.2} s after |",

@@ -55,6 +55,9 @@ pub struct ConfigFile {
     /// `[retention]`: how long records stay in the live store before the daemon archives them.
     #[serde(default)]
     pub retention: RetentionSection,
+    /// `[alerts]`: where and when to tell the operator that an agent's conduct changed.
+    #[serde(default)]
+    pub alerts: crate::alerts::config::AlertsSection,
     /// One per agent to walk, each on its own schedule; with none the daemon idles.
     #[serde(default, rename = "target", skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<TargetSection>,
@@ -900,6 +903,8 @@ pub struct Config {
     pub ledger: LedgerSettings,
     /// `[retention]`; `policy.is_off()` by default.
     pub retention: RetentionConfig,
+    /// `[alerts]`, validated (secrets not read: [`Config::alert_senders`] reads them).
+    pub alerts: std::sync::Arc<crate::alerts::config::AlertsConfig>,
 }
 
 /// Read and validate a config file.
@@ -1275,6 +1280,18 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
             pull_ledger: t.pull_ledger,
         });
     }
+    let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
+    let alerts = match crate::alerts::config::validate(&file.alerts, base, &names) {
+        Ok(a) => a,
+        Err(ps) => {
+            problems.extend(ps.into_iter().map(|message| Problem {
+                line: None,
+                key: Some("alerts".into()),
+                message,
+            }));
+            Default::default()
+        }
+    };
     let database = match &d.database {
         Some(p) => Some(rel(base, p)),
         None => crate::store::default_db_path(None).ok(),
@@ -1335,6 +1352,7 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
             archive_dir: file.retention.archive_dir.as_ref().map(|p| rel(base, p)),
             every: Duration::from_secs(file.retention.every_hours.max(1) * 3_600),
         },
+        alerts: std::sync::Arc::new(alerts),
     }
 }
 
@@ -1402,6 +1420,11 @@ impl Config {
             ..crate::pipeline::PipelineConfig::new(transport, store_path, clock)
         })
         .map_err(|e| SetupError::Pipeline(e.to_string()))?;
+        let pipeline = if self.alerts.enabled() {
+            pipeline.with_alerts(self.alerts.clone())
+        } else {
+            pipeline
+        };
         Ok(pipeline.with_trust(trust))
     }
 
@@ -1469,6 +1492,20 @@ impl Config {
         &self,
     ) -> Result<Vec<rustls_pki_types::CertificateDer<'static>>, ConfigTransportError> {
         self.network_options().roots()
+    }
+
+    /// Each alert channel with its secrets read (the daemon at start, `config check`).
+    pub fn alert_senders(
+        &self,
+    ) -> Result<Vec<std::sync::Arc<crate::alerts::deliver::Sender>>, String> {
+        let roots = self.extra_roots().map_err(|e| e.to_string())?;
+        crate::alerts::deliver::senders(&self.alerts, &roots)
+    }
+
+    /// The transport alert deliveries use.
+    pub fn alert_transport(&self) -> Result<crate::net::Transport, String> {
+        let roots = self.extra_roots().map_err(|e| e.to_string())?;
+        crate::alerts::deliver::transport(&self.alerts, roots)
     }
 
     /// The effective configuration as TOML: defaults filled, paths resolved.

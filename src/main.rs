@@ -30,6 +30,7 @@ fn serves(command: &Command) -> bool {
         | Command::Records(_)
         | Command::Outbox(_)
         | Command::Ledger(_)
+        | Command::Alerts(_)
         | Command::Card(_)
         | Command::Terms(_)
         | Command::Config(_)
@@ -78,6 +79,7 @@ fn main() -> ExitCode {
             Command::Records(cmd) => cli::records::run(cmd).await,
             Command::Outbox(cmd) => cli::outbox::run(cmd).await,
             Command::Ledger(cmd) => cli::ledger::run(cmd).await,
+            Command::Alerts(cmd) => cli::alerts::run(cmd).await,
             Command::Card(cmd) => cli::card::run(cmd).await,
             Command::Terms(cmd) => cli::terms::run(cmd).await,
             Command::Run(args) => cli::daemon::run(args).await,

@@ -184,6 +184,9 @@ struct Inner {
     /// Outbox rows some task of this process is filing right now. A walk files its own row
     /// while the daemon's drain runs beside it; without this both could send the same row.
     in_flight: Mutex<HashSet<i64>>,
+    /// `[alerts]` when it has channels: a daemon walk's alerts are planned in its record's
+    /// transaction.
+    alerts: Option<Arc<crate::alerts::config::AlertsConfig>>,
 }
 
 /// What one [`Pipeline::attempt`] did with its row.
@@ -242,6 +245,7 @@ impl Pipeline {
                 limits: Mutex::new(HashMap::new()),
                 in_flight: Mutex::new(HashSet::new()),
                 trust: crate::card_signature::TrustStore::default(),
+                alerts: None,
             }),
         })
     }
@@ -254,6 +258,23 @@ impl Pipeline {
         Pipeline {
             inner: Arc::new(Inner { trust, ..inner }),
         }
+    }
+
+    /// Plan alerts for the daemon's walks (`run_target_job`) with these settings and channels.
+    pub fn with_alerts(self, alerts: Arc<crate::alerts::config::AlertsConfig>) -> Pipeline {
+        let inner = Arc::try_unwrap(self.inner)
+            .unwrap_or_else(|_| panic!("with_alerts before cloning the pipeline"));
+        Pipeline {
+            inner: Arc::new(Inner {
+                alerts: Some(alerts),
+                ..inner
+            }),
+        }
+    }
+
+    /// The alert settings this pipeline plans with, if any.
+    pub fn alerts(&self) -> Option<Arc<crate::alerts::config::AlertsConfig>> {
+        self.inner.alerts.clone()
     }
 
     /// Whether records are signed (and with which public key, standard base64).
@@ -304,11 +325,31 @@ impl Pipeline {
         self.run_job_with_stages(job, &|_| {}).await
     }
 
+    /// [`Pipeline::run_job`] for a configured target: its alerts (when `[alerts]` has channels)
+    /// are planned in the record's transaction.
+    pub async fn run_target_job(
+        &self,
+        job: &WalkJob,
+        target: &str,
+    ) -> Result<JobReport, PipelineError> {
+        self.run_job_inner(job, &|_| {}, Some(target.to_string()))
+            .await
+    }
+
     /// [`Pipeline::run_job`], telling `on_stage` as each stage begins.
     pub async fn run_job_with_stages(
         &self,
         job: &WalkJob,
         on_stage: OnStage<'_>,
+    ) -> Result<JobReport, PipelineError> {
+        self.run_job_inner(job, on_stage, None).await
+    }
+
+    async fn run_job_inner(
+        &self,
+        job: &WalkJob,
+        on_stage: OnStage<'_>,
+        alert_target: Option<String>,
     ) -> Result<JobReport, PipelineError> {
         let mut request = job.request.clone();
         if let Some((_, key_url)) = &self.inner.signing {
@@ -339,6 +380,7 @@ impl Pipeline {
             job.submit,
             &request.witness.name,
             on_stage,
+            alert_target,
         )
         .await
     }
@@ -351,7 +393,7 @@ impl Pipeline {
         submit: bool,
         witness_name: &str,
     ) -> Result<JobReport, PipelineError> {
-        self.store_and_file_with_stages(outcome, intake_url, submit, witness_name, &|_| {})
+        self.store_and_file_with_stages(outcome, intake_url, submit, witness_name, &|_| {}, None)
             .await
     }
 
@@ -362,6 +404,7 @@ impl Pipeline {
         submit: bool,
         witness_name: &str,
         on_stage: OnStage<'_>,
+        alert_target: Option<String>,
     ) -> Result<JobReport, PipelineError> {
         on_stage(Stage::Signing);
         let signed = self
@@ -393,7 +436,21 @@ impl Pipeline {
         let prepared = tokio::task::spawn_blocking(move || new_record.prepare())
             .await
             .map_err(|e| PipelineError::Join(e.to_string()))??;
-        let then: Then<Option<Submission>> = Box::new(move |conn, id, _new| {
+        // What the alert core sees of this walk, stepped in the record's transaction.
+        let alerting = match (&self.inner.alerts, alert_target) {
+            (Some(cfg), Some(target)) => Some((
+                cfg.clone(),
+                target,
+                crate::alerts::incident::Observation::from_walk(&outcome, self.inner.clock.now()),
+            )),
+            _ => None,
+        };
+        let then: Then<Option<Submission>> = Box::new(move |conn, id, new| {
+            if let Some((cfg, target, obs)) = &alerting
+                && new
+            {
+                crate::alerts::outbox::observe(conn, cfg, target, obs)?;
+            }
             let Some(mut plan) = plan else {
                 return Ok(None);
             };

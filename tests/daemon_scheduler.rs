@@ -54,6 +54,7 @@ impl FakeRunner {
 impl JobRunner for FakeRunner {
     fn run_job<'a>(
         &'a self,
+        _target: &'a str,
         request: &'a WalkRequest,
         _submit: bool,
     ) -> BoxFut<'a, Result<JobDone, JobFailed>> {

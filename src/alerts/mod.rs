@@ -10,13 +10,19 @@
 //!   long, a lane exhausted for the day, store degraded) and the hook for ledger findings.
 //! - [`payload`]: the versioned JSON body of the generic webhook.
 //!
-//! What is not here yet (the rest of issue 24): the outbox rows planned in the record's
-//! transaction, the channels, delivery, the commands and the faces. ARCHITECTURE.md
-//! ("Alerts: the incident core") draws the state machine.
+//! - [`config`]: the `[alerts]` section (channels, thresholds, secrets by file or credential).
+//! - [`outbox`]: the store's alert tables and the planner, run in the transaction of the record
+//!   (or declined fire) that caused the alert.
+//! - [`deliver`]: the channels and the task that drains the alert outbox.
+//!
+//! ARCHITECTURE.md ("Alerts") draws the state machine and the delivery.
 
 pub mod budget;
+pub mod config;
+pub mod deliver;
 pub mod health;
 pub mod incident;
+pub mod outbox;
 pub mod payload;
 #[cfg(test)]
 mod tests;

@@ -35,6 +35,9 @@ pub enum Command {
     /// The submissions a store still has to file: list them, or file what is due.
     #[command(subcommand)]
     Outbox(super::outbox::OutboxCommand),
+    /// Alerts: send a test message to each channel, list open incidents and deliveries.
+    #[command(subcommand)]
+    Alerts(super::alerts::AlertsCommand),
     /// Verify an Agent Card's JWS signatures.
     #[command(subcommand)]
     Card(super::card::CardCommand),

@@ -128,6 +128,37 @@ fn check(file: &Path, reload: bool) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// `[alerts]`: each channel's secrets must be readable (the daemon reads them at start); no
+/// receiver is contacted (`conduct-walker alerts test` does that).
+fn explain_alerts(cfg: &Config, lines: &mut Vec<String>, problems: &mut Vec<String>) {
+    let a = &cfg.alerts;
+    if !a.enabled() {
+        lines.push("alerts: no channel configured (nothing is planned)".into());
+        return;
+    }
+    let d = a.defaults;
+    lines.push(format!(
+        "alerts: open after {} failing walk(s), resolve after {} passing, unreachable after {}, at most one alert per target per {} s",
+        d.open_after, d.resolve_after, d.unreachable_after, d.min_interval_secs
+    ));
+    match cfg.alert_senders() {
+        Ok(senders) => {
+            for s in senders {
+                lines.push(format!(
+                    "alerts: channel {} ({}), daily cap {}, secrets readable",
+                    s.channel.name,
+                    s.channel.kind.as_str(),
+                    s.channel.daily_cap
+                ));
+            }
+        }
+        Err(e) => problems.push(e),
+    }
+    if let Err(e) = cfg.alert_transport() {
+        problems.push(format!("alerts: {e}"));
+    }
+}
+
 /// The identity config/walker.toml ships with (the package installs it as is): records signed
 /// under it would tell the intake nothing true about who walked and from where.
 pub const SHIPPED_PLACEHOLDERS: [(&str, &str); 2] = [
@@ -230,6 +261,7 @@ fn explain_for(cfg: &Config, reload: bool) -> (Vec<String>, Vec<String>) {
                 .into(),
         );
     }
+    explain_alerts(cfg, &mut lines, &mut problems);
     match cfg.transport() {
         Ok(_) => lines.push(format!(
             "network: {} extra CA file(s), private networks {}, deadline {} s, body cap {} bytes",

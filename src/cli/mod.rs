@@ -1,6 +1,7 @@
 //! One subcommand per user task. Each maps its errors to exit codes: 0 success/PASS, 1 a finding
 //! (FAIL, a failed verification), 2 usage or I/O errors.
 
+pub mod alerts;
 pub mod app;
 pub mod bench;
 pub mod card;

@@ -30,6 +30,8 @@ pub struct Live {
     pub runner: RwLock<Arc<dyn JobRunner>>,
     /// Whether the store takes writes (a full disk makes the daemon degraded, not dead).
     pub store_health: Arc<WriteHealth>,
+    /// The alert deliveries' counters (issue 24).
+    pub alerts: Arc<crate::alerts::deliver::AlertMetrics>,
 }
 
 impl Live {
@@ -41,6 +43,7 @@ impl Live {
             next_fire: AtomicI64::new(i64::MIN),
             last_tick: AtomicI64::new(chrono::Utc::now().timestamp()),
             runner: RwLock::new(runner),
+            alerts: Arc::default(),
         }
     }
 
@@ -133,6 +136,7 @@ async fn healthz(State(s): State<AppState>) -> Response {
         "walks_in_flight": s.live.in_flight.load(Ordering::Relaxed),
         "store_writable": fault.is_none(),
     });
+    body["alerting"] = alerting_health(&s.live.alerts);
     if let Some(f) = fault {
         body["store_fault"] = serde_json::json!({"reason": f.reason, "since": f.since});
     }
@@ -152,6 +156,16 @@ async fn healthz(State(s): State<AppState>) -> Response {
         StatusCode::SERVICE_UNAVAILABLE
     };
     (code, axum::Json(body)).into_response()
+}
+
+/// The alerting part of `/healthz`: degraded when a channel keeps failing. It does not change
+/// the daemon's own status: a receiver that is down does not make the walker unhealthy.
+fn alerting_health(m: &crate::alerts::deliver::AlertMetrics) -> serde_json::Value {
+    let failing = m.degraded_channels();
+    serde_json::json!({
+        "status": if failing.is_empty() { "ok" } else { "degraded" },
+        "failing_channels": failing,
+    })
 }
 
 async fn metrics(State(s): State<AppState>) -> Response {
@@ -177,7 +191,11 @@ async fn metrics(State(s): State<AppState>) -> Response {
                     header::CONTENT_TYPE,
                     "text/plain; version=0.0.4; charset=utf-8",
                 )],
-                render(&snap) + &ledger,
+                {
+                    let mut text = render(&snap) + &ledger;
+                    s.live.alerts.render(&mut text);
+                    text
+                },
             )
                 .into_response()
         }

@@ -242,6 +242,21 @@ pub async fn run_with(
         NotifyState::Status(&status.render(&sched)),
     ]);
 
+    // Alert delivery: its own task (own store connection, transport and slots), restarted with
+    // each configuration; rows being sent are remembered across the restart.
+    let alert_in_flight = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
+    let alert_slots = Arc::new(Semaphore::new(crate::alerts::deliver::CONCURRENCY));
+    let start_alerts = |cfg: &Config| -> Option<tokio::sync::watch::Sender<bool>> {
+        start_deliverer(
+            cfg,
+            &db_path,
+            clock.clone(),
+            &live,
+            &alert_in_flight,
+            &alert_slots,
+        )
+    };
+    let mut alerts_stop = start_alerts(&cfg);
     let mut next_drain = tokio::time::Instant::now() + cfg.drain_interval;
     let mut next_trim = tokio::time::Instant::now() + TRIM_EVERY;
     let mut drain_task: Option<tokio::task::JoinHandle<()>> = None;
@@ -352,6 +367,10 @@ pub async fn run_with(
                         *follower_settings.write().unwrap_or_else(|p| p.into_inner()) =
                             follower_settings_of(&cfg, &follower_settings);
                         sched.replace(cfg.targets.clone(), fire_ctx.clone(), clock.now());
+                        if let Some(stop) = alerts_stop.take() {
+                            let _ = stop.send(true);
+                        }
+                        alerts_stop = start_alerts(&cfg);
                         warn_if_idle(&cfg);
                     }
                     Err(e) => tracing::error!(
@@ -390,6 +409,9 @@ pub async fn run_with(
     if let Some(t) = retention_task {
         // It stops between two segments; a segment in the middle of its delete finishes.
         let _ = t.await;
+    }
+    if let Some(stop) = alerts_stop.take() {
+        let _ = stop.send(true);
     }
     let _ = stop_http.send(true);
     if let Some(t) = http_task {
@@ -502,6 +524,73 @@ fn spawn_retention(
         }
     })
 }
+
+/// Start the alert deliverer of `cfg` (none when `[alerts]` has no channel). A channel whose
+/// secret cannot be read is logged and left out: its rows wait for a config that can send them.
+fn start_deliverer(
+    cfg: &Config,
+    db_path: &Path,
+    clock: Arc<dyn crate::clock::Clock>,
+    live: &Arc<http::Live>,
+    in_flight: &Arc<std::sync::Mutex<std::collections::HashSet<i64>>>,
+    slots: &Arc<Semaphore>,
+) -> Option<tokio::sync::watch::Sender<bool>> {
+    if !cfg.alerts.enabled() {
+        return None;
+    }
+    let senders = match cfg.alert_senders() {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "alerts: a channel cannot be set up; no alert is delivered until the config is fixed");
+            return None;
+        }
+    };
+    let transport = match cfg.alert_transport() {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::error!(error = %e, "alerts: cannot build the delivery transport");
+            return None;
+        }
+    };
+    let store = match crate::store::Store::open(db_path) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "alerts: cannot open the store for delivery");
+            return None;
+        }
+    };
+    // This connection only marks deliveries: with the WAL, NORMAL keeps every commit across a
+    // process kill and can lose the last ones only at power loss, where the alert is resent with
+    // its id (which receivers dedupe). No fsync per delivery competes with the records' commits;
+    // the alert rows themselves are written with the records, on the FULL connection.
+    if let Err(e) = store
+        .connection()
+        .execute_batch("PRAGMA synchronous = NORMAL")
+    {
+        tracing::warn!(error = %e, "alerts: cannot relax the delivery connection's syncs");
+    }
+    let deliverer = Arc::new(crate::alerts::deliver::Deliverer {
+        cfg: cfg.alerts.clone(),
+        senders: senders
+            .into_iter()
+            .map(|s| (s.channel.name.clone(), s))
+            .collect(),
+        transport,
+        store: Arc::new(std::sync::Mutex::new(store)),
+        clock,
+        metrics: live.alerts.clone(),
+        in_flight: in_flight.clone(),
+        slots: slots.clone(),
+        store_health: Some(live.store_health.clone()),
+    });
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    tracing::info!(channels = cfg.alerts.channels.len(), "alerts: delivering");
+    tokio::spawn(deliverer.run(rx, ALERT_TICK));
+    Some(tx)
+}
+
+/// How often the alert outbox is looked at.
+const ALERT_TICK: Duration = Duration::from_millis(500);
 
 async fn reload(
     path: &Path,

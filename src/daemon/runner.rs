@@ -59,9 +59,15 @@ pub trait JobRunner: Send + Sync + 'static {
     /// Walk, store (and, when `submit`, queue and file) one target.
     fn run_job<'a>(
         &'a self,
+        target: &'a str,
         request: &'a WalkRequest,
         submit: bool,
     ) -> BoxFut<'a, Result<JobDone, JobFailed>>;
+
+    /// The `[alerts]` settings alerts are planned with (none: alerts are off).
+    fn alerts(&self) -> Option<std::sync::Arc<crate::alerts::config::AlertsConfig>> {
+        None
+    }
 
     /// File what is due in the outbox.
     fn drain(&self) -> BoxFut<'_, Result<Drained, String>>;
@@ -86,6 +92,7 @@ pub trait JobRunner: Send + Sync + 'static {
 impl JobRunner for crate::pipeline::Pipeline {
     fn run_job<'a>(
         &'a self,
+        target: &'a str,
         request: &'a WalkRequest,
         submit: bool,
     ) -> BoxFut<'a, Result<JobDone, JobFailed>> {
@@ -94,7 +101,7 @@ impl JobRunner for crate::pipeline::Pipeline {
                 request: request.clone(),
                 submit,
             };
-            let report = crate::pipeline::Pipeline::run_job(self, &job)
+            let report = crate::pipeline::Pipeline::run_target_job(self, &job, target)
                 .await
                 .map_err(|e| JobFailed {
                     text: e.to_string(),
@@ -143,5 +150,9 @@ impl JobRunner for crate::pipeline::Pipeline {
 
     fn stated_limits(&self) -> Vec<(String, crate::witness::lanes::Limits)> {
         crate::pipeline::Pipeline::stated_limits(self)
+    }
+
+    fn alerts(&self) -> Option<std::sync::Arc<crate::alerts::config::AlertsConfig>> {
+        crate::pipeline::Pipeline::alerts(self)
     }
 }

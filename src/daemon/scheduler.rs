@@ -281,10 +281,27 @@ async fn fire_in_slot(
                     "the origin's consent file declines listing (sha256 {sha256}, read {checked_at})"
                 );
                 let begin = start(db::timestamp(ctx.clock.now()));
-                let finished = db::timestamp(ctx.clock.now());
+                let at = ctx.clock.now();
+                let finished = db::timestamp(at);
+                // The decline's alert is planned in the fire's own transaction.
+                let alerting = ctx.runner.alerts().map(|cfg| {
+                    let obs = crate::alerts::incident::Observation {
+                        at,
+                        record_sha256: None,
+                        result: crate::alerts::incident::WalkResult::ConsentDeclined {
+                            consent_sha256: sha256.clone(),
+                        },
+                    };
+                    (cfg, target.name.clone(), obs)
+                });
                 let r = ctx
                     .store
                     .with(move |c| {
+                        let tx = c.unchecked_transaction()?;
+                        let c = &*tx;
+                        if let Some((cfg, name, obs)) = &alerting {
+                            crate::alerts::outbox::observe(c, cfg, name, obs)?;
+                        }
                         let id = begin(c)?;
                         db::finish_walk(
                             c,
@@ -295,7 +312,9 @@ async fn fire_in_slot(
                                 ..WalkEnd::default()
                             },
                             &finished,
-                        )
+                        )?;
+                        tx.commit()?;
+                        Ok(())
                     })
                     .await;
                 if let Err(e) = r {
@@ -316,7 +335,10 @@ async fn fire_in_slot(
                 return;
             }
         };
-        let result = ctx.runner.run_job(&target.request, target.submit).await;
+        let result = ctx
+            .runner
+            .run_job(&target.name, &target.request, target.submit)
+            .await;
         let (end_state, sha, record_id, submission, detail) = match result {
             Ok(done) => {
                 ctx.store.health().wrote();

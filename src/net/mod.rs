@@ -4,7 +4,7 @@
 
 pub mod options;
 pub mod policy;
-mod roots;
+pub(crate) mod roots;
 mod transport;
 
 pub use options::{NetworkOptions, NetworkOptionsError};

@@ -11,6 +11,7 @@
 //! opens the store read-only ([`Store::open_read_only`]), so no page can change anything.
 
 pub mod ledger;
+pub mod alerts;
 pub mod render;
 pub mod svg;
 

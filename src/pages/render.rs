@@ -367,8 +367,10 @@ pub fn overview(
     };
 
     let ledger_box = super::ledger::overview_box(conn)?;
+    let alerts_box = super::alerts::overview_section(conn)?;
     let body = html! {
         h1 { "What the walker saw" }
+        (alerts_box)
         section class="grid" {
             div class="box" id="witness" {
                 h2 { "Witness" }
@@ -776,6 +778,7 @@ pub fn record(store: &Store, prefix: &str, served_by: &str) -> Result<String, St
                 p { "This is the full record of the commitment " a href=(record_href(sha)) { "row " (id) } "." }
             }
         }
+        (super::alerts::record_section(conn, &row.sha256, fire.as_ref().map(|(t, _)| t.as_str()))?)
         section id="intake" {
             h2 { "Intake answers" }
             @if subs.is_empty() { p { "Never planned for an intake." } }

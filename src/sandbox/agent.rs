@@ -233,6 +233,32 @@ impl SandboxAgent {
         Ok(SandboxAgent { server, counts })
     }
 
+    /// An agent that behaves as `first` until the returned flag is set, then as `second` (and
+    /// back when it is cleared): what the alert tests flip between walks.
+    pub async fn start_flipping(
+        ca: &SandboxCa,
+        first: Behaviour,
+        second: Behaviour,
+    ) -> std::io::Result<(Self, Arc<std::sync::atomic::AtomicBool>)> {
+        // Each behaviour has its own counts: the compact card is cached per behaviour.
+        let counts = Arc::new(Counts::default());
+        let (seen, seen_second) = (counts.clone(), Arc::new(Counts::default()));
+        let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flipped = flag.clone();
+        let server = HttpsServer::start(
+            ca,
+            handler(move |req| {
+                if flipped.load(std::sync::atomic::Ordering::SeqCst) {
+                    respond(&second, &seen_second, req)
+                } else {
+                    respond(&first, &seen, req)
+                }
+            }),
+        )
+        .await?;
+        Ok((SandboxAgent { server, counts }, flag))
+    }
+
     /// `https://127.0.0.1:<port>`: the origin to walk.
     pub fn origin(&self) -> String {
         self.server.base()

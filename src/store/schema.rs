@@ -49,6 +49,10 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "summaries",
         sql: include_str!("migrations/0009_summaries.sql"),
     },
+    Migration {
+        name: "alerts",
+        sql: include_str!("migrations/0010_alerts.sql"),
+    },
 ];
 
 /// The schema version this binary writes and understands.

@@ -1,0 +1,85 @@
+//! The alerts on the status pages (issue 24): the open incidents and the latest deliveries on
+//! the overview, and a record's alerts on its page. Each reads an indexed table (the targets
+//! with an open incident, the latest outbox rows, the rows about one record), never history.
+
+use crate::alerts::outbox::{self, AlertRow};
+use crate::store::StoreError;
+use maud::{Markup, html};
+
+/// How many deliveries the overview lists.
+const LATEST: u32 = 20;
+
+fn deliveries(rows: &[AlertRow]) -> Markup {
+    html! {
+        table class="alerts" {
+            tr { th { "planned" } th { "alert" } th { "target" } th { "channel" } th { "state" } th { "attempts" } th { "last answer" } }
+            @for r in rows {
+                tr class={"alert " (r.state)} {
+                    td { (r.created_at) }
+                    td { (r.kind) br; code { (r.alert_id) } }
+                    td { (r.target.as_deref().unwrap_or("-")) }
+                    td { (r.channel) }
+                    td class="state" { (r.state) @if let (Some(t), "queued") = (&r.next_attempt_at, r.state.as_str()) { br; "next " (t) } }
+                    td { (r.attempts) }
+                    td { (r.last_answer.as_deref().unwrap_or("")) }
+                }
+            }
+        }
+    }
+}
+
+/// The overview's section: open incidents, then the latest deliveries.
+pub fn overview_section(conn: &rusqlite::Connection) -> Result<Markup, StoreError> {
+    let open = outbox::open_incidents(conn)?;
+    let rows = outbox::latest(conn, LATEST)?;
+    Ok(html! {
+        section class="box" id="alerts" {
+            h2 { "Incidents and alerts" }
+            @if open.is_empty() {
+                p { "No open incident." }
+            } @else {
+                table class="incidents" {
+                    tr { th { "target" } th { "incident" } th { "since" } th { "announced" } }
+                    @for i in &open {
+                        tr class="incident" {
+                            td { a href={"/targets/" (i.target)} { (i.target) } }
+                            td { (i.kind) " #" (i.number) }
+                            td { (i.opened_at) }
+                            td { @if i.announced { "yes" } @else { "not yet (held by the minimum interval)" } }
+                        }
+                    }
+                }
+            }
+            @if rows.is_empty() {
+                p { "No alert planned." }
+            } @else {
+                (deliveries(&rows))
+            }
+        }
+    })
+}
+
+/// A record's page: the target's open incident and the alerts this record caused.
+pub fn record_section(
+    conn: &rusqlite::Connection,
+    sha256: &str,
+    target: Option<&str>,
+) -> Result<Markup, StoreError> {
+    let rows = outbox::for_record(conn, sha256)?;
+    let open: Vec<_> = match target {
+        Some(t) => outbox::open_incidents_of(conn, t)?,
+        None => Vec::new(),
+    };
+    if rows.is_empty() && open.is_empty() {
+        return Ok(html! {});
+    }
+    Ok(html! {
+        section class="box" id="alerts" {
+            h2 { "Alerts" }
+            @for i in &open {
+                p class="incident" { "Open: " (i.target) " " (i.kind) " incident #" (i.number) " since " (i.opened_at) }
+            }
+            @if !rows.is_empty() { (deliveries(&rows)) }
+        }
+    })
+}

@@ -1,0 +1,334 @@
+//! `config check` on `[alerts]`, `alerts test` against real receivers (the webhook verified by
+//! the official `standardwebhooks` library; email through `aiosmtpd` with STARTTLS and with
+//! implicit TLS, authentication required), and `alerts list`.
+
+mod alerts_support;
+
+use alerts_support::{Receiver, SECRET, python};
+use conduct_walker::sandbox::SandboxCa;
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_conduct-walker");
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn base_config(dir: &Path, alerts: &str) -> std::path::PathBuf {
+    let text = format!(
+        r#"[witness]
+name = "alerts test"
+vantage = "loopback"
+
+[network]
+extra_ca = ["ca.pem"]
+
+[daemon]
+database = "walker.db"
+listen = "off"
+
+[[target]]
+name = "alpha"
+origin = "https://alpha.example"
+schedule = "@daily"
+{alerts}"#
+    );
+    let p = dir.join("walker.toml");
+    fs::write(&p, text).unwrap();
+    p
+}
+
+fn cw(args: &[&str], config: &Path) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .arg(config)
+        .env_remove("CREDENTIALS_DIRECTORY")
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn config_check_validates_each_channel_without_reaching_it() {
+    let dir = tempfile::tempdir().unwrap();
+    SandboxCa::generate()
+        .write_pem(&dir.path().join("ca.pem"))
+        .unwrap();
+    // An http URL, a webhook without its secret, a secret file that is not there, an unknown
+    // target, and a bad address: each is named.
+    let cfg = base_config(
+        dir.path(),
+        r#"
+[[alerts.channel]]
+name = "plain"
+kind = "slack"
+url = "http://hooks.example/x"
+
+[[alerts.channel]]
+name = "unsigned"
+kind = "webhook"
+url = "https://hooks.example/y"
+
+[[alerts.channel]]
+name = "mail"
+kind = "email"
+smtp_host = "smtp.example"
+from = "not an address"
+to = ["ops@example.org"]
+
+[[alerts.target]]
+name = "nobody"
+open_after = 0
+"#,
+    );
+    let o = cw(&["config", "check"], &cfg);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    for needle in [
+        r#"alerts.channel "plain": url: only https:// URLs are used, not http://"#,
+        r#"alerts.channel "unsigned": a webhook is signed"#,
+        r#"alerts.channel "mail": from: "not an address" is not an email address"#,
+        r#"alerts.target "nobody": no [[target]] has this name"#,
+        r#"alerts.target "nobody": alerts: open_after must be at least 1, not 0"#,
+    ] {
+        assert!(t.contains(needle), "missing {needle:?} in\n{t}");
+    }
+
+    // Valid text, but the secret file cannot be read: a problem naming the channel, not the
+    // secret; once it exists, OK (and print-config shows only the file's name).
+    let cfg = base_config(
+        dir.path(),
+        r#"
+[alerts]
+open_after = 3
+
+[[alerts.channel]]
+name = "hook"
+kind = "webhook"
+url = "https://hooks.example/y"
+secret_file = "hook.secret"
+"#,
+    );
+    let o = cw(&["config", "check"], &cfg);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains(r#"alerts.channel "hook": cannot read"#), "{t}");
+    fs::write(dir.path().join("hook.secret"), SECRET).unwrap();
+    let o = cw(&["config", "check"], &cfg);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains("alerts: channel hook (webhook), daily cap 50, secrets readable"),
+        "{t}"
+    );
+    assert!(t.contains("alerts: open after 3 failing walk(s)"), "{t}");
+    let o = cw(&["print-config"], &cfg);
+    let t = text(&o);
+    assert!(
+        t.contains("hook.secret") && !t.contains(&SECRET[6..]),
+        "{t}"
+    );
+}
+
+#[test]
+fn alerts_test_says_what_each_channel_answered() {
+    let ca = SandboxCa::generate();
+    let ok = Receiver::start(&ca, "ok");
+    let failing = Receiver::start(&ca, "fail");
+    let dir = tempfile::tempdir().unwrap();
+    ca.write_pem(&dir.path().join("ca.pem")).unwrap();
+    fs::write(dir.path().join("hook.secret"), format!("{SECRET}\n")).unwrap();
+    let cfg = base_config(
+        dir.path(),
+        &format!(
+            r#"
+[alerts]
+allow_hosts = ["127.0.0.1:{a}", "127.0.0.1:{b}"]
+
+[[alerts.channel]]
+name = "hook"
+kind = "webhook"
+url = "https://127.0.0.1:{a}/hook"
+secret_file = "hook.secret"
+
+[[alerts.channel]]
+name = "down"
+kind = "ntfy"
+url = "https://127.0.0.1:{b}/ntfy"
+"#,
+            a = ok.port,
+            b = failing.port
+        ),
+    );
+    let o = cw(&["alerts", "test", "--channel", "hook", "--config"], &cfg);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("hook (webhook): delivered (204"), "{t}");
+    let e = ok.entries();
+    assert_eq!(e.len(), 1);
+    assert_eq!(e[0]["ok"], true, "verified by standardwebhooks: {e:?}");
+    assert_eq!(e[0]["type"], "alerts.test");
+
+    let o = cw(&["alerts", "test", "--config"], &cfg);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("down (ntfy): failed, will retry (500"), "{t}");
+    assert_eq!(ok.entries().len(), 2, "each test message is new");
+    assert_ne!(ok.entries()[0]["id"], ok.entries()[1]["id"]);
+
+    let o = cw(&["alerts", "test", "--channel", "nope", "--config"], &cfg);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains(r#"no alert channel named "nope""#));
+
+    // A store with no alert yet lists nothing.
+    let db = dir.path().join("walker.db");
+    conduct_walker::store::Store::open(&db).unwrap();
+    let o = Command::new(BIN)
+        .args(["alerts", "list", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains("no open incident") && t.contains("alerts: none"),
+        "{t}"
+    );
+}
+
+struct Smtp {
+    child: Child,
+    port: u16,
+    log: std::path::PathBuf,
+}
+
+impl Drop for Smtp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn smtp(ca: &SandboxCa, dir: &Path, mode: &str) -> Smtp {
+    let (chain, key) = ca.leaf_pem(&[]);
+    fs::write(dir.join("smtp-cert.pem"), chain).unwrap();
+    fs::write(dir.join("smtp-key.pem"), key).unwrap();
+    let log = dir.join(format!("smtp-{mode}.jsonl"));
+    let port = free_port();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/alerts/smtp_server.py");
+    let mut child = Command::new(python())
+        .arg(script)
+        .arg(dir.join("smtp-cert.pem"))
+        .arg(dir.join("smtp-key.pem"))
+        .arg(&log)
+        .arg(mode)
+        .args(["walker", "s3cret pass"])
+        .arg(port.to_string())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "ready");
+    Smtp { child, port, log }
+}
+
+#[test]
+fn email_goes_through_aiosmtpd_with_starttls_and_with_implicit_tls() {
+    let ca = SandboxCa::generate();
+    for mode in ["starttls", "implicit"] {
+        let dir = tempfile::tempdir().unwrap();
+        ca.write_pem(&dir.path().join("ca.pem")).unwrap();
+        let server = smtp(&ca, dir.path(), mode);
+        fs::write(dir.path().join("smtp.password"), "s3cret pass\n").unwrap();
+        let cfg = base_config(
+            dir.path(),
+            &format!(
+                r#"
+[alerts]
+allow_hosts = ["127.0.0.1:{p}"]
+
+[[alerts.channel]]
+name = "mail"
+kind = "email"
+smtp_host = "127.0.0.1"
+smtp_port = {p}
+smtp_tls = "{mode}"
+username = "walker"
+secret_file = "smtp.password"
+from = "walker@example.org"
+to = ["ops@example.org", "oncall@example.org"]
+"#,
+                p = server.port
+            ),
+        );
+        let o = cw(&["alerts", "test", "--config"], &cfg);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{mode}: {t}");
+        assert!(t.contains("mail (email): delivered (250"), "{mode}: {t}");
+        let log = fs::read_to_string(&server.log).unwrap();
+        let msgs: Vec<serde_json::Value> = log
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(msgs.len(), 1, "{mode}: {log}");
+        let m = &msgs[0];
+        assert_eq!(m["authenticated"], true);
+        assert_eq!(m["from"], "walker@example.org");
+        assert_eq!(
+            m["to"],
+            serde_json::json!(["ops@example.org", "oncall@example.org"])
+        );
+        let data = m["data"].as_str().unwrap();
+        assert!(
+            data.contains("Subject: conduct-walker: test alert"),
+            "{data}"
+        );
+        assert!(data.contains("Message-ID: <cwa_"), "{data}");
+        assert!(data.contains("@conduct-walker>"), "{data}");
+        assert!(data.contains("alert id: cwa_"), "{data}");
+        assert!(data.contains("Content-Type: text/plain"), "{data}");
+    }
+}
+
+/// README's "Alerts" example is a config the parser takes, one channel of each kind.
+#[test]
+fn the_readme_alerts_example_parses() {
+    let readme =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let section = &readme[readme.find("## Alerts").expect("an Alerts section")..];
+    let start = section.find("```toml\n").unwrap() + 8;
+    let example = &section[start..start + section[start..].find("```").unwrap()];
+    let text = format!(
+        "[witness]\nname = \"w\"\nvantage = \"v\"\n\n[[target]]\nname = \"flaky-agent\"\norigin = \"https://a.example\"\nschedule = \"@daily\"\n\n{example}"
+    );
+    let cfg = conduct_walker::config::parse(Path::new("/etc/conduct-walker/walker.toml"), &text)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let kinds: Vec<&str> = cfg
+        .alerts
+        .channels
+        .iter()
+        .map(|c| c.kind.as_str())
+        .collect();
+    assert_eq!(kinds, ["webhook", "slack", "ntfy", "email"]);
+    let flaky = cfg.alerts.settings_for("flaky-agent");
+    assert_eq!(flaky.open_after, 4);
+    assert!(!flaky.triggers.assertion && flaky.triggers.verdict);
+}

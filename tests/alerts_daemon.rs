@@ -1,0 +1,612 @@
+//! Alerts through the real daemon: a failing agent and an unreachable one open incidents, whose
+//! alerts are delivered to a loopback HTTPS receiver that verifies each webhook with the
+//! official `standardwebhooks` Python library (PyPI), and to Slack- and ntfy-shaped endpoints
+//! that check their requests; and a kill -9 loop while alerts are planned and delivered loses
+//! none (every planned alert reaches the receiver, counted by webhook-id).
+//!
+//! The first run builds `target/alerts-venv` (pip, PyPI); later runs reuse it.
+
+mod alerts_support;
+mod daemon_support;
+
+use alerts_support::{Receiver, SECRET};
+
+use conduct_walker::sandbox::{SandboxAgent, SandboxCa, scenario};
+use daemon_support::{Daemon, config, free_port, target};
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const EVERY_SECOND: &str = "* * * * * *";
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn listen() -> SocketAddr {
+    format!("127.0.0.1:{}", free_port()).parse().unwrap()
+}
+
+fn alerts_section(port: u16, extra: &str) -> String {
+    format!(
+        r#"
+[alerts]
+allow_hosts = ["127.0.0.1:{port}"]
+{extra}
+
+[[alerts.channel]]
+name = "hook"
+kind = "webhook"
+url = "https://127.0.0.1:{port}/hook"
+secret_file = "hook.secret"
+
+[[alerts.channel]]
+name = "slack"
+kind = "slack"
+url_file = "slack.url"
+
+[[alerts.channel]]
+name = "ntfy"
+kind = "ntfy"
+url = "https://127.0.0.1:{port}/ntfy"
+pages_url = "https://walker.example"
+"#
+    )
+}
+
+fn start_daemon(ca: &SandboxCa, text: &str, port: u16) -> Daemon {
+    // The secrets are files beside the config, written before the daemon starts.
+    let dir = tempfile::tempdir().unwrap();
+    ca.write_pem(&dir.path().join("ca.pem")).unwrap();
+    fs::write(dir.path().join("walker.toml"), text).unwrap();
+    fs::write(dir.path().join("hook.secret"), format!("{SECRET}\n")).unwrap();
+    fs::write(
+        dir.path().join("slack.url"),
+        format!("https://127.0.0.1:{port}/slack\n"),
+    )
+    .unwrap();
+    spawn_in(dir, listen_of(text))
+}
+
+fn listen_of(text: &str) -> SocketAddr {
+    let l = text
+        .lines()
+        .find_map(|l| l.strip_prefix("listen = \""))
+        .unwrap();
+    l.trim_end_matches('"').parse().unwrap()
+}
+
+fn spawn_in(dir: tempfile::TempDir, addr: SocketAddr) -> Daemon {
+    let log = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.path().join("daemon.log"))
+        .unwrap();
+    let child = Command::new(daemon_support::BIN)
+        .args(["run", "--config"])
+        .arg(dir.path().join("walker.toml"))
+        .env_remove("CREDENTIALS_DIRECTORY")
+        .env_remove("NOTIFY_SOCKET")
+        .env_remove("WATCHDOG_USEC")
+        .env("CONDUCT_WALKER_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    Daemon::adopt(child, dir, addr)
+}
+
+/// (alert id, channel, state, kind) of every outbox row.
+fn outbox(d: &Daemon) -> Vec<(String, String, String, String)> {
+    let Some(store) = d.store() else {
+        return Vec::new();
+    };
+    let mut stmt = store
+        .connection()
+        .prepare("SELECT alert_id, channel, state, kind FROM alert_outbox ORDER BY id")
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap_or_default()
+}
+
+#[test]
+fn failing_and_unreachable_targets_alert_every_channel_verified_by_the_official_library() {
+    let rt = runtime();
+    let ca = SandboxCa::generate();
+    let recv = Receiver::start(&ca, "ok");
+    let bad = rt
+        .block_on(SandboxAgent::start(
+            &ca,
+            scenario("metadata-missing").unwrap().behaviour,
+        ))
+        .unwrap();
+    let good = rt
+        .block_on(SandboxAgent::start(
+            &ca,
+            scenario("honest-mcp").unwrap().behaviour,
+        ))
+        .unwrap();
+    let closed = format!("https://127.0.0.1:{}", free_port());
+    let targets = format!(
+        "{}{}{}",
+        target(
+            "bad",
+            &bad.origin(),
+            "mode = \"a2a\"\nwire = \"1.0\"\n",
+            EVERY_SECOND
+        ),
+        target("good", &good.origin(), "", EVERY_SECOND),
+        target("gone", &closed, "", EVERY_SECOND),
+    );
+    let addr = listen();
+    let text = format!(
+        "{}{}",
+        config(addr, 5, &targets),
+        alerts_section(
+            recv.port,
+            "open_after = 2\nunreachable_after = 2\nmin_interval_secs = 3600"
+        )
+    );
+    let mut d = start_daemon(&ca, &text, recv.port);
+    d.wait_for(
+        "both incidents delivered on the three channels",
+        Duration::from_secs(90),
+        |_| {
+            let e = recv.entries();
+            let hooks: Vec<_> = e.iter().filter(|x| x["path"] == "/hook").collect();
+            hooks.len() >= 2
+                && e.iter().filter(|x| x["path"] == "/slack").count() >= 2
+                && e.iter().filter(|x| x["path"] == "/ntfy").count() >= 2
+        },
+    );
+    // A few more walks: the thresholds and the interval keep everything else quiet.
+    std::thread::sleep(Duration::from_secs(3));
+    let entries = recv.entries();
+    for e in &entries {
+        assert_eq!(e["ok"], true, "the receiver refused a delivery: {e}");
+    }
+    let hooks: BTreeMap<String, &serde_json::Value> = entries
+        .iter()
+        .filter(|x| x["path"] == "/hook")
+        .map(|x| (x["id"].as_str().unwrap().to_string(), x))
+        .collect();
+    let kinds: Vec<(&str, &str)> = hooks
+        .values()
+        .map(|x| {
+            (
+                x["payload"]["data"]["target"].as_str().unwrap(),
+                x["type"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(hooks.len(), 2, "one alert per incident: {kinds:?}");
+    assert!(kinds.contains(&("bad", "incident.opened")), "{kinds:?}");
+    assert!(kinds.contains(&("gone", "unreachable.opened")), "{kinds:?}");
+    assert!(
+        !kinds.iter().any(|(t, _)| *t == "good"),
+        "a passing first walk opens nothing"
+    );
+    // The conduct alert says what failed and links the record.
+    let opened = hooks
+        .values()
+        .find(|x| x["type"] == "incident.opened")
+        .unwrap();
+    let data = &opened["payload"]["data"];
+    assert_eq!(data["verdict"]["outcome"], "FAIL");
+    assert_eq!(opened["payload"]["schema_version"], 1);
+    let sha = data["record"]["sha256"].as_str().unwrap();
+    assert_eq!(data["record"]["page"], format!("/records/{sha}"));
+    // ntfy: the opened incident at the channel's priority, with a link to the record page.
+    let ntfy: Vec<_> = entries.iter().filter(|x| x["path"] == "/ntfy").collect();
+    assert!(
+        ntfy.iter()
+            .all(|x| x["priority"] == "4" && x["tags"] == "rotating_light")
+    );
+    assert!(ntfy.iter().any(|x| {
+        x["body"]
+            .as_str()
+            .unwrap()
+            .contains("https://walker.example/records/")
+    }));
+    // Every outbox row is delivered, once per channel.
+    let rows = outbox(&d);
+    assert_eq!(rows.len(), 6, "{rows:?}");
+    assert!(rows.iter().all(|r| r.2 == "delivered"), "{rows:?}");
+    // /metrics counts them; /healthz says alerting is fine.
+    let m = d.get_text("/metrics");
+    assert!(m.contains("conduct_walker_alerts_delivered_total 6"), "{m}");
+    let h = d.get_text("/healthz");
+    assert!(
+        h.contains(r#""alerting":{"failing_channels":[],"status":"ok"}"#),
+        "{h}"
+    );
+    // The secret is nowhere in the log.
+    assert!(!d.log().contains(&SECRET[6..]));
+
+    // A restart announces nothing already known.
+    d.signal("TERM");
+    d.wait_exit(Duration::from_secs(30));
+    let before = recv.entries().len();
+    let dir = std::mem::replace(&mut d.dir, tempfile::tempdir().unwrap());
+    let mut d2 = spawn_in(dir, addr);
+    d2.wait_for(
+        "more walks after the restart",
+        Duration::from_secs(30),
+        |d| d.record_count() > 12,
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(recv.entries().len(), before, "nothing re-announced");
+    d2.signal("TERM");
+    d2.wait_exit(Duration::from_secs(30));
+}
+
+#[test]
+fn a_receiver_failing_forever_delays_no_walk_and_shows_degraded_alerting() {
+    let rt = runtime();
+    let ca = SandboxCa::generate();
+    let recv = Receiver::start(&ca, "fail");
+    let bad = rt
+        .block_on(SandboxAgent::start(
+            &ca,
+            scenario("metadata-missing").unwrap().behaviour,
+        ))
+        .unwrap();
+    let closed = format!("https://127.0.0.1:{}", free_port());
+    let targets = format!(
+        "{}{}",
+        target(
+            "bad",
+            &bad.origin(),
+            "mode = \"a2a\"\nwire = \"1.0\"\n",
+            EVERY_SECOND
+        ),
+        target("gone", &closed, "", EVERY_SECOND),
+    );
+    let addr = listen();
+    let text = format!(
+        "{}{}",
+        config(addr, 5, &targets),
+        alerts_section(recv.port, "open_after = 1\nunreachable_after = 1")
+    );
+    let mut d = start_daemon(&ca, &text, recv.port);
+    d.wait_for("alerting degraded", Duration::from_secs(60), |d| {
+        d.get_text("/healthz").contains(r#""status":"degraded""#)
+    });
+    let h: serde_json::Value = serde_json::from_str(&d.get_text("/healthz")).unwrap();
+    // The daemon itself is fine: only the alerting part is degraded.
+    assert_eq!(h["status"], "ok", "{h}");
+    assert_eq!(h["alerting"]["status"], "degraded", "{h}");
+    let failing = h["alerting"]["failing_channels"].as_array().unwrap();
+    assert!(!failing.is_empty(), "{h}");
+    assert_eq!(h["store_writable"], true, "{h}");
+    // Walks go on at their pace while every delivery fails.
+    let n0 = d.record_count();
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(d.record_count() >= n0 + 4, "walks kept going");
+    // The rows back off: each was tried a few times at most, none delivered.
+    let rows = outbox(&d);
+    assert!(rows.iter().all(|r| r.2 == "queued"), "{rows:?}");
+    let m = d.get_text("/metrics");
+    assert!(m.contains("conduct_walker_alerts_delivered_total 0"), "{m}");
+    d.signal("TERM");
+    d.wait_exit(Duration::from_secs(30));
+}
+
+#[test]
+fn kill_9_while_alerts_are_planned_and_delivered_loses_none() {
+    let rt = runtime();
+    let ca = SandboxCa::generate();
+    let recv = Receiver::start(&ca, "ok");
+    let bad = rt
+        .block_on(SandboxAgent::start(
+            &ca,
+            scenario("metadata-missing").unwrap().behaviour,
+        ))
+        .unwrap();
+    // Many failing targets, one incident each: alerts are planned and delivered throughout.
+    let targets: String = (0..16)
+        .map(|i| {
+            target(
+                &format!("bad{i:02}"),
+                &bad.origin(),
+                "mode = \"a2a\"\nwire = \"1.0\"\n",
+                EVERY_SECOND,
+            )
+        })
+        .collect();
+    let addr = listen();
+    let text = format!(
+        "{}{}",
+        config(addr, 5, &targets),
+        // Only the webhook channel: the receiver counts it by webhook-id.
+        format_args!(
+            "\n[alerts]\nallow_hosts = [\"127.0.0.1:{p}\"]\nopen_after = 2\n\n[[alerts.channel]]\nname = \"hook\"\nkind = \"webhook\"\nurl = \"https://127.0.0.1:{p}/hook\"\nsecret_file = \"hook.secret\"\n",
+            p = recv.port
+        )
+    );
+    let mut d = start_daemon(&ca, &text, recv.port);
+    let mut kills = 0;
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..5 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        std::thread::sleep(Duration::from_millis(300 + seed % 1500));
+        d.signal("KILL");
+        d.wait_exit(Duration::from_secs(10));
+        kills += 1;
+        let dir = std::mem::replace(&mut d.dir, tempfile::tempdir().unwrap());
+        d = spawn_in(dir, addr);
+    }
+    d.wait_for(
+        "every target's incident delivered",
+        Duration::from_secs(120),
+        |d| {
+            let rows = outbox(d);
+            rows.len() == 16 && rows.iter().all(|r| r.2 == "delivered")
+        },
+    );
+    let rows = outbox(&d);
+    let planned: std::collections::BTreeSet<String> = rows.iter().map(|r| r.0.clone()).collect();
+    assert_eq!(planned.len(), 16, "one incident per target: {rows:?}");
+    let entries = recv.entries();
+    assert!(entries.iter().all(|e| e["ok"] == true), "{entries:?}");
+    let mut by_id: BTreeMap<String, usize> = BTreeMap::new();
+    for e in &entries {
+        *by_id
+            .entry(e["id"].as_str().unwrap().to_string())
+            .or_default() += 1;
+    }
+    let received: std::collections::BTreeSet<String> = by_id.keys().cloned().collect();
+    assert_eq!(received, planned, "0 lost, nothing unplanned");
+    // A resend happens only when a kill cut a send before its 2xx was stored; receivers
+    // dedupe those by webhook-id. At most one per kill per delivery slot.
+    let resent: usize = by_id.values().map(|n| n - 1).sum();
+    eprintln!("kills {kills}, alerts {}, resent {resent}", planned.len());
+    assert!(resent <= kills * 4, "resent {resent} after {kills} kills");
+    // Once delivered, never again: a further restart sends nothing.
+    let before = recv.entries().len();
+    d.signal("KILL");
+    d.wait_exit(Duration::from_secs(10));
+    let dir = std::mem::replace(&mut d.dir, tempfile::tempdir().unwrap());
+    let mut d = spawn_in(dir, addr);
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        recv.entries().len(),
+        before,
+        "a delivered alert is never resent"
+    );
+    d.signal("TERM");
+    d.wait_exit(Duration::from_secs(30));
+    let _ = std::io::stderr().flush();
+    let _ = Instant::now();
+}
+
+#[test]
+fn an_agent_that_flips_opens_then_resolves_its_incident_and_a_decline_is_alerted() {
+    let rt = runtime();
+    let ca = SandboxCa::generate();
+    let recv = Receiver::start(&ca, "ok");
+    let (agent, flag) = rt
+        .block_on(SandboxAgent::start_flipping(
+            &ca,
+            scenario("honest-a2a").unwrap().behaviour,
+            scenario("metadata-missing").unwrap().behaviour,
+        ))
+        .unwrap();
+    // An origin whose consent file declines listing: nothing is walked, the decline is alerted.
+    let decliner = rt
+        .block_on(conduct_walker::sandbox::HttpsServer::start(
+            &ca,
+            conduct_walker::sandbox::handler(|req| {
+                if req.path == "/.well-known/mcp-conduct.json" {
+                    conduct_walker::sandbox::Resp::bytes(
+                        200,
+                        "application/json",
+                        "{\"listing\": \"decline\"}",
+                    )
+                } else {
+                    conduct_walker::sandbox::Resp::empty(404)
+                }
+            }),
+        ))
+        .unwrap();
+    let targets = format!(
+        "{}{}",
+        target(
+            "flip",
+            &agent.origin(),
+            "mode = \"a2a\"\nwire = \"1.0\"\n",
+            EVERY_SECOND
+        ),
+        target("declines", &decliner.base(), "", EVERY_SECOND),
+    );
+    let addr = listen();
+    let text = format!(
+        "{}{}",
+        config(addr, 5, &targets),
+        alerts_section(
+            recv.port,
+            "open_after = 2\nresolve_after = 2\nmin_interval_secs = 0"
+        )
+    );
+    let mut d = start_daemon(&ca, &text, recv.port);
+    let hooks = |kind: &str, target: &str| {
+        recv.entries()
+            .iter()
+            .filter(|x| {
+                x["path"] == "/hook"
+                    && x["type"] == kind
+                    && x["payload"]["data"]["target"] == target
+            })
+            .count()
+    };
+    d.wait_for("a few passing walks", Duration::from_secs(30), |d| {
+        d.walks()
+            .iter()
+            .filter(|w| w.target == "flip" && w.state == "done")
+            .count()
+            >= 3
+    });
+    assert_eq!(
+        hooks("incident.opened", "flip"),
+        0,
+        "passing walks open nothing"
+    );
+    flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    d.wait_for("the incident opened", Duration::from_secs(30), |_| {
+        hooks("incident.opened", "flip") == 1
+    });
+    flag.store(false, std::sync::atomic::Ordering::SeqCst);
+    d.wait_for("the incident resolved", Duration::from_secs(30), |_| {
+        hooks("incident.resolved", "flip") == 1
+    });
+    d.wait_for("the decline alerted", Duration::from_secs(30), |_| {
+        hooks("consent.declined", "declines") == 1
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let e = recv.entries();
+    assert!(e.iter().all(|x| x["ok"] == true), "{e:?}");
+    // The opened alert names the assertions that flipped, with their claims.
+    let opened = e.iter().find(|x| x["type"] == "incident.opened").unwrap();
+    let flipped = opened["payload"]["data"]["assertions_flipped"]
+        .as_array()
+        .unwrap();
+    assert!(!flipped.is_empty(), "{opened}");
+    assert!(
+        flipped
+            .iter()
+            .all(|f| f["claim"].as_str().is_some_and(|c| !c.is_empty()))
+    );
+    // Each announced once: one open, one resolve, one decline (per channel).
+    assert_eq!(hooks("incident.opened", "flip"), 1);
+    assert_eq!(hooks("incident.resolved", "flip"), 1);
+    assert_eq!(hooks("consent.declined", "declines"), 1);
+    // `alerts list` shows them delivered and no open incident.
+    let out = Command::new(daemon_support::BIN)
+        .args(["alerts", "list", "--db"])
+        .arg(d.path("walker.db"))
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert!(t.contains("no open incident"), "{t}");
+    assert!(
+        t.contains("incident.resolved flip -> hook delivered"),
+        "{t}"
+    );
+    // The overview lists the deliveries; the record page of the walk that opened the incident
+    // lists its alerts.
+    let page = d.get_text("/");
+    assert!(
+        page.contains(r#"id="alerts""#) && page.contains("No open incident."),
+        "{page}"
+    );
+    assert!(page.contains("incident.resolved") && page.contains("consent.declined"));
+    let sha = opened["payload"]["data"]["record"]["sha256"]
+        .as_str()
+        .unwrap();
+    let page = html_get(d.listen, &format!("/records/{sha}"));
+    assert!(
+        page.contains(r#"<section class="box" id="alerts">"#),
+        "{page}"
+    );
+    assert!(
+        page.contains("incident.opened") && page.contains("delivered"),
+        "{page}"
+    );
+    d.signal("TERM");
+    d.wait_exit(Duration::from_secs(30));
+}
+
+/// GET a status page as a browser asks for it.
+fn html_get(addr: SocketAddr, path: &str) -> String {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/html\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).unwrap();
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+#[test]
+fn an_intake_refusal_is_alerted_once_per_record() {
+    let rt = runtime();
+    let ca = SandboxCa::generate();
+    let recv = Receiver::start(&ca, "ok");
+    let agent = rt
+        .block_on(SandboxAgent::start(
+            &ca,
+            scenario("honest-mcp").unwrap().behaviour,
+        ))
+        .unwrap();
+    // An intake that refuses every record (400 with its reason) and knows nothing else.
+    let intake = rt
+        .block_on(conduct_walker::sandbox::HttpsServer::start(
+            &ca,
+            conduct_walker::sandbox::handler(|req| {
+                if req.method == "POST" {
+                    conduct_walker::sandbox::Resp::json(
+                        400,
+                        &serde_json::json!({"error": "vantage is not a place", "reason_code": "bad_vantage"}),
+                    )
+                } else {
+                    conduct_walker::sandbox::Resp::empty(404)
+                }
+            }),
+        ))
+        .unwrap();
+    let targets = target("filed", &agent.origin(), "", "*/2 * * * * *")
+        .replace("submit = false", "submit = true");
+    let addr = listen();
+    let text = format!(
+        "{}{}",
+        config(addr, 5, &targets).replace(
+            "[network]",
+            &format!(
+                "intake = \"{}/witness\"\nfile_extra_walks = true\n\n[network]",
+                intake.base()
+            )
+        ),
+        alerts_section(recv.port, "")
+    );
+    let mut d = start_daemon(&ca, &text, recv.port);
+    d.wait_for("two refusals alerted", Duration::from_secs(60), |_| {
+        recv.entries()
+            .iter()
+            .filter(|x| x["path"] == "/hook" && x["type"] == "filing.refused")
+            .count()
+            >= 2
+    });
+    let e = recv.entries();
+    let refused: Vec<_> = e
+        .iter()
+        .filter(|x| x["path"] == "/hook" && x["type"] == "filing.refused")
+        .collect();
+    let shas: std::collections::BTreeSet<&str> = refused
+        .iter()
+        .map(|x| {
+            x["payload"]["data"]["filing"]["record_sha256"]
+                .as_str()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(shas.len(), refused.len(), "one alert per refused record");
+    let reason = refused[0]["payload"]["data"]["filing"]["reason"]
+        .as_str()
+        .unwrap();
+    assert!(reason.contains("bad_vantage"), "{reason}");
+    d.signal("TERM");
+    d.wait_exit(Duration::from_secs(30));
+}

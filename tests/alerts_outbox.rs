@@ -1,0 +1,162 @@
+//! The alert outbox in a real SQLite store: flapping is absorbed by the thresholds and the
+//! minimum interval, held changes are sent by the timer once the interval has passed, the daily
+//! cap holds alerts for one digest after the day, and neither a replayed walk nor a reload with
+//! new thresholds re-announces what is known.
+
+use chrono::{DateTime, TimeDelta, Utc};
+use conduct_walker::alerts::config::{self, AlertsConfig, AlertsSection};
+use conduct_walker::alerts::incident::{AssertionResult, Observation, WalkResult};
+use conduct_walker::alerts::outbox;
+use conduct_walker::store::Store;
+use std::path::Path;
+
+fn cfg(dir: &Path, extra: &str) -> AlertsConfig {
+    std::fs::write(dir.join("s"), "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap();
+    let section: AlertsSection = toml::from_str(&format!(
+        r#"
+{extra}
+[[channel]]
+name = "hook"
+kind = "webhook"
+url = "https://hooks.example/x"
+secret_file = "s"
+daily_cap = 2
+"#
+    ))
+    .unwrap();
+    config::validate(&section, dir, &["a", "b", "c"]).unwrap()
+}
+
+fn walk(at: DateTime<Utc>, ok: bool, n: u32) -> Observation {
+    Observation {
+        at,
+        record_sha256: Some(format!("{n:064x}")),
+        result: WalkResult::Conduct {
+            ok,
+            n_pass: if ok { 8 } else { 7 },
+            n_total: 8,
+            assertions: vec![AssertionResult {
+                name: "extension_echoed".into(),
+                claim: "the agent echoes the extension".into(),
+                result: Some(ok),
+                note: (!ok).then(|| "not echoed".into()),
+            }],
+        },
+    }
+}
+
+fn rows(store: &Store) -> Vec<(String, String, String)> {
+    let mut stmt = store
+        .connection()
+        .prepare("SELECT target, kind, state FROM alert_outbox ORDER BY id")
+        .unwrap();
+    stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, Option<String>>(0)?.unwrap_or_default(),
+            r.get(1)?,
+            r.get(2)?,
+        ))
+    })
+    .unwrap()
+    .collect::<Result<_, _>>()
+    .unwrap()
+}
+
+fn observe(store: &Store, c: &AlertsConfig, target: &str, obs: &Observation) -> u32 {
+    let tx = store.connection().unchecked_transaction().unwrap();
+    let n = outbox::observe(&tx, c, target, obs).unwrap();
+    tx.commit().unwrap();
+    n
+}
+
+#[test]
+fn flapping_thresholds_interval_cap_and_digest_in_a_real_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("walker.db")).unwrap();
+    let c = cfg(dir.path(), "min_interval_secs = 600");
+    let t0: DateTime<Utc> = "2026-12-01T10:00:00Z".parse().unwrap();
+    let m = |k: i64| t0 + TimeDelta::minutes(k);
+
+    // A passing first walk, then a flap every minute: never two FAILs in a row, nothing sent.
+    let mut n = 0;
+    for (k, ok) in [true, false, true, false, true, false, true]
+        .into_iter()
+        .enumerate()
+    {
+        n += 1;
+        assert_eq!(observe(&store, &c, "a", &walk(m(k as i64), ok, n)), 0);
+    }
+    assert!(rows(&store).is_empty());
+
+    // Two FAILs: the incident opens, once.
+    n += 1;
+    observe(&store, &c, "a", &walk(m(10), false, n));
+    n += 1;
+    assert_eq!(observe(&store, &c, "a", &walk(m(11), false, n)), 1);
+    // Two PASSes inside the interval: resolved, but held.
+    n += 1;
+    observe(&store, &c, "a", &walk(m(12), true, n));
+    n += 1;
+    assert_eq!(observe(&store, &c, "a", &walk(m(13), true, n)), 0);
+    assert_eq!(rows(&store).len(), 1);
+    // The timer sends it once the interval is over, not before.
+    let flush = |at| {
+        let tx = store.connection().unchecked_transaction().unwrap();
+        let k = outbox::flush_due(&tx, &c, at).unwrap();
+        tx.commit().unwrap();
+        k
+    };
+    assert_eq!(flush(m(20)), 0);
+    assert_eq!(flush(m(21)), 1);
+    assert_eq!(flush(m(22)), 0, "sent once");
+    assert_eq!(
+        rows(&store),
+        vec![
+            ("a".into(), "incident.opened".into(), "queued".into()),
+            ("a".into(), "incident.resolved".into(), "queued".into())
+        ]
+    );
+
+    // The daily cap is 2 and the channel used it: two more incidents today are held.
+    for (t, base) in [("b", 100), ("c", 200)] {
+        observe(&store, &c, t, &walk(m(30), false, base));
+        observe(&store, &c, t, &walk(m(31), false, base + 1));
+    }
+    let r = rows(&store);
+    assert_eq!(r.len(), 4, "{r:?}");
+    assert!(r[2..].iter().all(|x| x.2 == "held"), "{r:?}");
+    // After UTC midnight, one digest listing both.
+    let digest = |at| {
+        let tx = store.connection().unchecked_transaction().unwrap();
+        let k = outbox::digests_due(&tx, &c, at).unwrap();
+        tx.commit().unwrap();
+        k
+    };
+    assert_eq!(digest(m(60)), 0, "not before the day is over");
+    let tomorrow: DateTime<Utc> = "2026-12-02T00:00:05Z".parse().unwrap();
+    assert_eq!(digest(tomorrow), 1);
+    assert_eq!(digest(tomorrow), 0, "one digest per day");
+    let last = outbox::latest(store.connection(), 1).unwrap().remove(0);
+    assert_eq!(last.kind, "digest");
+    let p: serde_json::Value = serde_json::from_str(&last.payload).unwrap();
+    assert_eq!(p["data"]["digest"]["held"].as_array().unwrap().len(), 2);
+    assert_eq!(p["data"]["digest"]["day"], "2026-12-01");
+
+    // Open incidents as `alerts list` shows them.
+    let open = outbox::open_incidents(store.connection()).unwrap();
+    let names: Vec<_> = open
+        .iter()
+        .map(|i| (i.target.as_str(), i.kind.as_str()))
+        .collect();
+    assert_eq!(names, vec![("b", "conduct"), ("c", "conduct")]);
+
+    // A reload with other thresholds, and a replayed walk: nothing known is announced again.
+    let c2 = cfg(
+        dir.path(),
+        "open_after = 1\nresolve_after = 5\nmin_interval_secs = 0",
+    );
+    let before = rows(&store).len();
+    observe(&store, &c2, "b", &walk(tomorrow, false, 102));
+    observe(&store, &c2, "b", &walk(tomorrow, false, 102));
+    assert_eq!(rows(&store).len(), before);
+}

@@ -160,3 +160,97 @@ fn flapping_thresholds_interval_cap_and_digest_in_a_real_store() {
     observe(&store, &c2, "b", &walk(tomorrow, false, 102));
     assert_eq!(rows(&store).len(), before);
 }
+
+/// Issue 23's findings reach the operator: each finding the follower stores after alerts are
+/// on becomes one `ledger.finding` alert per channel; findings from before are not announced,
+/// and looking again (or the same finding seen again) plans nothing more.
+#[test]
+fn ledger_findings_become_one_alert_each_and_old_ones_are_not_announced() {
+    use conduct_walker::store::ledger::{NewFinding, open_finding};
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("walker.db")).unwrap();
+    let c = cfg(dir.path(), "");
+    let conn = store.connection();
+    let intake = "https://intake.example/witness";
+    let t0: DateTime<Utc> = "2026-12-01T10:00:00Z".parse().unwrap();
+    let finding = |kind: &'static str, sha: Option<&'static str>, n: u64| NewFinding {
+        intake_url: intake,
+        kind,
+        sha256: sha,
+        entry_n: Some(n),
+        evidence: serde_json::json!({ "n": n, "kind": kind }),
+    };
+    let look = |at: DateTime<Utc>| {
+        let tx = conn.unchecked_transaction().unwrap();
+        let n = outbox::ledger_findings(&tx, &c, at).unwrap();
+        tx.commit().unwrap();
+        n
+    };
+    // Found before alerts looked: the first look only sets the watermark.
+    assert!(
+        open_finding(
+            conn,
+            &finding("rewound_head", None, 3),
+            "2026-12-01T09:00:00Z"
+        )
+        .unwrap()
+    );
+    assert_eq!(look(t0), 0);
+    assert!(rows(&store).is_empty());
+
+    let sha = "ab".repeat(32);
+    let sha: &'static str = Box::leak(sha.into_boxed_str());
+    assert!(
+        open_finding(
+            conn,
+            &finding("forked_head", None, 4),
+            "2026-12-01T10:01:00Z"
+        )
+        .unwrap()
+    );
+    assert!(
+        open_finding(
+            conn,
+            &finding("overdue", Some(sha), 5),
+            "2026-12-01T10:02:00Z"
+        )
+        .unwrap()
+    );
+    // The same evidence again is not a new finding, so not a new alert.
+    assert!(
+        !open_finding(
+            conn,
+            &finding("overdue", Some(sha), 5),
+            "2026-12-01T10:03:00Z"
+        )
+        .unwrap()
+    );
+    assert_eq!(look(t0 + TimeDelta::minutes(5)), 2);
+    let r = rows(&store);
+    assert_eq!(r.len(), 2, "{r:?}");
+    assert!(
+        r.iter()
+            .all(|(_, kind, state)| kind == "ledger.finding" && state == "queued"),
+        "{r:?}"
+    );
+    assert_eq!(look(t0 + TimeDelta::minutes(6)), 0);
+    assert_eq!(rows(&store).len(), 2);
+    // The payloads say which finding, on which intake.
+    let payloads: Vec<String> = conn
+        .prepare("SELECT payload FROM alert_outbox ORDER BY id")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(
+        payloads[0].contains("forked_head at entry 4 on https://intake.example/witness"),
+        "{}",
+        payloads[0]
+    );
+    assert!(
+        payloads[1].contains("overdue at entry 5") && payloads[1].contains(sha),
+        "{}",
+        payloads[1]
+    );
+}

@@ -672,6 +672,7 @@ impl Deliverer {
                 }
                 n += outbox::digests_due(&tx, &cfg, now)?;
                 n += outbox::refusals(&tx, &cfg, now)?;
+                n += outbox::ledger_findings(&tx, &cfg, now)?;
                 if with_queued {
                     n += outbox::queued_too_long(&tx, &cfg, now)?;
                 }

@@ -8,7 +8,7 @@ use crate::witness::lanes::{Lane, Limits, Usage, has_room, utc_day};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-/// What a ledger monitor found (issue 23 feeds this; nothing produces it yet).
+/// What the ledger follower found (`ledger_findings`, fed by `alerts::outbox::ledger_findings`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LedgerFindingKind {
@@ -18,6 +18,22 @@ pub enum LedgerFindingKind {
     InclusionFailed,
     /// The ledger's head went back.
     RewoundHead,
+    /// The chain does not hold: a fork, a changed entry, bytes that do not hash to their claim.
+    ChainInconsistent,
+}
+
+impl LedgerFindingKind {
+    /// The alert kind of a stored finding's name (`ledger_findings.kind`, the follower's names:
+    /// `overdue`, `rewound_head`, `entry_changed`, ...): about one record of ours, it is that
+    /// record's inclusion; otherwise the chain's.
+    pub fn of_finding(name: &str, about_a_record: bool) -> Self {
+        match name {
+            "overdue" | "not_anchored" => LedgerFindingKind::NotAnchored,
+            "rewound" | "rewound_head" => LedgerFindingKind::RewoundHead,
+            _ if about_a_record => LedgerFindingKind::InclusionFailed,
+            _ => LedgerFindingKind::ChainInconsistent,
+        }
+    }
 }
 
 /// A health or filing alert.

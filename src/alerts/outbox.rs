@@ -389,6 +389,74 @@ pub fn refusals(
     Ok(n)
 }
 
+/// Ledger findings stored since the last look (`ledger_findings`, issue 23; its AUTOINCREMENT id
+/// is the watermark, kept in `alert_health`): each becomes one `ledger.finding` alert, its id
+/// from the finding's kind, record and evidence hash, so seeing it twice plans it once. Done on
+/// the delivery timer like [`refusals`]: the follower runs on its own thread without the alerts
+/// config. The first look after alerts are turned on announces no old finding.
+pub fn ledger_findings(
+    conn: &Connection,
+    cfg: &AlertsConfig,
+    now: DateTime<Utc>,
+) -> Result<u32, StoreError> {
+    if !cfg.health {
+        return Ok(0);
+    }
+    let mark: Option<i64> = conn
+        .prepare_cached("SELECT state FROM alert_health WHERE name = 'ledger_findings_after'")?
+        .query_row([], |r| r.get::<_, String>(0))
+        .optional()?
+        .and_then(|t| t.parse().ok());
+    let set_mark = |m: i64| -> Result<(), StoreError> {
+        conn.prepare_cached(
+            "INSERT INTO alert_health (name, state) VALUES ('ledger_findings_after', ?1) \
+             ON CONFLICT (name) DO UPDATE SET state = ?1",
+        )?
+        .execute([m.to_string()])?;
+        Ok(())
+    };
+    let Some(mark) = mark else {
+        let newest: i64 = conn.query_row(
+            "SELECT coalesce(max(id), 0) FROM ledger_findings",
+            [],
+            |r| r.get(0),
+        )?;
+        return set_mark(newest).map(|()| 0);
+    };
+    type Row = (i64, String, String, Option<String>, Option<i64>, String);
+    let rows: Vec<Row> = conn
+        .prepare_cached(
+            "SELECT id, intake_url, kind, sha256, entry_n, evidence_sha256 FROM ledger_findings \
+             WHERE id > ?1 ORDER BY id LIMIT 256",
+        )?
+        .query_map([mark], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+            ))
+        })?
+        .collect::<Result<_, _>>()?;
+    let mut n = 0;
+    let mut latest = mark;
+    for (id, intake, kind, sha, entry_n, evidence_sha) in rows {
+        let at_entry = entry_n
+            .map(|e| format!(" at entry {e}"))
+            .unwrap_or_default();
+        let detail = format!("{kind}{at_entry} on {intake} (evidence sha256 {evidence_sha})");
+        let alert_kind = super::health::LedgerFindingKind::of_finding(&kind, sha.is_some());
+        n += plan_ledger_finding(conn, cfg, alert_kind, sha, detail, now)?;
+        latest = latest.max(id);
+    }
+    if latest != mark {
+        set_mark(latest)?;
+    }
+    Ok(n)
+}
+
 /// Records queued for filing longer than the configured age (an indexed read of the queued).
 pub fn queued_too_long(
     conn: &Connection,

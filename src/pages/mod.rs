@@ -10,8 +10,8 @@
 //! `conduct-walker records serve` (`crate::cli::records`) both mount [`router`]. Each request
 //! opens the store read-only ([`Store::open_read_only`]), so no page can change anything.
 
-pub mod ledger;
 pub mod alerts;
+pub mod ledger;
 pub mod render;
 pub mod svg;
 

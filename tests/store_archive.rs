@@ -84,6 +84,18 @@ fn export(path: &Path) -> Vec<u8> {
     o.stdout
 }
 
+/// (records counted, failed assertions counted) in the summary rows `/metrics` reads.
+fn summary_counts(path: &Path) -> (i64, i64) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.query_row(
+        "SELECT (SELECT coalesce(sum(n), 0) FROM summary_records), \
+                (SELECT coalesce(sum(n), 0) FROM summary_assertion_failures)",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .unwrap()
+}
+
 fn live_ids(path: &Path) -> Vec<i64> {
     Store::open_read_only(path)
         .unwrap()
@@ -133,6 +145,8 @@ fn archive_verify_import_round_trip() {
     assert!(segment_files(&archives).is_empty());
 
     // Day 40, keep 30 days: the records of days 0..=9 go (rows 1 to 10).
+    let counted = summary_counts(&path);
+    assert_eq!(counted.0, 31, "the summary rows count every stored record");
     let store = Store::open(&path).unwrap();
     let report = store
         .archive(
@@ -217,6 +231,8 @@ fn archive_verify_import_round_trip() {
     );
     assert_eq!(live_ids(&path), (1..=31).collect::<Vec<_>>());
     assert_eq!(export(&path), before, "byte for byte, in the same order");
+    // The summary rows (counters: archived records stay counted) are not counted twice.
+    assert_eq!(summary_counts(&path), counted);
     let store = Store::open_read_only(&path).unwrap();
     let report = verify::verify_all(&store, |_, _| {}).unwrap();
     assert!(report.is_ok(), "{report:?}");
@@ -703,4 +719,50 @@ fn compressed_rows_come_back_byte_for_byte_also_after_migrating_an_old_store() {
     assert_eq!(report.problems.len(), 1, "{report:?}");
     assert_eq!(report.problems[0].row, 650);
     assert_eq!(report.problems[0].kind, ProblemKind::Unreadable);
+}
+
+/// Issue 23 and retention: a filed record followed into the ledger stays in the live store until
+/// the follower has seen it anchored (its bytes are what an inclusion check, or a finding about
+/// it, needs); once anchored, the all-records period takes it like any other.
+#[test]
+fn a_record_followed_into_the_ledger_stays_until_anchored() {
+    let (_d, path, _all) = store_of(10);
+    for id in 1..=3 {
+        submission(&path, id, "filed");
+    }
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        for sub in [1, 2] {
+            conduct_walker::store::ledger::start_following(&conn, sub, "2026-09-06T00:00:00Z")
+                .unwrap();
+        }
+        // Row 2's record was seen anchored; row 1's is still pending in the ledger.
+        conn.execute(
+            "UPDATE ledger_follow SET state = 'anchored', anchored_at = '2026-09-07T00:31:00Z' \
+             WHERE record_id = 2",
+            [],
+        )
+        .unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    let prunable =
+        |id| conduct_walker::store::archive::is_prunable(store.connection(), id).unwrap();
+    assert!(!prunable(1), "followed and not anchored: held");
+    assert!(prunable(2), "anchored: may go");
+    assert!(prunable(3), "filed, not followed: may go");
+    let report = store
+        .archive(
+            &_d.path().join("a"),
+            Retention {
+                unfiled_days: None,
+                all_days: Some(1),
+            },
+            day(400),
+            false,
+        )
+        .unwrap();
+    assert_eq!(report.held, 1);
+    assert_eq!(report.archived(), 9);
+    drop(store);
+    assert_eq!(live_ids(&path), vec![1]);
 }

@@ -972,6 +972,22 @@ impl Store {
             "DELETE FROM record_facts WHERE record_id BETWEEN ?1 AND ?2",
             [first, last],
         )?;
+        // The summary rows (migration 9) counted these records when they were first stored and
+        // kept counting them while archived (counters never go down): the re-insert must not
+        // count them twice, so the counts are put back as they were before it.
+        let summaries = crate::store::summary::has_summaries(&self.conn)?;
+        if summaries {
+            self.conn.execute_batch(
+                "CREATE TEMP TABLE IF NOT EXISTS restore_summary_records AS \
+                     SELECT * FROM summary_records WHERE 0; \
+                 CREATE TEMP TABLE IF NOT EXISTS restore_summary_failures AS \
+                     SELECT * FROM summary_assertion_failures WHERE 0; \
+                 DELETE FROM temp.restore_summary_records; \
+                 DELETE FROM temp.restore_summary_failures; \
+                 INSERT INTO temp.restore_summary_records SELECT * FROM summary_records; \
+                 INSERT INTO temp.restore_summary_failures SELECT * FROM summary_assertion_failures;",
+            )?;
+        }
         let mut failure = None;
         read_segment(
             path,
@@ -1001,6 +1017,14 @@ impl Store {
         .map_err(StoreError::Batch)?;
         if let Some(e) = failure {
             return Err(e);
+        }
+        if summaries {
+            self.conn.execute_batch(
+                "DELETE FROM summary_records; \
+                 INSERT INTO summary_records SELECT * FROM temp.restore_summary_records; \
+                 DELETE FROM summary_assertion_failures; \
+                 INSERT INTO summary_assertion_failures SELECT * FROM temp.restore_summary_failures;",
+            )?;
         }
         self.conn
             .execute("DELETE FROM record_cuts WHERE id = ?1", [cut.id])?;

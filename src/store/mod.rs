@@ -956,6 +956,9 @@ fn insert_row<R: std::borrow::Borrow<NewRecord>>(
         // The facts trigger reads raw rows only (migration 7): these bytes are compressed.
         conn.prepare_cached(FACTS_SQL)?
             .execute(params![id, rec.canonical])?;
+        // And the summary's trigger too (migration 9).
+        conn.prepare_cached(SUMMARY_FAILURES_SQL)?
+            .execute(params![rec.canonical])?;
     }
     if let (Some(kept), Some(kept_sha)) = (&rec.kept_full, &p.kept_sha_hex) {
         conn.prepare_cached(
@@ -984,6 +987,21 @@ const FACTS_SQL: &str = "INSERT INTO record_facts (record_id, sha256, walked_at,
         json_extract(CAST(?2 AS TEXT), '$.witness.name'), \
         json_extract(CAST(?2 AS TEXT), '$.witness.vantage') \
     FROM records r WHERE r.id = ?1";
+
+/// The failed assertions of a record whose canonical bytes are `?1`, added to the summary: the
+/// statement of the `summary_assertions_insert` trigger (migration 9), which reads raw rows
+/// only, over the bytes the store had before compressing them. Keep the two in step.
+const SUMMARY_FAILURES_SQL: &str = "INSERT INTO summary_assertion_failures (assertion, n) \
+    SELECT name, count(*) FROM ( \
+        SELECT CASE WHEN instr(c, ':') > 0 THEN trim(substr(c, 1, instr(c, ':') - 1), char(32, 9, 10, 11, 12, 13)) \
+                    ELSE trim(c, char(32, 9, 10, 11, 12, 13)) END AS name \
+        FROM (SELECT json_extract(a.value, '$.claim') AS c \
+              FROM json_each(CAST(?1 AS TEXT), '$.assertions') a \
+              WHERE typeof(a.key) = 'integer' \
+                AND json_type(a.value, '$.result') = 'false' \
+                AND json_type(a.value, '$.claim') = 'text')) \
+    GROUP BY name HAVING true \
+    ON CONFLICT (assertion) DO UPDATE SET n = n + excluded.n";
 
 /// The chain hash of the last row, or the genesis value for an empty table.
 fn last_chain(conn: &Connection) -> Result<[u8; 32], StoreError> {

@@ -153,7 +153,9 @@ pub mod recount {
         let mut stmt = conn.prepare_cached("SELECT canonical FROM records ORDER BY id")?;
         let mut rows = stmt.query([])?;
         while let Some(r) = rows.next()? {
-            let canonical: Vec<u8> = r.get(0)?;
+            // Rows may be zstd frames at rest (migration 8).
+            let canonical =
+                super::super::codec::decode(conn, r.get(0)?).map_err(rusqlite::Error::from)?;
             for name in super::super::status::facts_from_canonical(&canonical).failed {
                 *out.entry(name).or_default() += 1;
             }

@@ -327,6 +327,24 @@ pub fn store_health(
     plan_health(conn, cfg, &p)
 }
 
+/// A named watermark in `alert_health` (what the timer's last look saw); `None` before the
+/// first look.
+fn watermark(conn: &Connection, name: &str) -> Result<Option<String>, StoreError> {
+    Ok(conn
+        .prepare_cached("SELECT state FROM alert_health WHERE name = ?1")?
+        .query_row([name], |r| r.get(0))
+        .optional()?)
+}
+
+fn set_watermark(conn: &Connection, name: &str, mark: &str) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO alert_health (name, state) VALUES (?1, ?2) \
+         ON CONFLICT (name) DO UPDATE SET state = ?2",
+    )?
+    .execute([name, mark])?;
+    Ok(())
+}
+
 /// Intake refusals stored since the last look (the submissions' `updated_at` is the watermark,
 /// kept in `alert_health`): each becomes one `filing.refused` alert. Done on the delivery timer,
 /// not in the attempt's own transaction (which the outbox module owns), so a refusal stored just
@@ -340,20 +358,8 @@ pub fn refusals(
     if !cfg.health {
         return Ok(0);
     }
-    let mark: Option<String> = conn
-        .prepare_cached("SELECT state FROM alert_health WHERE name = 'refused_since'")?
-        .query_row([], |r| r.get(0))
-        .optional()?;
-    let set_mark = |m: &str| -> Result<(), StoreError> {
-        conn.prepare_cached(
-            "INSERT INTO alert_health (name, state) VALUES ('refused_since', ?1) \
-             ON CONFLICT (name) DO UPDATE SET state = ?1",
-        )?
-        .execute([m])?;
-        Ok(())
-    };
-    let Some(mark) = mark else {
-        return set_mark(&crate::clock::walked_at(now)).map(|()| 0);
+    let Some(mark) = watermark(conn, "refused_since")? else {
+        return set_watermark(conn, "refused_since", &crate::clock::walked_at(now)).map(|()| 0);
     };
     let rows: Vec<(String, Option<String>, Option<String>, String)> = conn
         .prepare_cached(
@@ -384,7 +390,7 @@ pub fn refusals(
         latest = latest.max(updated);
     }
     if latest != mark {
-        set_mark(&latest)?;
+        set_watermark(conn, "refused_since", &latest)?;
     }
     Ok(n)
 }
@@ -402,26 +408,14 @@ pub fn ledger_findings(
     if !cfg.health {
         return Ok(0);
     }
-    let mark: Option<i64> = conn
-        .prepare_cached("SELECT state FROM alert_health WHERE name = 'ledger_findings_after'")?
-        .query_row([], |r| r.get::<_, String>(0))
-        .optional()?
-        .and_then(|t| t.parse().ok());
-    let set_mark = |m: i64| -> Result<(), StoreError> {
-        conn.prepare_cached(
-            "INSERT INTO alert_health (name, state) VALUES ('ledger_findings_after', ?1) \
-             ON CONFLICT (name) DO UPDATE SET state = ?1",
-        )?
-        .execute([m.to_string()])?;
-        Ok(())
-    };
-    let Some(mark) = mark else {
+    const MARK: &str = "ledger_findings_after";
+    let Some(mark) = watermark(conn, MARK)?.and_then(|t| t.parse::<i64>().ok()) else {
         let newest: i64 = conn.query_row(
             "SELECT coalesce(max(id), 0) FROM ledger_findings",
             [],
             |r| r.get(0),
         )?;
-        return set_mark(newest).map(|()| 0);
+        return set_watermark(conn, MARK, &newest.to_string()).map(|()| 0);
     };
     type Row = (i64, String, String, Option<String>, Option<i64>, String);
     let rows: Vec<Row> = conn
@@ -452,7 +446,7 @@ pub fn ledger_findings(
         latest = latest.max(id);
     }
     if latest != mark {
-        set_mark(latest)?;
+        set_watermark(conn, MARK, &latest.to_string())?;
     }
     Ok(n)
 }

@@ -500,6 +500,16 @@ pub struct AlertRow {
     pub delivered_at: Option<String>,
 }
 
+impl AlertRow {
+    /// When the next delivery attempt is due, while the row is still to be delivered (a
+    /// delivered, held or refused row keeps its last `next_attempt_at`, which no face shows).
+    pub fn next_attempt(&self) -> Option<&str> {
+        self.next_attempt_at
+            .as_deref()
+            .filter(|_| self.state == state::QUEUED)
+    }
+}
+
 const COLUMNS: &str = "id, alert_id, channel, target, kind, payload, state, attempts, next_attempt_at, \
                        last_status, last_answer, created_at, delivered_at";
 

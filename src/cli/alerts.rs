@@ -144,9 +144,7 @@ fn list(db: &DbArg, as_json: bool, limit: u32) -> anyhow::Result<ExitCode> {
                 .as_deref()
                 .map(|a| format!("; last: {a}"))
                 .unwrap_or_default(),
-            r.next_attempt_at
-                .as_deref()
-                .filter(|_| r.state == "queued")
+            r.next_attempt()
                 .map(|t| format!("; next at {t}"))
                 .unwrap_or_default(),
         );

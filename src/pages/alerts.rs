@@ -19,7 +19,7 @@ fn deliveries(rows: &[AlertRow]) -> Markup {
                     td { (r.kind) br; code { (r.alert_id) } }
                     td { (r.target.as_deref().unwrap_or("-")) }
                     td { (r.channel) }
-                    td class="state" { (r.state) @if let (Some(t), "queued") = (&r.next_attempt_at, r.state.as_str()) { br; "next " (t) } }
+                    td class="state" { (r.state) @if let Some(t) = r.next_attempt() { br; "next " (t) } }
                     td { (r.attempts) }
                     td { (r.last_answer.as_deref().unwrap_or("")) }
                 }

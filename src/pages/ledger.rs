@@ -6,6 +6,7 @@
 use super::render::record_href;
 use crate::store::StoreError;
 use crate::store::ledger as lstore;
+use crate::witness::filing::SubmissionState;
 use maud::{Markup, html};
 use rusqlite::Connection;
 
@@ -88,7 +89,7 @@ pub fn overview_box(conn: &Connection) -> Result<Markup, StoreError> {
             @for i in &intakes {
                 p { code { (i.intake_url) } }
                 table {
-                    tr { td { "filed" } td class="n" data-ledger="filed" { (i.filed) } }
+                    tr { td { (SubmissionState::Filed) } td class="n" data-ledger=(SubmissionState::Filed) { (i.filed) } }
                     tr { td { "pending" } td class="n" data-ledger="pending" { (i.pending) } }
                     tr { td { "anchored, inclusion verified" } td class="n" data-ledger="verified" { (i.verified) } }
                     tr { td { "overdue" } td class="n" data-ledger="overdue" { (i.overdue) } }

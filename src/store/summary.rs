@@ -35,13 +35,11 @@ pub fn records_by_endpoint_outcome(conn: &Connection) -> Result<RecordCounts, St
     if !has_summaries(conn)? {
         return recount::records_by_endpoint_outcome(conn);
     }
-    let mut stmt = conn.prepare_cached(
+    read_all(
+        conn,
         "SELECT endpoint, outcome, n FROM summary_records WHERE n > 0 ORDER BY 1, 2",
-    )?;
-    let rows = stmt.query_map([], |r| {
-        Ok(((r.get(0)?, r.get(1)?), r.get::<_, i64>(2)? as u64))
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+        |r| Ok(((r.get(0)?, r.get(1)?), r.get::<_, i64>(2)? as u64)),
+    )
 }
 
 /// Assertion name → stored records in which it failed.
@@ -49,11 +47,11 @@ pub fn assertion_failures(conn: &Connection) -> Result<BTreeMap<String, u64>, St
     if !has_summaries(conn)? {
         return recount::assertion_failures(conn);
     }
-    let mut stmt = conn.prepare_cached(
+    read_all(
+        conn,
         "SELECT assertion, n FROM summary_assertion_failures WHERE n > 0 ORDER BY 1",
-    )?;
-    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)))?;
-    Ok(rows.collect::<Result<_, _>>()?)
+        |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)),
+    )
 }
 
 /// Fires by state (`done`, `aborted`, ...), states with none left out.
@@ -61,11 +59,11 @@ pub fn fires_by_state(conn: &Connection) -> Result<Vec<(String, u64)>, StoreErro
     if !has_summaries(conn)? {
         return recount::fires_by_state(conn);
     }
-    let mut stmt = conn.prepare_cached(
+    read_all(
+        conn,
         "SELECT state, sum(n) FROM summary_fires GROUP BY state HAVING sum(n) > 0 ORDER BY state",
-    )?;
-    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)))?;
-    Ok(rows.collect::<Result<_, _>>()?)
+        |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)),
+    )
 }
 
 /// Per target: when its last `done` fire finished.
@@ -73,12 +71,12 @@ pub fn last_success(conn: &Connection) -> Result<Vec<(String, String)>, StoreErr
     if !has_summaries(conn)? {
         return recount::last_success(conn);
     }
-    let mut stmt = conn.prepare_cached(
+    read_all(
+        conn,
         "SELECT target, last_finished_at FROM summary_fires \
          WHERE state = 'done' AND n > 0 ORDER BY target",
-    )?;
-    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    Ok(rows.collect::<Result<_, _>>()?)
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
 }
 
 /// Endpoints of records that some daemon fire stored.
@@ -86,9 +84,9 @@ pub fn fired_endpoints(conn: &Connection) -> Result<BTreeSet<String>, StoreError
     if !has_summaries(conn)? {
         return recount::fired_endpoints(conn);
     }
-    let mut stmt = conn.prepare_cached("SELECT endpoint FROM summary_fired_endpoints")?;
-    let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    read_all(conn, "SELECT endpoint FROM summary_fired_endpoints", |r| {
+        r.get::<_, String>(0)
+    })
 }
 
 /// The latest consent read of every origin, by origin.
@@ -96,13 +94,13 @@ pub fn latest_consent(conn: &Connection) -> Result<Vec<ConsentRow>, StoreError> 
     if !has_summaries(conn)? {
         return recount::latest_consent(conn);
     }
-    let mut stmt = conn.prepare_cached(
+    read_all(
+        conn,
         "SELECT c.origin, c.checked_at, c.outcome, c.status, c.sha256, c.detail \
          FROM summary_consent_latest l JOIN consent_checks c ON c.id = l.check_id \
          ORDER BY c.origin",
-    )?;
-    let rows = stmt.query_map([], super::daemon_walks::consent_from)?;
-    Ok(rows.collect::<Result<_, _>>()?)
+        super::daemon_walks::consent_from,
+    )
 }
 
 /// A submission's counting key: where it stands, the intake's last answer, whether counted.
@@ -113,12 +111,12 @@ pub fn submissions(conn: &Connection) -> Result<Vec<(SubmissionKey, u64)>, Store
     if !has_summaries(conn)? {
         return recount::submissions(conn);
     }
-    let mut stmt = conn.prepare_cached(
+    read_all(
+        conn,
         "SELECT state, nullif(last_answer, ''), nullif(counted, -1), n FROM summary_submissions \
          WHERE n > 0 ORDER BY 1, 2, 3",
-    )?;
-    let rows = stmt.query_map([], submission_group)?;
-    Ok(rows.collect::<Result<_, _>>()?)
+        submission_group,
+    )
 }
 
 fn submission_group(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SubmissionKey, u64)> {
@@ -130,6 +128,17 @@ fn submission_group(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SubmissionKey, u
         ),
         r.get::<_, i64>(3)? as u64,
     ))
+}
+
+/// Every row of `sql` (no parameters), mapped and collected: each summary figure is one query.
+fn read_all<T, C: FromIterator<T>>(
+    conn: &Connection,
+    sql: &str,
+    map: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> Result<C, StoreError> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let rows = stmt.query_map([], map)?;
+    Ok(rows.collect::<Result<_, _>>()?)
 }
 
 /// The same figures from the whole history (the code before migration 9): for older read-only

@@ -654,3 +654,35 @@ async fn a_first_sync_recomputes_an_old_chain_but_reads_no_old_entry_bytes() {
     );
     assert!(w.findings().is_empty());
 }
+
+/// An entry whose served bytes do not hash to its claim (ledger.md §7 step 3) is the finding
+/// `entry_bytes_differ`, kept with both hashes; our records and chain stay as they were.
+#[tokio::test(flavor = "current_thread")]
+async fn entry_bytes_that_do_not_hash_to_their_claim_are_a_finding() {
+    let mut w = world(1, "2026-12-01T13:00:00Z");
+    w.ledger.anchor("2026-12-01T14:00:00.000Z", 200);
+    let claim = w.ledger.0.borrow().entries[0].claim.clone();
+    let forged = w.ledger.0.borrow().entries[0]
+        .raw
+        .replace("\"count\"", "\"count\" ");
+    w.ledger
+        .0
+        .borrow_mut()
+        .raw_override
+        .insert(1, forged.clone());
+    let before = w.own_state();
+    w.pass("2026-12-01T14:05:00Z").await;
+    let f: Vec<_> = w
+        .findings()
+        .into_iter()
+        .filter(|f| f.kind == "entry_bytes_differ")
+        .collect();
+    assert_eq!(f.len(), 1, "{:?}", w.kinds());
+    assert_eq!(f[0].entry_n, Some(1));
+    assert_eq!(f[0].evidence["claim_sha256"], claim.as_str());
+    assert_eq!(
+        f[0].evidence["bytes_sha256"],
+        conduct_walker::digest::sha256_hex(forged.as_bytes()).as_str()
+    );
+    assert_eq!(before, w.own_state());
+}

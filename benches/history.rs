@@ -1,13 +1,14 @@
 //! `/metrics` and the overview on a long history (issue 27): a synthesised store of 10,000,000
-//! fires over 1,000 targets, 5,000,000 of them with a record (small synthetic records: no figure
-//! depends on a record's size; the others declined, skipped, aborted or failed), then
+//! fires over 1,000 targets, each with a record by default (small synthetic records: no figure
+//! depends on a record's size; with `HISTORY_RECORDS` below the fires, the fires without one
+//! declined, skipped, aborted or failed), then
 //! 1. in this process, what a scrape and an overview request do (open the store read-only, read,
 //!    render), at rest;
 //! 2. the real `conduct-walker run` on that store with the 1,000 targets pointed at loopback
 //!    sandbox agents: `GET /metrics` and `GET /` over HTTP at rest, then while all 1,000 fire
 //!    at once (a wave of walks);
 //! 3. "before": the same requests through the recount each did before the summary rows
-//!    (migration 7), a few times.
+//!    (migration 9), a few times.
 //!
 //! Run:
 //!
@@ -15,9 +16,8 @@
 //!     HISTORY_FIRES=1000000 HISTORY_RECORDS=500000 cargo bench --bench history  # smaller
 //!     HISTORY_DB=target/history.db HISTORY_KEEP=1 cargo bench --bench history   # keep, reuse
 //!
-//! The store is built under target/ (about 6 GB at the default size: 10,000,000 records with
-//! their fires would not fit the disk budget of ~6 GB) and deleted at the end unless
-//! HISTORY_KEEP is set.
+//! The store is built under target/ (about 12 GB at the default size) and deleted at the end
+//! unless HISTORY_KEEP is set.
 
 #[path = "support/daemon.rs"]
 mod daemon;
@@ -376,7 +376,7 @@ fn daemon_phase(path: &Path, agents_n: usize) {
 
 fn main() {
     let fires = env_or("HISTORY_FIRES", 10_000_000) / TARGETS * TARGETS;
-    let records = env_or("HISTORY_RECORDS", 5_000_000).min(fires);
+    let records = env_or("HISTORY_RECORDS", 10_000_000).min(fires);
     let path: PathBuf = match std::env::var_os("HISTORY_DB") {
         Some(p) => PathBuf::from(p),
         None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/history-bench/walker.db"),
@@ -410,9 +410,9 @@ fn main() {
         daemon_phase(&path, env_or("HISTORY_AGENTS", 8) as usize);
     }
 
-    // Before: every figure recounted, as each scrape and page did before migration 7.
+    // Before: every figure recounted, as each scrape and page did before migration 9.
     let n = env_or("HISTORY_BEFORE_RUNS", 3) as usize;
-    println!("\nBefore (the recount each request did before migration 7), at rest:\n");
+    println!("\nBefore (the recount each request did before migration 9), at rest:\n");
     println!("| request | n | median ms | p95 ms | max ms |");
     println!("|---|---|---|---|---|");
     row(

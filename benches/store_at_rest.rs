@@ -1,6 +1,6 @@
 //! Records at rest (issue 27, item 4) and their archive segments (item 3): bytes per record,
 //! write throughput and `records verify` time on a store of real-walk records, with rows stored
-//! raw (as before migration 7: the baseline) and compressed (zstd, then the store's trained
+//! raw (as before migration 8: the baseline) and compressed (zstd, then the store's trained
 //! dictionary).
 //!
 //!     cargo bench --bench store_at_rest

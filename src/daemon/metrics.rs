@@ -1,6 +1,6 @@
 //! `/metrics` in the Prometheus text format. Every counter is read from the store, so what
 //! `/metrics` says and what `records list` shows cannot drift apart, and a restart does not reset
-//! them. They come from the summary rows (`store::summary`, migration 7), which triggers keep in
+//! them. They come from the summary rows (`store::summary`, migration 9), which triggers keep in
 //! the transaction of each record, fire and submission: a scrape reads O(targets) rows, however
 //! long the history. New figures go in functions of their own beside [`Snapshot::read`].
 

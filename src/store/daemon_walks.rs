@@ -134,7 +134,7 @@ pub(crate) fn consent_from(r: &rusqlite::Row<'_>) -> rusqlite::Result<ConsentRow
     })
 }
 
-/// The latest read of every origin (one summary row each, migration 7).
+/// The latest read of every origin (one summary row each, migration 9).
 pub fn latest_consent(conn: &Connection) -> Result<Vec<ConsentRow>, StoreError> {
     super::summary::latest_consent(conn)
 }
@@ -147,7 +147,7 @@ pub fn declined_origins(conn: &Connection) -> Result<Vec<ConsentRow>, StoreError
         .collect())
 }
 
-/// Fires by state (`done`, `aborted`, ...), from the summary rows (migration 7).
+/// Fires by state (`done`, `aborted`, ...), from the summary rows (migration 9).
 pub fn walks_by_state(conn: &Connection) -> Result<Vec<(String, u64)>, StoreError> {
     super::summary::fires_by_state(conn)
 }

@@ -100,7 +100,7 @@ open_after = 0
     let t = text(&o);
     assert_eq!(o.status.code(), Some(2), "{t}");
     for needle in [
-        r#"alerts.channel "plain": url: only https:// URLs are used, not http://"#,
+        r#"alerts.channel "plain": url: must be https (plain http only for a loopback host named in alerts.allow_hosts)"#,
         r#"alerts.channel "unsigned": a webhook is signed"#,
         r#"alerts.channel "mail": from: "not an address" is not an email address"#,
         r#"alerts.target "nobody": no [[target]] has this name"#,
@@ -143,6 +143,74 @@ secret_file = "hook.secret"
         t.contains("hook.secret") && !t.contains(&SECRET[6..]),
         "{t}"
     );
+}
+
+/// Plain http is taken only for a loopback host the operator named in `alerts.allow_hosts`
+/// (a relay on the same machine); delivered over plain HTTP and verified by the official
+/// `standardwebhooks` library.
+#[test]
+fn plain_http_only_for_a_named_loopback_receiver_and_delivered_over_it() {
+    let ca = SandboxCa::generate();
+    let plain = Receiver::start(&ca, "plain");
+    let dir = tempfile::tempdir().unwrap();
+    ca.write_pem(&dir.path().join("ca.pem")).unwrap();
+    fs::write(dir.path().join("hook.secret"), format!("{SECRET}\n")).unwrap();
+    let p = plain.port;
+    let config = |allow: &str, url: &str| {
+        base_config(
+            dir.path(),
+            &format!(
+                r#"
+[alerts]
+allow_hosts = [{allow}]
+
+[[alerts.channel]]
+name = "hook"
+kind = "webhook"
+url = "{url}"
+secret_file = "hook.secret"
+"#
+            ),
+        )
+    };
+    let must = r#"alerts.channel "hook": url: must be https (plain http only for a loopback host named in alerts.allow_hosts)"#;
+    // Not named (no allow_hosts, another port) or not loopback: refused, naming the channel.
+    for (allow, url) in [
+        (String::new(), format!("http://127.0.0.1:{p}/hook")),
+        (
+            format!(r#""127.0.0.1:{}""#, p + 1),
+            format!("http://127.0.0.1:{p}/hook"),
+        ),
+        (
+            r#""public.example:80""#.to_string(),
+            "http://public.example/hook".to_string(),
+        ),
+    ] {
+        let cfg = config(&allow, &url);
+        let o = cw(&["config", "check"], &cfg);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{url} {allow}: {t}");
+        assert!(t.contains(must), "{url} {allow}: {t}");
+        assert!(plain.entries().is_empty());
+    }
+    let cfg = config(
+        &format!(r#""127.0.0.1:{p}""#),
+        &format!("http://127.0.0.1:{p}/hook"),
+    );
+    let o = cw(&["config", "check"], &cfg);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    let o = cw(&["alerts", "test", "--config"], &cfg);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("hook (webhook): delivered (204"), "{t}");
+    let e = plain.entries();
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0]["ok"], true, "verified by standardwebhooks: {e:?}");
+    assert_eq!(e[0]["path"], "/hook");
+    assert_eq!(e[0]["type"], "alerts.test");
+    assert_eq!(e[0]["payload"]["id"], e[0]["id"]);
+    assert!(e[0]["id"].as_str().unwrap().starts_with("cwa_"), "{e:?}");
 }
 
 #[test]

@@ -4,23 +4,13 @@
 
 mod alerts_support;
 
-use alerts_support::{Receiver, SECRET, python};
+use alerts_support::{Receiver, SECRET, smtp};
 use conduct_walker::sandbox::SandboxCa;
 use std::fs;
-use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_conduct-walker");
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn base_config(dir: &Path, alerts: &str) -> std::path::PathBuf {
     let text = format!(
@@ -279,45 +269,6 @@ url = "https://127.0.0.1:{b}/ntfy"
     );
 }
 
-struct Smtp {
-    child: Child,
-    port: u16,
-    log: std::path::PathBuf,
-}
-
-impl Drop for Smtp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn smtp(ca: &SandboxCa, dir: &Path, mode: &str) -> Smtp {
-    let (chain, key) = ca.leaf_pem(&[]);
-    fs::write(dir.join("smtp-cert.pem"), chain).unwrap();
-    fs::write(dir.join("smtp-key.pem"), key).unwrap();
-    let log = dir.join(format!("smtp-{mode}.jsonl"));
-    let port = free_port();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/alerts/smtp_server.py");
-    let mut child = Command::new(python())
-        .arg(script)
-        .arg(dir.join("smtp-cert.pem"))
-        .arg(dir.join("smtp-key.pem"))
-        .arg(&log)
-        .arg(mode)
-        .args(["walker", "s3cret pass"])
-        .arg(port.to_string())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "ready");
-    Smtp { child, port, log }
-}
-
 #[test]
 fn email_goes_through_aiosmtpd_with_starttls_and_with_implicit_tls() {
     let ca = SandboxCa::generate();
@@ -351,12 +302,8 @@ to = ["ops@example.org", "oncall@example.org"]
         let t = text(&o);
         assert_eq!(o.status.code(), Some(0), "{mode}: {t}");
         assert!(t.contains("mail (email): delivered (250"), "{mode}: {t}");
-        let log = fs::read_to_string(&server.log).unwrap();
-        let msgs: Vec<serde_json::Value> = log
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        assert_eq!(msgs.len(), 1, "{mode}: {log}");
+        let msgs = server.messages();
+        assert_eq!(msgs.len(), 1, "{mode}: {msgs:?}");
         let m = &msgs[0];
         assert_eq!(m["authenticated"], true);
         assert_eq!(m["from"], "walker@example.org");
@@ -373,6 +320,25 @@ to = ["ops@example.org", "oncall@example.org"]
         assert!(data.contains("@conduct-walker>"), "{data}");
         assert!(data.contains("alert id: cwa_"), "{data}");
         assert!(data.contains("Content-Type: text/plain"), "{data}");
+
+        // A wrong password: the server's 535 is the answer, at once (not the SMTP deadline),
+        // a refusal that is not retried, and nothing is delivered.
+        fs::write(dir.path().join("smtp.password"), "not the password\n").unwrap();
+        let started = std::time::Instant::now();
+        let o = cw(&["alerts", "test", "--config"], &cfg);
+        let took = started.elapsed();
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{mode}: {t}");
+        assert!(
+            t.contains("mail (email): refused (535 ")
+                && t.contains("5.7.8 Authentication credentials invalid"),
+            "{mode}: {t}"
+        );
+        assert!(
+            took < conduct_walker::alerts::deliver::DEADLINE,
+            "{mode}: the refusal took {took:?}"
+        );
+        assert_eq!(server.messages().len(), 1, "{mode}: nothing more delivered");
     }
 }
 

@@ -4,23 +4,13 @@
 
 mod alerts_support;
 
-use alerts_support::{Receiver, SECRET, python};
+use alerts_support::{Receiver, SECRET, smtp};
 use conduct_walker::sandbox::SandboxCa;
 use std::fs;
-use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_conduct-walker");
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn base_config(dir: &Path, alerts: &str) -> std::path::PathBuf {
     let text = format!(
@@ -100,7 +90,7 @@ open_after = 0
     let t = text(&o);
     assert_eq!(o.status.code(), Some(2), "{t}");
     for needle in [
-        r#"alerts.channel "plain": url: only https:// URLs are used, not http://"#,
+        r#"alerts.channel "plain": url: must be https (plain http only for a loopback host named in alerts.allow_hosts)"#,
         r#"alerts.channel "unsigned": a webhook is signed"#,
         r#"alerts.channel "mail": from: "not an address" is not an email address"#,
         r#"alerts.target "nobody": no [[target]] has this name"#,
@@ -143,6 +133,74 @@ secret_file = "hook.secret"
         t.contains("hook.secret") && !t.contains(&SECRET[6..]),
         "{t}"
     );
+}
+
+/// Plain http is taken only for a loopback host the operator named in `alerts.allow_hosts`
+/// (a relay on the same machine); delivered over plain HTTP and verified by the official
+/// `standardwebhooks` library.
+#[test]
+fn plain_http_only_for_a_named_loopback_receiver_and_delivered_over_it() {
+    let ca = SandboxCa::generate();
+    let plain = Receiver::start(&ca, "plain");
+    let dir = tempfile::tempdir().unwrap();
+    ca.write_pem(&dir.path().join("ca.pem")).unwrap();
+    fs::write(dir.path().join("hook.secret"), format!("{SECRET}\n")).unwrap();
+    let p = plain.port;
+    let config = |allow: &str, url: &str| {
+        base_config(
+            dir.path(),
+            &format!(
+                r#"
+[alerts]
+allow_hosts = [{allow}]
+
+[[alerts.channel]]
+name = "hook"
+kind = "webhook"
+url = "{url}"
+secret_file = "hook.secret"
+"#
+            ),
+        )
+    };
+    let must = r#"alerts.channel "hook": url: must be https (plain http only for a loopback host named in alerts.allow_hosts)"#;
+    // Not named (no allow_hosts, another port) or not loopback: refused, naming the channel.
+    for (allow, url) in [
+        (String::new(), format!("http://127.0.0.1:{p}/hook")),
+        (
+            format!(r#""127.0.0.1:{}""#, p + 1),
+            format!("http://127.0.0.1:{p}/hook"),
+        ),
+        (
+            r#""public.example:80""#.to_string(),
+            "http://public.example/hook".to_string(),
+        ),
+    ] {
+        let cfg = config(&allow, &url);
+        let o = cw(&["config", "check"], &cfg);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{url} {allow}: {t}");
+        assert!(t.contains(must), "{url} {allow}: {t}");
+        assert!(plain.entries().is_empty());
+    }
+    let cfg = config(
+        &format!(r#""127.0.0.1:{p}""#),
+        &format!("http://127.0.0.1:{p}/hook"),
+    );
+    let o = cw(&["config", "check"], &cfg);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    let o = cw(&["alerts", "test", "--config"], &cfg);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("hook (webhook): delivered (204"), "{t}");
+    let e = plain.entries();
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0]["ok"], true, "verified by standardwebhooks: {e:?}");
+    assert_eq!(e[0]["path"], "/hook");
+    assert_eq!(e[0]["type"], "alerts.test");
+    assert_eq!(e[0]["payload"]["id"], e[0]["id"]);
+    assert!(e[0]["id"].as_str().unwrap().starts_with("cwa_"), "{e:?}");
 }
 
 #[test]
@@ -211,45 +269,6 @@ url = "https://127.0.0.1:{b}/ntfy"
     );
 }
 
-struct Smtp {
-    child: Child,
-    port: u16,
-    log: std::path::PathBuf,
-}
-
-impl Drop for Smtp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn smtp(ca: &SandboxCa, dir: &Path, mode: &str) -> Smtp {
-    let (chain, key) = ca.leaf_pem(&[]);
-    fs::write(dir.join("smtp-cert.pem"), chain).unwrap();
-    fs::write(dir.join("smtp-key.pem"), key).unwrap();
-    let log = dir.join(format!("smtp-{mode}.jsonl"));
-    let port = free_port();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/alerts/smtp_server.py");
-    let mut child = Command::new(python())
-        .arg(script)
-        .arg(dir.join("smtp-cert.pem"))
-        .arg(dir.join("smtp-key.pem"))
-        .arg(&log)
-        .arg(mode)
-        .args(["walker", "s3cret pass"])
-        .arg(port.to_string())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "ready");
-    Smtp { child, port, log }
-}
-
 #[test]
 fn email_goes_through_aiosmtpd_with_starttls_and_with_implicit_tls() {
     let ca = SandboxCa::generate();
@@ -283,12 +302,8 @@ to = ["ops@example.org", "oncall@example.org"]
         let t = text(&o);
         assert_eq!(o.status.code(), Some(0), "{mode}: {t}");
         assert!(t.contains("mail (email): delivered (250"), "{mode}: {t}");
-        let log = fs::read_to_string(&server.log).unwrap();
-        let msgs: Vec<serde_json::Value> = log
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        assert_eq!(msgs.len(), 1, "{mode}: {log}");
+        let msgs = server.messages();
+        assert_eq!(msgs.len(), 1, "{mode}: {msgs:?}");
         let m = &msgs[0];
         assert_eq!(m["authenticated"], true);
         assert_eq!(m["from"], "walker@example.org");
@@ -305,6 +320,25 @@ to = ["ops@example.org", "oncall@example.org"]
         assert!(data.contains("@conduct-walker>"), "{data}");
         assert!(data.contains("alert id: cwa_"), "{data}");
         assert!(data.contains("Content-Type: text/plain"), "{data}");
+
+        // A wrong password: the server's 535 is the answer, at once (not the SMTP deadline),
+        // a refusal that is not retried, and nothing is delivered.
+        fs::write(dir.path().join("smtp.password"), "not the password\n").unwrap();
+        let started = std::time::Instant::now();
+        let o = cw(&["alerts", "test", "--config"], &cfg);
+        let took = started.elapsed();
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{mode}: {t}");
+        assert!(
+            t.contains("mail (email): refused (535 ")
+                && t.contains("5.7.8 Authentication credentials invalid"),
+            "{mode}: {t}"
+        );
+        assert!(
+            took < conduct_walker::alerts::deliver::DEADLINE,
+            "{mode}: the refusal took {took:?}"
+        );
+        assert_eq!(server.messages().len(), 1, "{mode}: nothing more delivered");
     }
 }
 

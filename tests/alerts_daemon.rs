@@ -610,3 +610,245 @@ fn an_intake_refusal_is_alerted_once_per_record() {
     d.signal("TERM");
     d.wait_exit(Duration::from_secs(30));
 }
+
+/// One assertion changes while the verdict holds (FAIL both ways): the daemon sends one
+/// `assertion.flipped` alert naming it, with from, to and its claim, and no incident alert.
+#[test]
+fn an_assertion_that_flips_while_the_verdict_holds_is_alerted_once_on_its_own() {
+    let rt = runtime();
+    let ca = SandboxCa::generate();
+    let recv = Receiver::start(&ca, "ok");
+    // Both FAIL on compensation_well_formed; the second also stops echoing the extension
+    // (it echoes only the old X- spelling, which a 1.0 walk does not take).
+    let failing = scenario("compensation-disagrees").unwrap().behaviour;
+    let no_echo = conduct_walker::sandbox::Behaviour {
+        echo: conduct_walker::sandbox::agent::Echo::OldSpellingOnly,
+        ..failing.clone()
+    };
+    let (agent, flag) = rt
+        .block_on(SandboxAgent::start_flipping(&ca, failing, no_echo))
+        .unwrap();
+    let targets = target(
+        "echo",
+        &agent.origin(),
+        "mode = \"a2a\"\nwire = \"1.0\"\n",
+        EVERY_SECOND,
+    );
+    let addr = listen();
+    let text = format!(
+        "{}{}",
+        config(addr, 5, &targets),
+        alerts_section(recv.port, "open_after = 2\nmin_interval_secs = 0")
+    );
+    let mut d = start_daemon(&ca, &text, recv.port);
+    let hooks = |kind: &str| {
+        recv.entries()
+            .into_iter()
+            .filter(|x| x["path"] == "/hook" && x["type"] == kind)
+            .collect::<Vec<_>>()
+    };
+    d.wait_for("the FAIL incident opened", Duration::from_secs(30), |_| {
+        hooks("incident.opened").len() == 1
+    });
+    let done = |d: &Daemon| {
+        d.walks()
+            .iter()
+            .filter(|w| w.target == "echo" && w.state == "done")
+            .count()
+    };
+    // A walk more with the same results: nothing flips.
+    let before = done(&d);
+    d.wait_for(
+        "a walk with the same results",
+        Duration::from_secs(30),
+        |d| done(d) >= before + 2,
+    );
+    assert!(hooks("assertion.flipped").is_empty());
+    flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    d.wait_for("the flip alerted", Duration::from_secs(30), |_| {
+        !hooks("assertion.flipped").is_empty()
+    });
+    // More walks of the new behaviour: the flip is not announced again.
+    let before = done(&d);
+    d.wait_for("more walks after the flip", Duration::from_secs(30), |d| {
+        done(d) >= before + 3
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let e = recv.entries();
+    assert!(e.iter().all(|x| x["ok"] == true), "{e:?}");
+    let flipped = hooks("assertion.flipped");
+    assert_eq!(flipped.len(), 1, "{flipped:?}");
+    let data = &flipped[0]["payload"]["data"];
+    assert_eq!(data["target"], "echo");
+    assert_eq!(data["verdict"]["outcome"], "FAIL", "{data}");
+    let flips = data["assertions_flipped"].as_array().unwrap();
+    assert_eq!(flips.len(), 1, "only the echo changed: {flips:?}");
+    let f = &flips[0];
+    assert_eq!(f["name"], "extension_echoed");
+    assert_eq!(
+        (f["from"].clone(), f["to"].clone()),
+        (true.into(), false.into())
+    );
+    assert!(
+        f["claim"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("extension_echoed: response header")),
+        "{f}"
+    );
+    // No incident alert for it: the incident opened once and stays open.
+    assert_eq!(hooks("incident.opened").len(), 1);
+    assert!(hooks("incident.resolved").is_empty());
+    // The other channels got the same one alert.
+    for path in ["/slack", "/ntfy"] {
+        let n = e.iter().filter(|x| x["path"] == path).count();
+        assert_eq!(n, 2, "{path}: the opened incident and the flip");
+    }
+    assert!(
+        e.iter().any(|x| x["path"] == "/ntfy"
+            && x["title"]
+                .as_str()
+                .is_some_and(|t| t.contains("assertions changed"))),
+        "{e:?}"
+    );
+    d.signal("TERM");
+    d.wait_exit(Duration::from_secs(30));
+}
+
+/// An SMTP channel with a wrong password: aiosmtpd answers 535 at once, the row is refused (not
+/// retried) with that answer, nothing reaches the mailbox from it, and the deliverer goes on:
+/// the same alerts go through the channel with the right password, and so does a later one.
+#[test]
+fn a_wrong_smtp_password_is_refused_with_the_servers_answer_and_blocks_nothing() {
+    let rt = runtime();
+    let ca = SandboxCa::generate();
+    let secrets = tempfile::tempdir().unwrap();
+    let server = alerts_support::smtp(&ca, secrets.path(), "starttls");
+    let wrong = secrets.path().join("wrong.password");
+    let right = secrets.path().join("right.password");
+    fs::write(&wrong, "not the password\n").unwrap();
+    fs::write(&right, "s3cret pass\n").unwrap();
+    let (agent, flag) = rt
+        .block_on(SandboxAgent::start_flipping(
+            &ca,
+            scenario("metadata-missing").unwrap().behaviour,
+            scenario("honest-a2a").unwrap().behaviour,
+        ))
+        .unwrap();
+    let targets = target(
+        "mailed",
+        &agent.origin(),
+        "mode = \"a2a\"\nwire = \"1.0\"\n",
+        EVERY_SECOND,
+    );
+    let channel = |name: &str, secret: &std::path::Path| {
+        format!(
+            r#"
+[[alerts.channel]]
+name = "{name}"
+kind = "email"
+smtp_host = "127.0.0.1"
+smtp_port = {p}
+username = "walker"
+secret_file = "{s}"
+from = "walker@example.org"
+to = ["ops@example.org"]
+"#,
+            p = server.port,
+            s = secret.display()
+        )
+    };
+    let addr = listen();
+    let text = format!(
+        "{}\n[alerts]\nopen_after = 1\nresolve_after = 1\nmin_interval_secs = 0\nallow_hosts = [\"127.0.0.1:{}\"]\n{}{}",
+        config(addr, 5, &targets),
+        server.port,
+        channel("mail-wrong", &wrong),
+        channel("mail", &right),
+    );
+    let mut d = start_daemon(&ca, &text, server.port);
+    let rows = |d: &Daemon, kind: &str| {
+        outbox(d)
+            .into_iter()
+            .filter(|r| r.3 == kind)
+            .map(|r| (r.1, r.2))
+            .collect::<BTreeMap<String, String>>()
+    };
+    let settled = |d: &Daemon, kind: &str| {
+        let r = rows(d, kind);
+        r.get("mail").is_some_and(|s| s == "delivered")
+            && r.get("mail-wrong").is_some_and(|s| s == "refused")
+    };
+    d.wait_for(
+        "the opened incident refused on one channel, delivered on the other",
+        Duration::from_secs(60),
+        |d| settled(d, "incident.opened"),
+    );
+    // A later alert goes through the same deliverer.
+    flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    d.wait_for(
+        "the resolution refused on one channel, delivered on the other",
+        Duration::from_secs(60),
+        |d| settled(d, "incident.resolved"),
+    );
+    // The refused rows carry the server's answer and were tried once.
+    let store = d.store().unwrap();
+    let mut stmt = store
+        .connection()
+        .prepare(
+            "SELECT kind, attempts, last_status, last_answer, next_attempt_at FROM alert_outbox \
+             WHERE channel = 'mail-wrong' ORDER BY id",
+        )
+        .unwrap();
+    // (kind, attempts, last_status, last_answer, next_attempt_at)
+    type Row = (String, i64, Option<i64>, String, Option<String>);
+    let refused: Vec<Row> = stmt
+        .query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    for (kind, attempts, status, answer, next) in &refused {
+        assert_eq!(*attempts, 1, "{kind}: a refusal is not retried");
+        assert_eq!(*status, Some(535), "{kind}: {answer}");
+        assert!(
+            answer.starts_with("refused: ")
+                && answer.contains("5.7.8 Authentication credentials invalid"),
+            "{kind}: {answer}"
+        );
+        assert_eq!(*next, None, "{kind}");
+    }
+    // The mailbox holds the two alerts of the right channel only, each authenticated.
+    let msgs = server.messages();
+    assert_eq!(msgs.len(), 2, "{msgs:?}");
+    assert!(msgs.iter().all(|m| m["authenticated"] == true));
+    let subjects: Vec<&str> = msgs.iter().map(|m| m["data"].as_str().unwrap()).collect();
+    assert!(
+        subjects[0].contains("conduct incident #1 opened"),
+        "{}",
+        subjects[0]
+    );
+    assert!(
+        subjects[1].contains("conduct incident #1 resolved"),
+        "{}",
+        subjects[1]
+    );
+    // `alerts list` says so.
+    let out = Command::new(daemon_support::BIN)
+        .args(["alerts", "list", "--db"])
+        .arg(d.path("walker.db"))
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        t.lines().any(|l| l.contains(
+            "incident.opened mailed -> mail-wrong refused 1 attempt(s); last: refused: "
+        ) && l.contains("Authentication credentials invalid")),
+        "{t}"
+    );
+    // The password is nowhere in the log.
+    assert!(!d.log().contains("s3cret pass") && !d.log().contains("not the password"));
+    d.signal("TERM");
+    d.wait_exit(Duration::from_secs(30));
+}

@@ -303,6 +303,30 @@ fn secret_of(
     }
 }
 
+/// A receiver's URL (webhook, slack, ntfy): https, or plain http only at a loopback host
+/// (`localhost`, 127.0.0.0/8, `[::1]`) whose `HOST:PORT` is in `alerts.allow_hosts` (`allowed`
+/// holds them): a relay on the same machine the operator named, where TLS protects nothing.
+pub fn receiver_url(raw: &str, allowed: &crate::net::NetPolicy) -> Result<url::Url, String> {
+    let u = url::Url::parse(raw).map_err(|e| format!("not a URL ({e})"))?;
+    if u.scheme() != "http" {
+        return crate::net::https_url(raw);
+    }
+    let named = crate::net::loopback_host(&u)
+        && u.host_str()
+            .zip(u.port_or_known_default())
+            .is_some_and(|(h, port)| allowed.private_allowed_at(h, port));
+    if !named {
+        return Err(
+            "must be https (plain http only for a loopback host named in alerts.allow_hosts)"
+                .into(),
+        );
+    }
+    if let Some(why) = crate::net::userinfo_refusal(&u) {
+        return Err(why);
+    }
+    Ok(u)
+}
+
 /// Validate the section; each problem names the channel or target and the key. `targets` are
 /// the configured target names (an `[[alerts.target]]` must name one).
 pub fn validate(
@@ -365,7 +389,7 @@ pub fn validate(
             if url_secret.is_some() {
                 p.push("give url or url_file/url_credential, not both".into());
             }
-            if let Err(why) = crate::net::https_url(u) {
+            if let Err(why) = receiver_url(u, &probe) {
                 p.push(format!("url: {why}"));
             }
         }

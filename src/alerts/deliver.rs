@@ -2,8 +2,8 @@
 //! drains the alert outbox.
 //!
 //! The task is the walks' neighbour, never in their way: it has its own store connection, its
-//! own transport (https only, the address policy, no redirects, a 10 s deadline over the whole
-//! exchange, a 64 KiB answer cap), at most [`CONCURRENCY`] sends at once, and each row is sent by
+//! own transport (https only but for a loopback relay named in `allow_hosts`, the address
+//! policy, no redirects, a 10 s deadline over the whole exchange, a 64 KiB answer cap), at most [`CONCURRENCY`] sends at once, and each row is sent by
 //! one task of the process at a time. A receiver that hangs, streams a gigabyte, redirects, fails
 //! TLS or answers 500 forever costs one slot for at most the deadline per attempt, and its row
 //! backs off (30 s · 2^n up to 6 h, never sooner than its `Retry-After`). A row answered 2xx is
@@ -161,10 +161,11 @@ pub fn senders(
     cfg: &AlertsConfig,
     extra_roots: &[rustls_pki_types::CertificateDer<'static>],
 ) -> Result<Vec<Arc<Sender>>, String> {
+    let policy = allow_policy(cfg)?;
     cfg.channels
         .iter()
         .map(|c| {
-            sender(c, extra_roots)
+            sender(c, &policy, extra_roots)
                 .map(Arc::new)
                 .map_err(|e| format!("alerts.channel {:?}: {e}", c.name))
         })
@@ -173,13 +174,14 @@ pub fn senders(
 
 fn sender(
     c: &Channel,
+    policy: &crate::net::NetPolicy,
     extra_roots: &[rustls_pki_types::CertificateDer<'static>],
 ) -> Result<Sender, String> {
     let url = match (&c.url, &c.url_secret) {
         (Some(u), _) => Some(u.clone()),
         (None, Some(s)) => {
             let u = s.read()?;
-            crate::net::https_url(&u)
+            super::config::receiver_url(&u, policy)
                 .map_err(|why| format!("the URL read from its file: {why}"))?;
             Some(u)
         }
@@ -237,16 +239,23 @@ fn smtp_transport(
     Ok(b.build())
 }
 
-/// The transport alert deliveries use: https only, private addresses only at `allow_hosts`.
-pub fn transport(
-    cfg: &AlertsConfig,
-    extra_roots: Vec<rustls_pki_types::CertificateDer<'static>>,
-) -> Result<Transport, String> {
+/// The address policy of alert deliveries: private addresses only at `allow_hosts`.
+fn allow_policy(cfg: &AlertsConfig) -> Result<crate::net::NetPolicy, String> {
     let mut policy = crate::net::NetPolicy::new(true);
     for h in &cfg.allow_hosts {
         policy.allow_host_port(h)?;
     }
-    let mut tc = TransportConfig::new(policy);
+    Ok(policy)
+}
+
+/// The transport alert deliveries use: https, or plain http only to a loopback host named in
+/// `allow_hosts`; private addresses only at `allow_hosts`.
+pub fn transport(
+    cfg: &AlertsConfig,
+    extra_roots: Vec<rustls_pki_types::CertificateDer<'static>>,
+) -> Result<Transport, String> {
+    let mut tc = TransportConfig::new(allow_policy(cfg)?);
+    tc.plain_http_loopback = true;
     tc.extra_roots = extra_roots;
     tc.deadline = DEADLINE;
     tc.body_cap = ANSWER_CAP;

@@ -1176,3 +1176,40 @@ fn payload_of_every_target_transition() {
     // The unreachable incident's alert links the record of the walk that opened it.
     assert_eq!(bodies[3]["data"]["record"]["page"], "/records/ab126");
 }
+
+#[test]
+fn receiver_url_admits_plain_http_only_at_a_named_loopback_host() {
+    use super::config::receiver_url;
+    let mut named = crate::net::NetPolicy::new(true);
+    for h in [
+        "127.0.0.1:8080",
+        "localhost:9000",
+        "[::1]:7000",
+        "10.0.0.5:80",
+    ] {
+        named.allow_host_port(h).unwrap();
+    }
+    for ok in [
+        "https://hooks.example/x",
+        "http://127.0.0.1:8080/hook",
+        "http://LOCALHOST:9000/ntfy/topic",
+        "http://[::1]:7000/",
+    ] {
+        assert!(receiver_url(ok, &named).is_ok(), "{ok}");
+    }
+    let why = |raw: &str| receiver_url(raw, &named).unwrap_err();
+    let must = "must be https (plain http only for a loopback host named in alerts.allow_hosts)";
+    // Not named (another port), not loopback (a private address that is named), public.
+    for bad in [
+        "http://127.0.0.1:8081/hook",
+        "http://127.0.0.2:8080/hook",
+        "http://10.0.0.5/hook",
+        "http://hooks.example/x",
+        "http://localhost/x",
+    ] {
+        assert_eq!(why(bad), must, "{bad}");
+    }
+    assert!(why("http://u:p@127.0.0.1:8080/").contains("user name or password"));
+    assert!(why("ftp://127.0.0.1:8080/").contains("only https://"));
+    assert!(why("not a url").contains("not a URL"));
+}

@@ -33,6 +33,16 @@ pub fn https_url(raw: &str) -> Result<url::Url, String> {
     Ok(u)
 }
 
+/// Whether a URL's host is a loopback name or address: `localhost`, 127.0.0.0/8 or `[::1]`.
+pub fn loopback_host(url: &url::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
 /// A URL with a user name or password (`https://user:pw@host`) is refused wherever one is
 /// taken or fetched: the HTTP client would send it as `Authorization: Basic` to whoever answers,
 /// and a walk would write it into a signed record that filing publishes.

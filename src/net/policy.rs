@@ -1,9 +1,11 @@
 //! Which destinations a fetch may reach.
 //!
-//! Only `https://`. Non-public addresses (private, loopback, link-local, unspecified, shared,
-//! multicast, reserved; IPv4 and IPv6, IPv4-mapped and embedded forms included) are refused,
-//! unless the operator allowed private networks **and** named that exact host and port. A host
-//! that only a card names is never admitted to a private address.
+//! Only `https://` (the alert transport alone also takes plain http to a named loopback host:
+//! `TransportConfig::plain_http_loopback`). Non-public addresses (private, loopback,
+//! link-local, unspecified, shared, multicast, reserved; IPv4 and IPv6, IPv4-mapped and
+//! embedded forms included) are refused, unless the operator allowed private networks **and**
+//! named that exact host and port. A host that only a card names is never admitted to a private
+//! address.
 
 use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};

@@ -107,6 +107,10 @@ pub struct TransportConfig {
     pub deadline: Duration,
     pub body_cap: usize,
     pub user_agent: String,
+    /// Plain `http://` is fetched too, but only at a loopback host (`localhost`, 127.0.0.0/8,
+    /// `[::1]`) the policy names, and only to loopback addresses: an alert relay on the same
+    /// machine. Off everywhere else (walks, filing, ledgers are https only).
+    pub plain_http_loopback: bool,
 }
 
 impl TransportConfig {
@@ -120,6 +124,7 @@ impl TransportConfig {
                 "conduct-walker/{} (+https://gate.horizonshield.dev/ext/conduct/v1)",
                 env!("CARGO_PKG_VERSION")
             ),
+            plain_http_loopback: false,
         }
     }
 }
@@ -170,6 +175,7 @@ struct Inner {
     deadline: Duration,
     body_cap: usize,
     user_agent: String,
+    plain_http_loopback: bool,
 }
 
 impl Transport {
@@ -199,6 +205,7 @@ impl Transport {
                 deadline: config.deadline,
                 body_cap: config.body_cap,
                 user_agent: config.user_agent,
+                plain_http_loopback: config.plain_http_loopback,
             }),
         })
     }
@@ -220,20 +227,58 @@ impl Transport {
     /// Check a URL against the rules without sending anything; returns the addresses a request
     /// would connect to. Used to refuse operator input up front with a clear message.
     pub async fn check_destination(&self, raw_url: &str) -> Result<Vec<SocketAddr>, String> {
-        let target = parse_https(raw_url)?;
+        let target = self.parse_target(raw_url)?;
         tokio::time::timeout(self.inner.deadline, self.resolve_checked(&target))
             .await
             .unwrap_or_else(|_| Err(format!("resolving {} timed out", target.host)))
     }
 
+    /// The URL as a target: https, or plain http where [`TransportConfig::plain_http_loopback`]
+    /// admits it.
+    fn parse_target(&self, raw: &str) -> Result<Target, String> {
+        let mut target = parse_https(raw);
+        if let Err(why) = &target
+            && self.inner.plain_http_loopback
+            && let Ok(url) = reqwest::Url::parse(raw)
+            && url.scheme() == "http"
+            && super::loopback_host(&url)
+        {
+            let swapped = url.as_str().replacen("http:", "https:", 1);
+            let parsed = parse_https(&swapped)?;
+            let port = url.port_or_known_default().unwrap_or(80);
+            if !self.inner.policy.private_allowed_at(&parsed.host, port) {
+                return Err(format!(
+                    "{why} (plain http only to a loopback host:port the operator named)"
+                ));
+            }
+            target = Ok(Target {
+                url,
+                port,
+                plain: true,
+                ..parsed
+            });
+        }
+        target
+    }
+
     async fn resolve_checked(&self, target: &Target) -> Result<Vec<SocketAddr>, String> {
-        let candidates: Vec<SocketAddr> = match target.literal {
+        let mut candidates: Vec<SocketAddr> = match target.literal {
             Some(ip) => vec![SocketAddr::new(ip, target.port)],
             None => tokio::net::lookup_host((target.host.as_str(), target.port))
                 .await
                 .map_err(|e| format!("cannot resolve {}: {e}", target.host))?
                 .collect(),
         };
+        if target.plain {
+            // Plain http never leaves the machine, whatever the name resolves to.
+            candidates.retain(|a| non_public_kind(a.ip()) == Some("loopback"));
+            if candidates.is_empty() {
+                return Err(format!(
+                    "refused: {} resolves to no loopback address (plain http goes to loopback only)",
+                    target.host
+                ));
+            }
+        }
         if candidates.is_empty() {
             return Err(format!("{} resolves to no address", target.host));
         }
@@ -283,6 +328,8 @@ struct Target {
     host: String,
     port: u16,
     literal: Option<IpAddr>,
+    /// Plain http (a named loopback host only).
+    plain: bool,
 }
 
 fn parse_https(raw: &str) -> Result<Target, String> {
@@ -308,6 +355,7 @@ fn parse_https(raw: &str) -> Result<Target, String> {
         host,
         port,
         literal,
+        plain: false,
     })
 }
 
@@ -386,7 +434,7 @@ impl Session {
         request: &HttpRequest,
         reading_sse: &std::sync::atomic::AtomicBool,
     ) -> Result<(u16, Vec<(String, String)>, Vec<u8>), String> {
-        let target = parse_https(&request.url)?;
+        let target = self.transport.parse_target(&request.url)?;
         let client = self.client_for(&target).await?;
         let method = reqwest::Method::from_bytes(request.method.as_bytes())
             .map_err(|e| format!("bad method {}: {e}", request.method))?;
@@ -495,7 +543,7 @@ impl Session {
     ) -> Result<BodyStream, String> {
         let until = tokio::time::Instant::now() + deadline;
         let open = async {
-            let target = parse_https(&request.url)?;
+            let target = self.transport.parse_target(&request.url)?;
             let client = self.client_for(&target).await?;
             let method = reqwest::Method::from_bytes(request.method.as_bytes())
                 .map_err(|e| format!("bad method {}: {e}", request.method))?;
@@ -564,4 +612,44 @@ fn error_chain(err: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn transport(plain: bool, named: &[&str]) -> Transport {
+        let mut policy = NetPolicy::new(true);
+        for h in named {
+            policy.allow_host_port(h).unwrap();
+        }
+        let mut tc = TransportConfig::new(policy);
+        tc.plain_http_loopback = plain;
+        Transport::new(tc).unwrap()
+    }
+
+    #[test]
+    fn plain_http_only_to_a_named_loopback_host_and_only_when_enabled() {
+        let on = transport(true, &["127.0.0.1:8080", "localhost:80"]);
+        let t = on.parse_target("http://127.0.0.1:8080/hook").unwrap();
+        assert!(t.plain && t.port == 8080 && t.url.scheme() == "http");
+        let t = on.parse_target("http://localhost/x").unwrap();
+        assert!(t.plain && t.port == 80 && t.literal.is_none());
+        assert!(!on.parse_target("https://127.0.0.1:8080/").unwrap().plain);
+        for refused in [
+            "http://127.0.0.1:8081/hook",
+            "http://hooks.example:8080/",
+            "http://u:p@127.0.0.1:8080/",
+        ] {
+            let why = on.parse_target(refused).err().unwrap();
+            assert!(why.starts_with("refused:"), "{refused}: {why}");
+        }
+        // Everywhere else (walks, filing, ledgers) plain http is refused, named or not.
+        let off = transport(false, &["127.0.0.1:8080"]);
+        let why = off
+            .parse_target("http://127.0.0.1:8080/hook")
+            .err()
+            .unwrap();
+        assert_eq!(why, "refused: only https:// URLs are fetched, not http://");
+    }
 }

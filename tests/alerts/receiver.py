@@ -1,7 +1,7 @@
 """A loopback HTTPS alert receiver for the tests: /hook verifies each delivery with the official
 `standardwebhooks` library (PyPI), /slack and /ntfy check their request shapes. Every request is
 appended to LOG as one JSON line (path, webhook-id, verified or why not, the parsed body). The
-answer is 204, or what MODE says (500 forever).
+answer is 204, or what MODE says (500 forever; "plain": plain HTTP, no TLS).
 
 usage: receiver.py CERT KEY SECRET LOG MODE   (prints the port on stdout)
 """
@@ -57,8 +57,9 @@ class H(BaseHTTPRequestHandler):
 
 
 srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-ctx.load_cert_chain(cert, key)
-srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+if mode != "plain":
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
 print(srv.server_address[1], flush=True)
 srv.serve_forever()

@@ -30,7 +30,10 @@ def authenticator(server, session, envelope, mechanism, auth_data):
     ok = (isinstance(auth_data, LoginPassword)
           and auth_data.login.decode() == user
           and auth_data.password.decode() == password)
-    return AuthResult(success=ok)
+    # handled=False: aiosmtpd then answers a failure "535 5.7.8 Authentication credentials
+    # invalid" itself. AuthResult's default (handled=True) means "the authenticator already
+    # answered", so a failed login would get no answer at all and the client would wait.
+    return AuthResult(success=ok, handled=False)
 
 
 ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)

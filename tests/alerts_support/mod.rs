@@ -118,3 +118,59 @@ impl Drop for Receiver {
         let _ = self.child.wait();
     }
 }
+
+/// `tests/alerts/smtp_server.py` (aiosmtpd) on a loopback port: TLS (`starttls` or `implicit`),
+/// login `walker` / `s3cret pass` required.
+pub struct Smtp {
+    child: Child,
+    pub port: u16,
+    pub log: PathBuf,
+}
+
+impl Smtp {
+    /// The messages the server took, in order.
+    pub fn messages(&self) -> Vec<serde_json::Value> {
+        fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+impl Drop for Smtp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn smtp(ca: &SandboxCa, dir: &Path, mode: &str) -> Smtp {
+    let (chain, key) = ca.leaf_pem(&[]);
+    fs::write(dir.join("smtp-cert.pem"), chain).unwrap();
+    fs::write(dir.join("smtp-key.pem"), key).unwrap();
+    let log = dir.join(format!("smtp-{mode}.jsonl"));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/alerts/smtp_server.py");
+    let mut child = Command::new(python())
+        .arg(script)
+        .arg(dir.join("smtp-cert.pem"))
+        .arg(dir.join("smtp-key.pem"))
+        .arg(&log)
+        .arg(mode)
+        .args(["walker", "s3cret pass"])
+        .arg(port.to_string())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "ready");
+    Smtp { child, port, log }
+}

@@ -10,7 +10,8 @@
 //!
 //! Prints one row per sample (minute, records stored, walks/s since the last sample, VmRSS,
 //! RssAnon) and the growth after the first 10 minutes. The store (about 7 KB a record) is
-//! written under target/soak-bench/ and deleted at the end.
+//! written under target/soak-bench/ (or `SOAK_DIR`, e.g. a directory on tmpfs so that other
+//! jobs' disk writes on a shared machine do not stall the store's syncs) and deleted at the end.
 
 #[path = "support/daemon.rs"]
 mod daemon;
@@ -74,7 +75,11 @@ fn main() {
             rt.block_on(SandboxAgent::start(&ca, b)).unwrap()
         })
         .collect();
-    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/soak-bench");
+    let dir = std::env::var_os("SOAK_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/soak-bench")
+        });
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     ca.write_pem(&dir.join("ca.pem")).unwrap();

@@ -93,22 +93,79 @@ impl Context {
 /// The last `records verify` the pages ran over this store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifySummary {
+    /// When the last run finished (a full one, or one over the rows added since).
     pub finished_at: String,
+    /// When the last run over every row finished.
+    pub full_at: String,
+    /// Rows checked by the last full run and the runs over new rows since.
     pub rows: u64,
     pub signed: u64,
     pub problems: Vec<String>,
     pub head: Option<(i64, String)>,
 }
 
-/// Verification runs in the background (100,000 records take seconds) at most once an hour,
-/// started by a visit to the overview; the page shows the last finished run.
+impl VerifySummary {
+    /// This summary followed by a run over the rows added after its head.
+    fn then(self, newer: VerifySummary) -> VerifySummary {
+        VerifySummary {
+            finished_at: newer.finished_at,
+            full_at: self.full_at,
+            rows: self.rows + newer.rows,
+            signed: self.signed + newer.signed,
+            problems: self.problems.into_iter().chain(newer.problems).collect(),
+            head: newer.head.or(self.head),
+        }
+    }
+}
+
+/// Verification runs in the background, started by a visit to the overview; the page shows the
+/// last finished run. Its cost must not grow with the history (issue 27: a store of 10,000,000
+/// records takes many minutes to verify), so a visit checks only the rows added since the last
+/// run, linked to the chain value that run ended in, at most once a minute; every row is read
+/// again once a day. Both run at the lowest CPU and I/O priority ([`crate::background`]), with
+/// one worker: what walks and page requests leave. An edit to a row already checked shows at
+/// the next daily run (and at any `records verify`).
 #[derive(Default)]
 pub struct VerifyCache {
     last: Mutex<Option<VerifySummary>>,
     running: AtomicBool,
 }
 
-const VERIFY_EVERY_SECS: i64 = 3600;
+/// How often every row is read again.
+const VERIFY_ALL_EVERY_SECS: i64 = 24 * 3600;
+/// How often a visit checks the rows added since the last run.
+const VERIFY_NEW_EVERY_SECS: i64 = 60;
+
+/// What a visit starts.
+#[derive(Debug, PartialEq, Eq)]
+enum VerifyRun {
+    Nothing,
+    All,
+    Since(crate::store::verify::Resume),
+}
+
+/// The run due at `now` (seconds) after `last`.
+fn run_due(last: Option<&VerifySummary>, now: i64) -> VerifyRun {
+    let age = |t: &str| {
+        chrono::DateTime::parse_from_rfc3339(t)
+            .map(|t| now - t.timestamp())
+            .unwrap_or(i64::MAX)
+    };
+    let Some(last) = last else {
+        return VerifyRun::All;
+    };
+    if age(&last.full_at) > VERIFY_ALL_EVERY_SECS {
+        return VerifyRun::All;
+    }
+    if age(&last.finished_at) <= VERIFY_NEW_EVERY_SECS {
+        return VerifyRun::Nothing;
+    }
+    match crate::store::verify::Resume::from_head(&last.head) {
+        Some(from) => VerifyRun::Since(from),
+        // Nothing read yet (an empty store): reading everything costs nothing.
+        None => VerifyRun::All,
+    }
+}
 
 impl VerifyCache {
     pub fn last(&self) -> Option<VerifySummary> {
@@ -119,42 +176,79 @@ impl VerifyCache {
         self.running.load(Ordering::SeqCst)
     }
 
-    /// Start a run unless one is running or the last is recent.
+    /// Start the run that is due, unless one is running.
     fn refresh_if_stale(self: &Arc<Self>, db: PathBuf) {
-        let stale = match self.last() {
-            None => true,
-            Some(s) => chrono::DateTime::parse_from_rfc3339(&s.finished_at)
-                .map(|t| chrono::Utc::now().timestamp() - t.timestamp() > VERIFY_EVERY_SECS)
-                .unwrap_or(true),
-        };
-        if !stale || self.running.swap(true, Ordering::SeqCst) {
+        let run = run_due(self.last().as_ref(), chrono::Utc::now().timestamp());
+        if run == VerifyRun::Nothing || self.running.swap(true, Ordering::SeqCst) {
             return;
         }
         let me = self.clone();
         // A plain thread: this may run outside a tokio runtime's blocking pool budget, and
-        // verification's own workers are threads too.
+        // verification's own workers are threads too (they inherit its low priority).
         std::thread::spawn(move || {
-            match verify_summary(&db) {
-                Ok(s) => *me.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(s),
+            crate::background::lower_this_thread();
+            let from = match run {
+                VerifyRun::Since(from) => Some(from),
+                _ => None,
+            };
+            match verify_summary(&db, from.clone(), Some(1)) {
+                Ok(s) => {
+                    let mut last = me.last.lock().unwrap_or_else(|p| p.into_inner());
+                    *last = match (from, last.take()) {
+                        (Some(_), Some(prev)) => Some(prev.then(s)),
+                        _ => Some(s),
+                    };
+                }
                 Err(e) => tracing::warn!(error = %e, "status pages: verify failed to run"),
             }
             me.running.store(false, Ordering::SeqCst);
         });
     }
 
-    /// Run verification now, in this thread (tests and `records serve --verify-now`).
+    /// Run verification of every row now, in this thread (tests and `records serve
+    /// --verify-now`).
     pub fn run_now(&self, db: &std::path::Path) -> Result<(), StoreError> {
-        *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(verify_summary(db)?);
+        *self.last.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some(verify_summary(db, None, None)?);
+        Ok(())
+    }
+
+    /// Check the rows added since the last run now, in this thread (tests).
+    pub fn run_new_rows_now(&self, db: &std::path::Path) -> Result<(), StoreError> {
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let from = last
+            .as_ref()
+            .and_then(|l| crate::store::verify::Resume::from_head(&l.head));
+        let s = verify_summary(db, from.clone(), None)?;
+        *last = match (from, last.take()) {
+            (Some(_), Some(prev)) => Some(prev.then(s)),
+            _ => Some(s),
+        };
         Ok(())
     }
 }
 
-/// `records verify` over the store at `db`, read-only, as the overview shows it.
-fn verify_summary(db: &std::path::Path) -> Result<VerifySummary, StoreError> {
+/// `records verify` over the store at `db`, read-only, as the overview shows it: every row, or
+/// those after `from`.
+fn verify_summary(
+    db: &std::path::Path,
+    from: Option<crate::store::verify::Resume>,
+    workers: Option<usize>,
+) -> Result<VerifySummary, StoreError> {
     let store = Store::open_read_only(db)?;
-    let r = crate::store::verify_all(&store, |_, _| {})?;
+    let r = crate::store::verify::verify_with(
+        &store,
+        &crate::store::verify::VerifyOptions {
+            archives: None,
+            from,
+            workers,
+        },
+        |_, _| {},
+    )?;
+    let finished_at = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
     Ok(VerifySummary {
-        finished_at: chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        full_at: finished_at.clone(),
+        finished_at,
         rows: r.rows,
         signed: r.signed,
         problems: r
@@ -442,5 +536,59 @@ async fn endpoints(State(s): State<PagesState>, Query(q): Query<EndpointQuery>) 
     match result {
         Ok(body) => html(body),
         Err(e) => e.into_response(),
+    }
+}
+
+#[cfg(test)]
+mod verify_cadence_tests {
+    use super::*;
+
+    fn summary(finished: &str, full: &str, head: Option<(i64, String)>) -> VerifySummary {
+        VerifySummary {
+            finished_at: finished.into(),
+            full_at: full.into(),
+            rows: 1,
+            signed: 1,
+            problems: Vec::new(),
+            head,
+        }
+    }
+
+    fn at(t: &str) -> i64 {
+        chrono::DateTime::parse_from_rfc3339(t).unwrap().timestamp()
+    }
+
+    #[test]
+    fn every_row_first_then_new_rows_each_minute_then_every_row_daily() {
+        let head = Some((7, "ab".repeat(32)));
+        let resume = VerifyRun::Since(crate::store::verify::Resume {
+            after_id: 7,
+            chain: [0xab; 32],
+        });
+        assert_eq!(run_due(None, at("2026-12-01T10:00:00Z")), VerifyRun::All);
+        let s = summary("2026-12-01T10:00:00Z", "2026-12-01T10:00:00Z", head.clone());
+        assert_eq!(
+            run_due(Some(&s), at("2026-12-01T10:01:00Z")),
+            VerifyRun::Nothing
+        );
+        assert_eq!(run_due(Some(&s), at("2026-12-01T10:01:01Z")), resume);
+        let s = summary("2026-12-02T09:58:00Z", "2026-12-01T10:00:00Z", head.clone());
+        assert_eq!(run_due(Some(&s), at("2026-12-02T10:00:00Z")), resume);
+        assert_eq!(
+            run_due(Some(&s), at("2026-12-02T10:00:01Z")),
+            VerifyRun::All
+        );
+        // An empty store has no head to resume from: reading "everything" costs nothing.
+        let s = summary("2026-12-01T10:00:00Z", "2026-12-01T10:00:00Z", None);
+        assert_eq!(
+            run_due(Some(&s), at("2026-12-01T10:05:00Z")),
+            VerifyRun::All
+        );
+        // A time that cannot be read is as old as can be.
+        let s = summary("garbage", "garbage", head);
+        assert_eq!(
+            run_due(Some(&s), at("2026-12-01T10:05:00Z")),
+            VerifyRun::All
+        );
     }
 }

@@ -445,6 +445,7 @@ pub fn overview(
                                     span class="bad" { (v.problems.len()) " problem(s)" }
                                 }
                                 " at " (v.finished_at) ": " (v.rows) " rows, " (v.signed) " signatures"
+                                @if v.full_at != v.finished_at { " (every row read at " (v.full_at) ", the rows added since checked after)" }
                                 @if let Some((id, head)) = &v.head { ", head row " (id) " " code { (head.get(..16).unwrap_or(head)) } }
                                 @if verify.1 { " (re-running)" }
                                 @if !v.problems.is_empty() {

@@ -249,17 +249,78 @@ pub fn verify_all(
 pub fn verify_all_with(
     store: &Store,
     archives: Option<&std::path::Path>,
+    progress: impl FnMut(u64, u64),
+) -> Result<VerifyReport, StoreError> {
+    verify_with(
+        store,
+        &VerifyOptions {
+            archives,
+            ..VerifyOptions::default()
+        },
+        progress,
+    )
+}
+
+/// Where a verification that only checks the rows added since an earlier one starts: the last
+/// row that run read and the chain value it ended in (its [`VerifyReport::head`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resume {
+    pub after_id: i64,
+    pub chain: [u8; 32],
+}
+
+impl Resume {
+    /// From a report's head (`None`: it read no row, or the head's hash is not hex).
+    pub fn from_head(head: &Option<(i64, String)>) -> Option<Resume> {
+        let (id, chain) = head.as_ref()?;
+        Some(Resume {
+            after_id: *id,
+            chain: decode_hex32(chain)?,
+        })
+    }
+}
+
+/// How [`verify_with`] runs.
+#[derive(Debug, Default)]
+pub struct VerifyOptions<'a> {
+    /// The archive directory: archived ranges are re-verified from their segments.
+    pub archives: Option<&'a std::path::Path>,
+    /// Only rows after this point, linked to its chain value: what was added since. Rows at
+    /// or before it are not read, so an edit there is left to the next full run.
+    pub from: Option<Resume>,
+    /// Worker threads checking rows (default: the cores, at most 8).
+    pub workers: Option<usize>,
+}
+
+/// [`verify_all_with`], with a start point and a worker count.
+pub fn verify_with(
+    store: &Store,
+    opts: &VerifyOptions<'_>,
     mut progress: impl FnMut(u64, u64),
 ) -> Result<VerifyReport, StoreError> {
+    let archives = opts.archives;
+    let after_id = opts.from.as_ref().map(|f| f.after_id);
     let conn = store.connection();
     // One read transaction so rows inserted meanwhile by a writer are not half-seen.
     let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Deferred)?;
-    let total: i64 = conn.query_row("SELECT count(*) FROM records", [], |r| r.get(0))?;
+    let total: i64 = match after_id {
+        // A rowid range: no scan of what came before.
+        Some(after) => {
+            conn.query_row("SELECT count(*) FROM records WHERE id > ?1", [after], |r| {
+                r.get(0)
+            })?
+        }
+        None => conn.query_row("SELECT count(*) FROM records", [], |r| r.get(0))?,
+    };
     let total = total as u64;
     let mut report = VerifyReport::default();
-    let workers = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
+    let workers = opts
+        .workers
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        })
         .clamp(1, 8);
 
     let (batch_tx, batch_rx) = mpsc::sync_channel::<Vec<RowData>>(workers * 2);
@@ -308,18 +369,35 @@ pub fn verify_all_with(
         };
 
         let read = (|| -> Result<(), StoreError> {
-            let mut stmt = conn.prepare(
+            // A full run reads every row, whatever its id (a row inserted with id 0 or below
+            // is found as out of place); a resumed one only those after its start.
+            let filter = if after_id.is_some() {
+                "WHERE r.id > ?1"
+            } else {
+                ""
+            };
+            let mut stmt = conn.prepare(&format!(
                 "SELECT r.id, r.sha256, r.canonical, r.signature_b64, r.public_key_b64, r.signed, \
                  r.endpoint, r.origin, r.walked_at, r.walker_mode, r.privacy_mode, r.verdict_ok, \
                  r.outcome, r.n_pass, r.n_total, r.key_url, r.chain_hash, \
                  k.canonical, k.sha256, k.salt_hex \
-                 FROM records r LEFT JOIN kept_full k ON k.record_id = r.id ORDER BY r.id",
-            )?;
-            let mut rows = stmt.query([])?;
-            let mut prev_chain = CHAIN_GENESIS;
-            let mut prev_id = 0i64;
+                 FROM records r LEFT JOIN kept_full k ON k.record_id = r.id {filter} ORDER BY r.id"
+            ))?;
+            let mut rows = match after_id {
+                Some(after) => stmt.query([after])?,
+                None => stmt.query([])?,
+            };
+            let (mut prev_id, mut prev_chain) = match &opts.from {
+                Some(f) => (f.after_id, f.chain),
+                None => (0i64, CHAIN_GENESIS),
+            };
             let mut batch = Vec::with_capacity(BATCH);
-            let mut cuts = super::archive::cuts(conn)?.into_iter().peekable();
+            let mut cuts = super::archive::cuts(conn)?
+                .into_iter()
+                .filter(|c| after_id.is_none_or(|after| c.first_id > after))
+                .collect::<Vec<_>>()
+                .into_iter()
+                .peekable();
             while let Some(r) = rows.next()? {
                 let id: i64 = r.get(0)?;
                 let sha256: String = r.get(1)?;

@@ -25,6 +25,7 @@ pub mod mem;
 pub mod net;
 pub mod pages;
 pub mod pipeline;
+pub mod readers;
 pub mod sandbox;
 pub mod sse;
 pub mod store;

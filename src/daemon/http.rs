@@ -103,14 +103,8 @@ fn store_error(e: StoreError) -> HttpError {
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, HttpError> + Send + 'static,
 ) -> Result<T, HttpError> {
-    tokio::task::spawn_blocking(move || {
-        let r = f();
-        // `/records` may list much of the store: give the freed pages back (`crate::mem`).
-        crate::mem::release_free_heap();
-        r
-    })
-    .await
-    .unwrap_or_else(|e| {
+    // `/records` may list much of the store; `readers` gives the freed heap back.
+    crate::readers::run(f).await.unwrap_or_else(|e| {
         Err(HttpError(
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("internal error: {e}\n"),

@@ -365,15 +365,7 @@ impl From<StoreError> for PageError {
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, PageError> + Send + 'static,
 ) -> Result<T, PageError> {
-    tokio::task::spawn_blocking(move || {
-        let r = f();
-        // A page's rows and HTML were several MB at their peak: give the freed pages back, or
-        // the arena that rendered it keeps them (issue 27, `crate::mem`).
-        crate::mem::release_free_heap();
-        r
-    })
-    .await
-    .unwrap_or_else(|e| {
+    crate::readers::run(f).await.unwrap_or_else(|e| {
         Err(PageError(
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("internal error: {e}\n"),

@@ -133,3 +133,26 @@ fn the_pages_summary_adds_the_new_rows_to_the_last_full_run() {
         s.problems
     );
 }
+
+#[test]
+fn a_paced_run_reads_no_faster_than_its_rate_and_finds_the_same() {
+    let (_d, _p, store) = store_with(600);
+    let started = std::time::Instant::now();
+    let paced = verify_with(
+        &store,
+        &VerifyOptions {
+            workers: Some(1),
+            rows_per_sec: Some(1_000),
+            ..VerifyOptions::default()
+        },
+        |_, _| {},
+    )
+    .unwrap();
+    // Two full batches of 256 rows were handed on: at 1,000 rows a second, not before 0.512 s.
+    assert!(
+        started.elapsed() >= std::time::Duration::from_millis(512),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(paced, verify_all(&store, |_, _| {}).unwrap());
+}

@@ -290,6 +290,9 @@ pub struct VerifyOptions<'a> {
     pub from: Option<Resume>,
     /// Worker threads checking rows (default: the cores, at most 8).
     pub workers: Option<usize>,
+    /// Read at most this many rows a second (a background scrub: bounded I/O and CPU, and the
+    /// page cache is not swept faster than what the daemon reads can refill).
+    pub rows_per_sec: Option<u32>,
 }
 
 /// [`verify_all_with`], with a start point and a worker count.
@@ -392,6 +395,8 @@ pub fn verify_with(
                 None => (0i64, CHAIN_GENESIS),
             };
             let mut batch = Vec::with_capacity(BATCH);
+            let paced_from = std::time::Instant::now();
+            let mut sent = 0u64;
             let mut cuts = super::archive::cuts(conn)?
                 .into_iter()
                 .filter(|c| after_id.is_none_or(|after| c.first_id > after))
@@ -473,6 +478,13 @@ pub fn verify_with(
                         break;
                     }
                     collect(&mut report, false);
+                    sent += BATCH as u64;
+                    if let Some(rate) = opts.rows_per_sec.filter(|r| *r > 0) {
+                        let due = std::time::Duration::from_secs_f64(sent as f64 / f64::from(rate));
+                        if let Some(ahead) = due.checked_sub(paced_from.elapsed()) {
+                            std::thread::sleep(ahead);
+                        }
+                    }
                 }
             }
             if !batch.is_empty() {

@@ -13,6 +13,7 @@
 pub mod alerts;
 pub mod ledger;
 pub mod render;
+pub mod strips;
 pub mod svg;
 
 use crate::config::{Config, Schedule};
@@ -274,6 +275,8 @@ pub struct PagesState {
     pub db_path: PathBuf,
     pub context: ContextFn,
     pub verify: Arc<VerifyCache>,
+    /// The overview's strips, kept between requests.
+    pub strips: Arc<strips::StripCache>,
     /// `daemon` or `records serve`: named in every page's footer.
     pub served_by: &'static str,
 }
@@ -284,6 +287,7 @@ impl PagesState {
             db_path,
             context,
             verify: Arc::new(VerifyCache::default()),
+            strips: Arc::default(),
             served_by,
         }
     }
@@ -408,16 +412,18 @@ async fn overview(State(s): State<PagesState>, Query(q): Query<OverviewQuery>) -
     let verify = (s.verify.last(), s.verify.is_running());
     let path = s.db_path.clone();
     let by = s.served_by;
+    let strips = s.strips.clone();
     let result = blocking(move || {
         let store = Store::open_read_only(&path)?;
         let page = q.page.unwrap_or(1).max(1);
-        Ok(render::overview(
+        Ok(render::overview_cached(
             store.connection(),
             &ctx,
             &verify,
             page,
             chrono::Utc::now(),
             by,
+            &strips,
         )?)
     })
     .await;

@@ -264,6 +264,21 @@ pub fn overview(
     now: DateTime<Utc>,
     served_by: &str,
 ) -> Result<String, StoreError> {
+    let strips = super::strips::StripCache::default();
+    overview_cached(conn, ctx, verify, page, now, served_by, &strips)
+}
+
+/// [`overview`] with the strips kept between requests in `strips` (the served pages).
+pub fn overview_cached(
+    conn: &rusqlite::Connection,
+    ctx: &Context,
+    verify: &(Option<VerifySummary>, bool),
+    page: usize,
+    now: DateTime<Utc>,
+    served_by: &str,
+    strips: &super::strips::StripCache,
+) -> Result<String, StoreError> {
+    strips.begin(conn)?;
     let today = now.format("%Y-%m-%d").to_string();
     let witness = witness_of(conn, ctx)?;
     // Rows: configured targets and every target the daemon fired; a store without a daemon
@@ -309,7 +324,7 @@ pub fn overview(
             continue;
         }
         let conf = configured(ctx, name);
-        let mut fires = status::latest_fires(conn, name, STRIP)?;
+        let mut fires = strips.latest_fires(conn, name, STRIP)?;
         // A configured target this store has no fires of (a merged store served with the
         // config): the records of its endpoint, when the config names one.
         if fires.is_empty()

@@ -229,6 +229,42 @@ pub fn latest_fires(conn: &Connection, target: &str, n: usize) -> Result<Vec<Fir
     Ok(rows)
 }
 
+/// A target's fires after fire `after_id`, newest first, at most `n`: what happened since a
+/// strip was read (`pages::strips`).
+pub fn fires_after(
+    conn: &Connection,
+    target: &str,
+    after_id: i64,
+    n: usize,
+) -> Result<Vec<Fire>, StoreError> {
+    let facts = has_facts(conn)?;
+    let sql = format!(
+        "SELECT {WALK_COLS}, {} FROM daemon_walks w{} \
+         WHERE w.target = ?1 AND w.id > ?2 ORDER BY w.id DESC LIMIT ?3",
+        record_cols(facts),
+        fire_join(facts)
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt
+        .query_map(params![target, after_id, n as i64], fire_from)?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+/// One fire by its id (`None`: no such row).
+pub fn fire_by_id(conn: &Connection, id: i64) -> Result<Option<Fire>, StoreError> {
+    let facts = has_facts(conn)?;
+    let sql = format!(
+        "SELECT {WALK_COLS}, {} FROM daemon_walks w{} WHERE w.id = ?1",
+        record_cols(facts),
+        fire_join(facts)
+    );
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row([id], fire_from)
+        .optional()?)
+}
+
 /// A target's fires started in `[from, to)` (RFC 3339 text), newest first, at most `n`.
 pub fn fires_between(
     conn: &Connection,

@@ -156,3 +156,66 @@ fn a_paced_run_reads_no_faster_than_its_rate_and_finds_the_same() {
     );
     assert_eq!(paced, verify_all(&store, |_, _| {}).unwrap());
 }
+
+/// A run in pieces of `limit` rows, each resumed from the last one's head, as the pages' paced
+/// background run reads: (rows, signed, problems, head).
+fn in_pieces(
+    store: &Store,
+    limit: u64,
+) -> (
+    u64,
+    u64,
+    Vec<conduct_walker::store::Problem>,
+    Option<(i64, String)>,
+) {
+    let (mut rows, mut signed, mut problems, mut head) = (0, 0, Vec::new(), None);
+    let mut from = None;
+    loop {
+        let r = verify_with(
+            store,
+            &VerifyOptions {
+                from: from.clone(),
+                limit: Some(limit),
+                workers: Some(1),
+                ..VerifyOptions::default()
+            },
+            |_, _| {},
+        )
+        .unwrap();
+        rows += r.rows;
+        signed += r.signed;
+        problems.extend(r.problems);
+        if r.head.is_some() {
+            head = r.head.clone();
+        }
+        match Resume::from_head(&r.head) {
+            Some(next) if r.rows >= limit => from = Some(next),
+            _ => break,
+        }
+    }
+    (rows, signed, problems, head)
+}
+
+#[test]
+fn a_run_in_pieces_finds_what_one_run_finds_tail_included() {
+    let (_d, path, store) = store_with(25);
+    let conn = tamper_conn(&path);
+    assert_eq!(edit_stored_bytes(&conn, 7, "\"n_pass\"", "\"n_pazz\""), 1);
+    conn.execute("DELETE FROM records WHERE id > 23", [])
+        .unwrap();
+    let whole = verify_all(&store, |_, _| {}).unwrap();
+    let kinds: Vec<_> = whole.problems.iter().map(|p| (p.row, p.kind)).collect();
+    assert!(
+        kinds.iter().any(|k| k.1 == ProblemKind::TailMissing),
+        "{kinds:?}"
+    );
+    assert!(kinds.iter().any(|k| k.0 == 7), "{kinds:?}");
+    for limit in [1, 5, 23, 100] {
+        let (rows, signed, problems, head) = in_pieces(&store, limit);
+        assert_eq!(
+            (rows, signed, &problems, &head),
+            (whole.rows, whole.signed, &whole.problems, &whole.head),
+            "in pieces of {limit}"
+        );
+    }
+}

@@ -140,6 +140,8 @@ const VERIFY_NEW_EVERY_SECS: i64 = 60;
 /// (unlike its CPU, which nice 19 yields) would otherwise sweep the page cache the pages and
 /// the walks read from (the I/O scheduler may ignore the idle class).
 const VERIFY_ROWS_PER_SEC: u32 = 10_000;
+/// Rows per read transaction of a background run (about a second of it at that pace).
+const VERIFY_CHUNK_ROWS: u64 = 10_000;
 
 /// What a visit starts.
 #[derive(Debug, PartialEq, Eq)]
@@ -196,7 +198,13 @@ impl VerifyCache {
                 VerifyRun::Since(from) => Some(from),
                 _ => None,
             };
-            match verify_summary(&db, from.clone(), Some(1), Some(VERIFY_ROWS_PER_SEC)) {
+            match verify_summary(
+                &db,
+                from.clone(),
+                Some(1),
+                Some(VERIFY_ROWS_PER_SEC),
+                Some(VERIFY_CHUNK_ROWS),
+            ) {
                 Ok(s) => {
                     let mut last = me.last.lock().unwrap_or_else(|p| p.into_inner());
                     *last = match (from, last.take()) {
@@ -214,7 +222,7 @@ impl VerifyCache {
     /// --verify-now`).
     pub fn run_now(&self, db: &std::path::Path) -> Result<(), StoreError> {
         *self.last.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some(verify_summary(db, None, None, None)?);
+            Some(verify_summary(db, None, None, None, None)?);
         Ok(())
     }
 
@@ -224,7 +232,7 @@ impl VerifyCache {
         let from = last
             .as_ref()
             .and_then(|l| crate::store::verify::Resume::from_head(&l.head));
-        let s = verify_summary(db, from.clone(), None, None)?;
+        let s = verify_summary(db, from.clone(), None, None, None)?;
         *last = match (from, last.take()) {
             (Some(_), Some(prev)) => Some(prev.then(s)),
             _ => Some(s),
@@ -234,37 +242,61 @@ impl VerifyCache {
 }
 
 /// `records verify` over the store at `db`, read-only, as the overview shows it: every row, or
-/// those after `from`.
+/// those after `from`. With `chunk`, in runs of at most that many rows, each in its own read
+/// transaction and resumed from the last one's head: a paced scrub of millions of rows must not
+/// hold one read transaction for many minutes (the write-ahead log could not be checkpointed
+/// meanwhile, and every reader's page lookups would slow as it grew).
 fn verify_summary(
     db: &std::path::Path,
     from: Option<crate::store::verify::Resume>,
     workers: Option<usize>,
     rows_per_sec: Option<u32>,
+    chunk: Option<u64>,
 ) -> Result<VerifySummary, StoreError> {
     let store = Store::open_read_only(db)?;
-    let r = crate::store::verify::verify_with(
-        &store,
-        &crate::store::verify::VerifyOptions {
-            archives: None,
-            from,
-            workers,
-            rows_per_sec,
-        },
-        |_, _| {},
-    )?;
-    let finished_at = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
-    Ok(VerifySummary {
-        full_at: finished_at.clone(),
-        finished_at,
-        rows: r.rows,
-        signed: r.signed,
-        problems: r
-            .problems
-            .iter()
-            .map(|p| format!("row {}: {}: {}", p.row, p.kind, p.detail))
-            .collect(),
-        head: r.head.clone(),
-    })
+    let every_row = from.is_none();
+    let mut from = from;
+    let mut done: Option<VerifySummary> = None;
+    loop {
+        let r = crate::store::verify::verify_with(
+            &store,
+            &crate::store::verify::VerifyOptions {
+                archives: None,
+                from: from.clone(),
+                workers,
+                rows_per_sec,
+                limit: chunk,
+            },
+            |_, _| {},
+        )?;
+        let finished_at = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
+        let part = VerifySummary {
+            full_at: finished_at.clone(),
+            finished_at,
+            rows: r.rows,
+            signed: r.signed,
+            problems: r
+                .problems
+                .iter()
+                .map(|p| format!("row {}: {}: {}", p.row, p.kind, p.detail))
+                .collect(),
+            head: r.head.clone(),
+        };
+        done = Some(match done {
+            None => part,
+            Some(d) => d.then(part),
+        });
+        let more = chunk.is_some_and(|c| r.rows >= c);
+        match crate::store::verify::Resume::from_head(&r.head) {
+            Some(next) if more => from = Some(next),
+            _ => break,
+        }
+    }
+    let mut s = done.unwrap_or_else(|| unreachable!("the loop runs at least once"));
+    if every_row {
+        s.full_at = s.finished_at.clone();
+    }
+    Ok(s)
 }
 
 /// A face's way to say what it knows now (the daemon's config changes on reload).

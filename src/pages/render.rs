@@ -294,7 +294,7 @@ pub fn overview_cached(
         .iter()
         .filter_map(|t| t.endpoint.as_deref())
         .collect();
-    let bare: Vec<String> = status::endpoints(conn, 100_000)?
+    let bare: Vec<String> = status::stored_endpoints(conn, 100_000)?
         .into_iter()
         .filter(|e| !fired.contains(e) && !configured_endpoints.contains(e.as_str()))
         .collect();

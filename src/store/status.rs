@@ -109,7 +109,36 @@ pub fn walked_targets(conn: &Connection, limit: usize) -> Result<Vec<String>, St
     if !has_daemon_walks(conn)? {
         return Ok(Vec::new());
     }
+    // The summary rows (one per target and state) are read in one pass; the seeks cost a
+    // third of the overview at 10,000,000 fires.
+    if super::summary::has_summaries(conn)? {
+        return distinct_from(conn, "summary_fires", "target", limit);
+    }
     distinct_by_seek(conn, "daemon_walks", "target", limit)
+}
+
+/// Endpoints records were stored for, in order (at most `limit`), for the overview: from the
+/// summary rows when the store has them (they keep an endpoint whose records were all archived
+/// since), else by seeks as [`endpoints`].
+pub fn stored_endpoints(conn: &Connection, limit: usize) -> Result<Vec<String>, StoreError> {
+    if super::summary::has_summaries(conn)? {
+        return distinct_from(conn, "summary_records", "endpoint", limit);
+    }
+    endpoints(conn, limit)
+}
+
+/// `column`'s distinct values in a small table (a summary), in order.
+fn distinct_from(
+    conn: &Connection,
+    table: &str,
+    column: &str,
+    limit: usize,
+) -> Result<Vec<String>, StoreError> {
+    let sql = format!("SELECT DISTINCT {column} FROM {table} ORDER BY {column} LIMIT ?1");
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_map([limit as i64], |r| r.get(0))?
+        .collect::<Result<_, _>>()?)
 }
 
 /// Endpoints with stored records, in order (at most `limit`).

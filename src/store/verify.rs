@@ -290,6 +290,12 @@ pub struct VerifyOptions<'a> {
     pub from: Option<Resume>,
     /// Worker threads checking rows (default: the cores, at most 8).
     pub workers: Option<usize>,
+    /// Read at most this many live rows, in this run's one read transaction (a long scrub runs
+    /// as a series of such runs, each resumed from the last one's head, so no read transaction
+    /// keeps the write-ahead log from being checkpointed for long). The end-of-chain checks
+    /// (cuts after the last row, rows removed from the end) run only in the run that reaches
+    /// the end.
+    pub limit: Option<u64>,
     /// Read at most this many rows a second (a background scrub: bounded I/O and CPU, and the
     /// page cache is not swept faster than what the daemon reads can refill).
     pub rows_per_sec: Option<u32>,
@@ -379,12 +385,16 @@ pub fn verify_with(
             } else {
                 ""
             };
+            let limit = match opts.limit {
+                Some(l) => format!(" LIMIT {l}"),
+                None => String::new(),
+            };
             let mut stmt = conn.prepare(&format!(
                 "SELECT r.id, r.sha256, r.canonical, r.signature_b64, r.public_key_b64, r.signed, \
                  r.endpoint, r.origin, r.walked_at, r.walker_mode, r.privacy_mode, r.verdict_ok, \
                  r.outcome, r.n_pass, r.n_total, r.key_url, r.chain_hash, \
                  k.canonical, k.sha256, k.salt_hex \
-                 FROM records r LEFT JOIN kept_full k ON k.record_id = r.id {filter} ORDER BY r.id"
+                 FROM records r LEFT JOIN kept_full k ON k.record_id = r.id {filter} ORDER BY r.id{limit}"
             ))?;
             let mut rows = match after_id {
                 Some(after) => stmt.query([after])?,
@@ -397,6 +407,7 @@ pub fn verify_with(
             let mut batch = Vec::with_capacity(BATCH);
             let paced_from = std::time::Instant::now();
             let mut sent = 0u64;
+            let mut live_rows = 0u64;
             let mut cuts = super::archive::cuts(conn)?
                 .into_iter()
                 .filter(|c| after_id.is_none_or(|after| c.first_id > after))
@@ -416,6 +427,7 @@ pub fn verify_with(
                     &mut report,
                 );
                 report.rows += 1;
+                live_rows += 1;
                 if id != prev_id + 1 {
                     let detail = if id == prev_id + 2 {
                         format!("row {} is missing", prev_id + 1)
@@ -489,6 +501,10 @@ pub fn verify_with(
             }
             if !batch.is_empty() {
                 let _ = batch_tx.send(batch);
+            }
+            if opts.limit.is_some_and(|l| live_rows >= l) {
+                // More rows may follow: the next run goes on from this one's head.
+                return Ok(());
             }
             through_cuts(
                 &mut cuts,

@@ -312,14 +312,17 @@ pub fn verify_with(
     let conn = store.connection();
     // One read transaction so rows inserted meanwhile by a writer are not half-seen.
     let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Deferred)?;
-    let total: i64 = match after_id {
+    // The total is for the progress callback only. A run in pieces does not count the rows
+    // after it: that would read every remaining row once per piece.
+    let total: i64 = match (opts.limit, after_id) {
+        (Some(limit), _) => i64::try_from(limit).unwrap_or(i64::MAX),
         // A rowid range: no scan of what came before.
-        Some(after) => {
+        (None, Some(after)) => {
             conn.query_row("SELECT count(*) FROM records WHERE id > ?1", [after], |r| {
                 r.get(0)
             })?
         }
-        None => conn.query_row("SELECT count(*) FROM records", [], |r| r.get(0))?,
+        (None, None) => conn.query_row("SELECT count(*) FROM records", [], |r| r.get(0))?,
     };
     let total = total as u64;
     let mut report = VerifyReport::default();

@@ -123,7 +123,16 @@ fn pages(c: &mut Criterion) {
     g.bench_function("overview_100k_records_1000_targets", |b| {
         b.iter(|| {
             let store = Store::open_read_only(&path).unwrap();
-            render::overview(store.connection(), &ctx, &(None, false), 1, now, "bench").unwrap()
+            render::overview(
+                store.connection(),
+                &ctx,
+                &(None, false),
+                1,
+                now,
+                "bench",
+                &Default::default(),
+            )
+            .unwrap()
         })
     });
     g.bench_function("target_page_100k_records", |b| {
@@ -175,9 +184,17 @@ fn pages(c: &mut Criterion) {
             cpu(
                 &|| {
                     let store = Store::open_read_only(&path).unwrap();
-                    render::overview(store.connection(), &ctx, &(None, false), 1, now, "bench")
-                        .unwrap()
-                        .len()
+                    render::overview(
+                        store.connection(),
+                        &ctx,
+                        &(None, false),
+                        1,
+                        now,
+                        "bench",
+                        &Default::default(),
+                    )
+                    .unwrap()
+                    .len()
                 },
                 iters,
             )

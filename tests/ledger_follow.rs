@@ -562,6 +562,7 @@ async fn the_faces_show_the_ledger_life_figures_and_findings() {
         1,
         t("2026-12-02T00:40:00Z"),
         "test",
+        &Default::default(),
     )
     .unwrap();
     assert!(ov.contains("data-ledger=\"filed\">3<"), "{ov}");

@@ -5,7 +5,7 @@
 
 mod store_support;
 use conduct_walker::pages::Context;
-use conduct_walker::pages::render::{overview, overview_cached};
+use conduct_walker::pages::render::overview;
 use conduct_walker::pages::strips::StripCache;
 use conduct_walker::store::Store;
 use conduct_walker::store::daemon_walks::{WalkEnd, WalkStart, begin_walk, finish_walk};
@@ -96,12 +96,18 @@ impl World {
             .unwrap()
             .with_timezone(&chrono::Utc);
         let ctx = Context::default();
-        match strips {
-            Some(s) => {
-                overview_cached(ro.connection(), &ctx, &(None, false), 1, now, "test", s).unwrap()
-            }
-            None => overview(ro.connection(), &ctx, &(None, false), 1, now, "test").unwrap(),
-        }
+        let fresh = StripCache::default();
+        let strips = strips.unwrap_or(&fresh);
+        overview(
+            ro.connection(),
+            &ctx,
+            &(None, false),
+            1,
+            now,
+            "test",
+            strips,
+        )
+        .unwrap()
     }
 }
 

@@ -142,7 +142,9 @@ fn pages_and_metrics_equal_recount(db: &Path, when: &str) {
         format!("{}{}", &s[..at], &s[end..])
     };
     let overview = |c: &Connection| {
-        without_size(pages::overview(c, &ctx, &(None, false), 1, now, "t").unwrap())
+        without_size(
+            pages::overview(c, &ctx, &(None, false), 1, now, "t", &Default::default()).unwrap(),
+        )
     };
     assert_eq!(overview(ca), overview(cb), "{when}: overview");
     let targets = status::walked_targets(ca, 1000).unwrap();

@@ -448,7 +448,7 @@ async fn overview(State(s): State<PagesState>, Query(q): Query<OverviewQuery>) -
     let result = blocking(move || {
         let store = Store::open_read_only(&path)?;
         let page = q.page.unwrap_or(1).max(1);
-        Ok(render::overview_cached(
+        Ok(render::overview(
             store.connection(),
             &ctx,
             &verify,

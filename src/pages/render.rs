@@ -255,21 +255,9 @@ fn configured<'a>(ctx: &'a Context, name: &str) -> Option<&'a TargetInfo> {
     ctx.targets.iter().find(|t| t.name == name)
 }
 
-/// The overview page.
+/// The overview page. `strips` keeps each target's strip between calls (the served pages keep
+/// one for the process; `&StripCache::default()` reads every strip afresh).
 pub fn overview(
-    conn: &rusqlite::Connection,
-    ctx: &Context,
-    verify: &(Option<VerifySummary>, bool),
-    page: usize,
-    now: DateTime<Utc>,
-    served_by: &str,
-) -> Result<String, StoreError> {
-    let strips = super::strips::StripCache::default();
-    overview_cached(conn, ctx, verify, page, now, served_by, &strips)
-}
-
-/// [`overview`] with the strips kept between requests in `strips` (the served pages).
-pub fn overview_cached(
     conn: &rusqlite::Connection,
     ctx: &Context,
     verify: &(Option<VerifySummary>, bool),

@@ -66,7 +66,7 @@ pub fn python() -> &'static Path {
 
 /// The Python receiver on a loopback port, with a leaf from the sandbox CA.
 pub struct Receiver {
-    child: Child,
+    _child: KillOnDrop,
     pub port: u16,
     pub log: PathBuf,
     _dir: tempfile::TempDir,
@@ -96,7 +96,7 @@ impl Receiver {
             .unwrap();
         let port = line.trim().parse().expect("the receiver's port");
         Receiver {
-            child,
+            _child: KillOnDrop(child),
             port,
             log,
             _dir: dir,
@@ -104,25 +104,33 @@ impl Receiver {
     }
 
     pub fn entries(&self) -> Vec<serde_json::Value> {
-        fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
+        json_lines(&self.log)
     }
 }
 
-impl Drop for Receiver {
+/// A JSON-lines log a Python receiver wrote (empty until it wrote one).
+fn json_lines(log: &Path) -> Vec<serde_json::Value> {
+    fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// A receiver's process, killed when the test lets go of it.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 
 /// `tests/alerts/smtp_server.py` (aiosmtpd) on a loopback port: TLS (`starttls` or `implicit`),
 /// login `walker` / `s3cret pass` required.
 pub struct Smtp {
-    child: Child,
+    _child: KillOnDrop,
     pub port: u16,
     pub log: PathBuf,
 }
@@ -130,18 +138,7 @@ pub struct Smtp {
 impl Smtp {
     /// The messages the server took, in order.
     pub fn messages(&self) -> Vec<serde_json::Value> {
-        fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    }
-}
-
-impl Drop for Smtp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        json_lines(&self.log)
     }
 }
 
@@ -172,5 +169,9 @@ pub fn smtp(ca: &SandboxCa, dir: &Path, mode: &str) -> Smtp {
         .read_line(&mut line)
         .unwrap();
     assert_eq!(line.trim(), "ready");
-    Smtp { child, port, log }
+    Smtp {
+        _child: KillOnDrop(child),
+        port,
+        log,
+    }
 }

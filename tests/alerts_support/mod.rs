@@ -80,21 +80,16 @@ impl Receiver {
         fs::write(dir.path().join("key.pem"), key).unwrap();
         let log = dir.path().join("log.jsonl");
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/alerts/receiver.py");
-        let mut child = Command::new(python())
-            .arg(script)
-            .arg(dir.path().join("cert.pem"))
-            .arg(dir.path().join("key.pem"))
-            .arg(SECRET)
-            .arg(&log)
-            .arg(mode)
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port = line.trim().parse().expect("the receiver's port");
+        let (child, line) = start_script(
+            Command::new(python())
+                .arg(script)
+                .arg(dir.path().join("cert.pem"))
+                .arg(dir.path().join("key.pem"))
+                .arg(SECRET)
+                .arg(&log)
+                .arg(mode),
+        );
+        let port = line.parse().expect("the receiver's port");
         Receiver {
             _child: KillOnDrop(child),
             port,
@@ -115,6 +110,16 @@ fn json_lines(log: &Path) -> Vec<serde_json::Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
+}
+
+/// Start a receiver script and wait for the first line it prints (its port, or "ready").
+fn start_script(cmd: &mut Command) -> (Child, String) {
+    let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    (child, line.trim().to_string())
 }
 
 /// A receiver's process, killed when the test lets go of it.
@@ -153,22 +158,17 @@ pub fn smtp(ca: &SandboxCa, dir: &Path, mode: &str) -> Smtp {
         .unwrap()
         .port();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/alerts/smtp_server.py");
-    let mut child = Command::new(python())
-        .arg(script)
-        .arg(dir.join("smtp-cert.pem"))
-        .arg(dir.join("smtp-key.pem"))
-        .arg(&log)
-        .arg(mode)
-        .args(["walker", "s3cret pass"])
-        .arg(port.to_string())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "ready");
+    let (child, line) = start_script(
+        Command::new(python())
+            .arg(script)
+            .arg(dir.join("smtp-cert.pem"))
+            .arg(dir.join("smtp-key.pem"))
+            .arg(&log)
+            .arg(mode)
+            .args(["walker", "s3cret pass"])
+            .arg(port.to_string()),
+    );
+    assert_eq!(line, "ready");
     Smtp {
         _child: KillOnDrop(child),
         port,

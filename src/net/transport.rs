@@ -429,11 +429,9 @@ impl Session {
         Ok(client)
     }
 
-    async fn fetch_inner(
-        &self,
-        request: &HttpRequest,
-        reading_sse: &std::sync::atomic::AtomicBool,
-    ) -> Result<(u16, Vec<(String, String)>, Vec<u8>), String> {
+    /// Check the destination, then send `request` with the headers every exchange carries;
+    /// the answer's head (its body is the caller's to read, under the caller's caps).
+    async fn send(&self, request: &HttpRequest) -> Result<reqwest::Response, String> {
         let target = self.transport.parse_target(&request.url)?;
         let client = self.client_for(&target).await?;
         let method = reqwest::Method::from_bytes(request.method.as_bytes())
@@ -450,7 +448,15 @@ impl Session {
         if let Some(body) = &request.body {
             builder = builder.body(body.clone());
         }
-        let mut response = builder.send().await.map_err(|e| error_chain(&e))?;
+        builder.send().await.map_err(|e| error_chain(&e))
+    }
+
+    async fn fetch_inner(
+        &self,
+        request: &HttpRequest,
+        reading_sse: &std::sync::atomic::AtomicBool,
+    ) -> Result<(u16, Vec<(String, String)>, Vec<u8>), String> {
+        let mut response = self.send(request).await?;
         let status = response.status().as_u16();
         let headers = collect_headers(response.headers());
         let cap = self.transport.inner.body_cap;
@@ -542,23 +548,7 @@ impl Session {
         total_cap: u64,
     ) -> Result<BodyStream, String> {
         let until = tokio::time::Instant::now() + deadline;
-        let open = async {
-            let target = self.transport.parse_target(&request.url)?;
-            let client = self.client_for(&target).await?;
-            let method = reqwest::Method::from_bytes(request.method.as_bytes())
-                .map_err(|e| format!("bad method {}: {e}", request.method))?;
-            let mut builder = client.request(method, target.url.clone());
-            for (name, value) in &request.headers {
-                builder = builder.header(name.as_str(), value.as_str());
-            }
-            builder = builder.header("Accept-Encoding", "identity");
-            builder = builder.header("Connection", "close");
-            if let Some(body) = &request.body {
-                builder = builder.body(body.clone());
-            }
-            builder.send().await.map_err(|e| error_chain(&e))
-        };
-        let response = tokio::time::timeout_at(until, open)
+        let response = tokio::time::timeout_at(until, self.send(request))
             .await
             .map_err(|_| timed_out(deadline.as_secs()))??;
         if let Some(len) = response.content_length()

@@ -158,17 +158,9 @@ fn a_paced_run_reads_no_faster_than_its_rate_and_finds_the_same() {
 }
 
 /// A run in pieces of `limit` rows, each resumed from the last one's head, as the pages' paced
-/// background run reads: (rows, signed, problems, head).
-fn in_pieces(
-    store: &Store,
-    limit: u64,
-) -> (
-    u64,
-    u64,
-    Vec<conduct_walker::store::Problem>,
-    Option<(i64, String)>,
-) {
-    let (mut rows, mut signed, mut problems, mut head) = (0, 0, Vec::new(), None);
+/// background run reads.
+fn in_pieces(store: &Store, limit: u64) -> conduct_walker::store::VerifyReport {
+    let mut all = conduct_walker::store::VerifyReport::default();
     let mut from = None;
     loop {
         let r = verify_with(
@@ -182,18 +174,14 @@ fn in_pieces(
             |_, _| {},
         )
         .unwrap();
-        rows += r.rows;
-        signed += r.signed;
-        problems.extend(r.problems);
-        if r.head.is_some() {
-            head = r.head.clone();
-        }
-        match Resume::from_head(&r.head) {
-            Some(next) if r.rows >= limit => from = Some(next),
+        let (more, next) = (r.rows >= limit, Resume::from_head(&r.head));
+        all.extend(r);
+        match next {
+            Some(next) if more => from = Some(next),
             _ => break,
         }
     }
-    (rows, signed, problems, head)
+    all
 }
 
 #[test]
@@ -211,11 +199,6 @@ fn a_run_in_pieces_finds_what_one_run_finds_tail_included() {
     );
     assert!(kinds.iter().any(|k| k.0 == 7), "{kinds:?}");
     for limit in [1, 5, 23, 100] {
-        let (rows, signed, problems, head) = in_pieces(&store, limit);
-        assert_eq!(
-            (rows, signed, &problems, &head),
-            (whole.rows, whole.signed, &whole.problems, &whole.head),
-            "in pieces of {limit}"
-        );
+        assert_eq!(in_pieces(&store, limit), whole, "in pieces of {limit}");
     }
 }

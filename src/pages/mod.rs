@@ -185,8 +185,12 @@ impl VerifyCache {
 
     /// Start the run that is due, unless one is running.
     fn refresh_if_stale(self: &Arc<Self>, db: PathBuf) {
-        let run = run_due(self.last().as_ref(), chrono::Utc::now().timestamp());
-        if run == VerifyRun::Nothing || self.running.swap(true, Ordering::SeqCst) {
+        let from = match run_due(self.last().as_ref(), chrono::Utc::now().timestamp()) {
+            VerifyRun::Nothing => return,
+            VerifyRun::All => None,
+            VerifyRun::Since(from) => Some(from),
+        };
+        if self.running.swap(true, Ordering::SeqCst) {
             return;
         }
         let me = self.clone();
@@ -194,25 +198,13 @@ impl VerifyCache {
         // verification's own workers are threads too (they inherit its low priority).
         std::thread::spawn(move || {
             crate::background::lower_this_thread();
-            let from = match run {
-                VerifyRun::Since(from) => Some(from),
-                _ => None,
+            let paced = VerifyPace {
+                workers: Some(1),
+                rows_per_sec: Some(VERIFY_ROWS_PER_SEC),
+                chunk: Some(VERIFY_CHUNK_ROWS),
             };
-            match verify_summary(
-                &db,
-                from.clone(),
-                Some(1),
-                Some(VERIFY_ROWS_PER_SEC),
-                Some(VERIFY_CHUNK_ROWS),
-            ) {
-                Ok(s) => {
-                    let mut last = me.last.lock().unwrap_or_else(|p| p.into_inner());
-                    *last = match (from, last.take()) {
-                        (Some(_), Some(prev)) => Some(prev.then(s)),
-                        _ => Some(s),
-                    };
-                }
-                Err(e) => tracing::warn!(error = %e, "status pages: verify failed to run"),
+            if let Err(e) = me.run(&db, from, &paced) {
+                tracing::warn!(error = %e, "status pages: verify failed to run");
             }
             me.running.store(false, Ordering::SeqCst);
         });
@@ -221,82 +213,90 @@ impl VerifyCache {
     /// Run verification of every row now, in this thread (tests and `records serve
     /// --verify-now`).
     pub fn run_now(&self, db: &std::path::Path) -> Result<(), StoreError> {
-        *self.last.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some(verify_summary(db, None, None, None, None)?);
-        Ok(())
+        self.run(db, None, &VerifyPace::default())
     }
 
     /// Check the rows added since the last run now, in this thread (tests).
     pub fn run_new_rows_now(&self, db: &std::path::Path) -> Result<(), StoreError> {
-        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-        let from = last
-            .as_ref()
+        let from = self
+            .last()
             .and_then(|l| crate::store::verify::Resume::from_head(&l.head));
-        let s = verify_summary(db, from.clone(), None, None, None)?;
-        *last = match (from, last.take()) {
-            (Some(_), Some(prev)) => Some(prev.then(s)),
-            _ => Some(s),
-        };
+        self.run(db, from, &VerifyPace::default())
+    }
+
+    /// Verify every row (`from` = None) or those after `from`, and remember the result: a
+    /// resumed run adds to the last summary.
+    fn run(
+        &self,
+        db: &std::path::Path,
+        from: Option<crate::store::verify::Resume>,
+        pace: &VerifyPace,
+    ) -> Result<(), StoreError> {
+        let resumed = from.is_some();
+        let s = verify_summary(db, from, pace)?;
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        *last = Some(match last.take() {
+            Some(prev) if resumed => prev.then(s),
+            _ => s,
+        });
         Ok(())
     }
 }
 
+/// How a verification runs: its workers, its pace, and the rows per read transaction (`None`:
+/// the defaults, unpaced, one transaction).
+#[derive(Default)]
+struct VerifyPace {
+    workers: Option<usize>,
+    rows_per_sec: Option<u32>,
+    chunk: Option<u64>,
+}
+
 /// `records verify` over the store at `db`, read-only, as the overview shows it: every row, or
-/// those after `from`. With `chunk`, in runs of at most that many rows, each in its own read
+/// those after `from`. With a chunk, in runs of at most that many rows, each in its own read
 /// transaction and resumed from the last one's head: a paced scrub of millions of rows must not
 /// hold one read transaction for many minutes (the write-ahead log could not be checkpointed
 /// meanwhile, and every reader's page lookups would slow as it grew).
 fn verify_summary(
     db: &std::path::Path,
-    from: Option<crate::store::verify::Resume>,
-    workers: Option<usize>,
-    rows_per_sec: Option<u32>,
-    chunk: Option<u64>,
+    mut from: Option<crate::store::verify::Resume>,
+    pace: &VerifyPace,
 ) -> Result<VerifySummary, StoreError> {
     let store = Store::open_read_only(db)?;
-    let every_row = from.is_none();
-    let mut from = from;
-    let mut done: Option<VerifySummary> = None;
+    let mut all = crate::store::VerifyReport::default();
     loop {
         let r = crate::store::verify::verify_with(
             &store,
             &crate::store::verify::VerifyOptions {
                 archives: None,
                 from: from.clone(),
-                workers,
-                rows_per_sec,
-                limit: chunk,
+                workers: pace.workers,
+                rows_per_sec: pace.rows_per_sec,
+                limit: pace.chunk,
             },
             |_, _| {},
         )?;
-        let finished_at = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
-        let part = VerifySummary {
-            full_at: finished_at.clone(),
-            finished_at,
-            rows: r.rows,
-            signed: r.signed,
-            problems: r
-                .problems
-                .iter()
-                .map(|p| format!("row {}: {}: {}", p.row, p.kind, p.detail))
-                .collect(),
-            head: r.head.clone(),
-        };
-        done = Some(match done {
-            None => part,
-            Some(d) => d.then(part),
-        });
-        let more = chunk.is_some_and(|c| r.rows >= c);
-        match crate::store::verify::Resume::from_head(&r.head) {
+        let more = pace.chunk.is_some_and(|c| r.rows >= c);
+        let next = crate::store::verify::Resume::from_head(&r.head);
+        all.extend(r);
+        match next {
             Some(next) if more => from = Some(next),
             _ => break,
         }
     }
-    let mut s = done.unwrap_or_else(|| unreachable!("the loop runs at least once"));
-    if every_row {
-        s.full_at = s.finished_at.clone();
-    }
-    Ok(s)
+    let finished_at = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    Ok(VerifySummary {
+        full_at: finished_at.clone(),
+        finished_at,
+        rows: all.rows,
+        signed: all.signed,
+        problems: all
+            .problems
+            .iter()
+            .map(|p| format!("row {}: {}: {}", p.row, p.kind, p.detail))
+            .collect(),
+        head: all.head,
+    })
 }
 
 /// A face's way to say what it knows now (the daemon's config changes on reload).

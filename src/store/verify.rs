@@ -209,6 +209,17 @@ impl VerifyReport {
 }
 
 impl VerifyReport {
+    /// Add what a run resumed from this one's head found (a scrub in pieces).
+    pub fn extend(&mut self, later: VerifyReport) {
+        self.rows += later.rows;
+        self.signed += later.signed;
+        self.problems.extend(later.problems);
+        self.archived.extend(later.archived);
+        if later.head.is_some() {
+            self.head = later.head;
+        }
+    }
+
     /// True when every check held.
     pub fn is_ok(&self) -> bool {
         self.problems.is_empty()

@@ -242,20 +242,29 @@ fn fire_from(r: &rusqlite::Row<'_>) -> rusqlite::Result<Fire> {
     })
 }
 
-/// A target's latest `n` fires, newest first.
-pub fn latest_fires(conn: &Connection, target: &str, n: usize) -> Result<Vec<Fire>, StoreError> {
+/// Fires (with their records' facts) matching `tail` (the WHERE and ORDER of the query, over
+/// `daemon_walks w`), as every fire reader reads them.
+fn fires(
+    conn: &Connection,
+    tail: &str,
+    params: impl rusqlite::Params,
+) -> Result<Vec<Fire>, StoreError> {
     let facts = has_facts(conn)?;
     let sql = format!(
-        "SELECT {WALK_COLS}, {} FROM daemon_walks w{} \
-         WHERE w.target = ?1 ORDER BY w.id DESC LIMIT ?2",
+        "SELECT {WALK_COLS}, {} FROM daemon_walks w{} {tail}",
         record_cols(facts),
         fire_join(facts)
     );
     let mut stmt = conn.prepare_cached(&sql)?;
     let rows = stmt
-        .query_map(params![target, n as i64], fire_from)?
+        .query_map(params, fire_from)?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
+}
+
+/// A target's latest `n` fires, newest first.
+pub fn latest_fires(conn: &Connection, target: &str, n: usize) -> Result<Vec<Fire>, StoreError> {
+    fires_after(conn, target, i64::MIN, n)
 }
 
 /// A target's fires after fire `after_id`, newest first, at most `n`: what happened since a
@@ -266,32 +275,16 @@ pub fn fires_after(
     after_id: i64,
     n: usize,
 ) -> Result<Vec<Fire>, StoreError> {
-    let facts = has_facts(conn)?;
-    let sql = format!(
-        "SELECT {WALK_COLS}, {} FROM daemon_walks w{} \
-         WHERE w.target = ?1 AND w.id > ?2 ORDER BY w.id DESC LIMIT ?3",
-        record_cols(facts),
-        fire_join(facts)
-    );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt
-        .query_map(params![target, after_id, n as i64], fire_from)?
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(rows)
+    fires(
+        conn,
+        "WHERE w.target = ?1 AND w.id > ?2 ORDER BY w.id DESC LIMIT ?3",
+        params![target, after_id, n as i64],
+    )
 }
 
 /// One fire by its id (`None`: no such row).
 pub fn fire_by_id(conn: &Connection, id: i64) -> Result<Option<Fire>, StoreError> {
-    let facts = has_facts(conn)?;
-    let sql = format!(
-        "SELECT {WALK_COLS}, {} FROM daemon_walks w{} WHERE w.id = ?1",
-        record_cols(facts),
-        fire_join(facts)
-    );
-    Ok(conn
-        .prepare_cached(&sql)?
-        .query_row([id], fire_from)
-        .optional()?)
+    Ok(fires(conn, "WHERE w.id = ?1", [id])?.pop())
 }
 
 /// A target's fires started in `[from, to)` (RFC 3339 text), newest first, at most `n`.
@@ -302,19 +295,12 @@ pub fn fires_between(
     to: &str,
     n: usize,
 ) -> Result<Vec<Fire>, StoreError> {
-    let facts = has_facts(conn)?;
-    let sql = format!(
-        "SELECT {WALK_COLS}, {} FROM daemon_walks w{} \
-         WHERE w.target = ?1 AND w.started_at >= ?2 AND w.started_at < ?3 \
+    fires(
+        conn,
+        "WHERE w.target = ?1 AND w.started_at >= ?2 AND w.started_at < ?3 \
          ORDER BY w.started_at DESC, w.id DESC LIMIT ?4",
-        record_cols(facts),
-        fire_join(facts)
-    );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt
-        .query_map(params![target, from, to, n as i64], fire_from)?
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(rows)
+        params![target, from, to, n as i64],
+    )
 }
 
 /// A target's fires since `from` by UTC day and how they ended: `(day, kind, count)` where kind

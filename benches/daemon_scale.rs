@@ -21,18 +21,11 @@ mod daemon;
 use conduct_walker::intake_emulator::{Emulator, EmulatorConfig, Limits};
 use conduct_walker::net::{NetPolicy, Transport, TransportConfig};
 use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa};
-use daemon::status_kb;
+use daemon::{env_or, status_kb};
 use serde_json::json;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn env_or(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// utime + stime of a process, in clock ticks.
 fn cpu_ticks(pid: u32) -> u64 {

@@ -27,19 +27,13 @@ use conduct_walker::daemon::runner::RunnerStatus;
 use conduct_walker::pages::{Context, render as pages};
 use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa};
 use conduct_walker::store::{Store, outbox, summary};
+use daemon::env_or;
 use rusqlite::{Connection, params};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 const TARGETS: u64 = 1_000;
-
-fn env_or(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// Fire `round` of every target: one a round, rounds an hour apart ending before now.
 fn at(round: u64, rounds: u64) -> String {
@@ -267,22 +261,10 @@ fn row(what: &str, ms: Vec<f64>) {
 }
 
 fn http_ms(addr: std::net::SocketAddr, path: &str) -> f64 {
-    use std::io::{Read, Write};
-    let s = Instant::now();
-    let mut c = std::net::TcpStream::connect(addr).unwrap();
-    write!(
-        c,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut buf = Vec::new();
-    c.read_to_end(&mut buf).unwrap();
-    assert!(
-        buf.starts_with(b"HTTP/1.1 200"),
-        "{path}: {}",
-        String::from_utf8_lossy(&buf[..buf.len().min(300)])
-    );
-    s.elapsed().as_secs_f64() * 1000.0
+    daemon::get_timed(addr, path)
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+        .as_secs_f64()
+        * 1000.0
 }
 
 /// The real daemon on the store, its 1,000 targets due together in `wave_in` seconds.

@@ -18,35 +18,11 @@ mod daemon;
 use conduct_walker::sandbox::agent::Metadata;
 use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa};
 use conduct_walker::store::{Store, status};
-use daemon::status_kb;
+use daemon::{env_or, get_timed, status_kb};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-
-fn env_or(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-/// GET over plain HTTP; the time it took in ms (None: no answer).
-fn get_ms(addr: SocketAddr, path: &str) -> Option<u64> {
-    use std::io::{Read, Write};
-    let s = Instant::now();
-    let mut c = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    c.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
-    write!(
-        c,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut buf = Vec::new();
-    c.read_to_end(&mut buf).ok()?;
-    buf.starts_with(b"HTTP/1.1 200")
-        .then(|| s.elapsed().as_millis() as u64)
-}
 
 fn main() {
     let minutes = env_or("SOAK_MINUTES", 120);
@@ -116,13 +92,13 @@ fn main() {
         std::thread::spawn(move || {
             let mut i = 0u64;
             while !stop.load(Ordering::SeqCst) {
-                if let Some(ms) = get_ms(listen, "/metrics") {
-                    sm.fetch_max(ms, Ordering::SeqCst);
+                if let Ok(t) = get_timed(listen, "/metrics") {
+                    sm.fetch_max(t.as_millis() as u64, Ordering::SeqCst);
                 }
                 if i.is_multiple_of(4)
-                    && let Some(ms) = get_ms(listen, "/")
+                    && let Ok(t) = get_timed(listen, "/")
                 {
-                    so.fetch_max(ms, Ordering::SeqCst);
+                    so.fetch_max(t.as_millis() as u64, Ordering::SeqCst);
                 }
                 i += 1;
                 for _ in 0..150 {

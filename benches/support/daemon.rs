@@ -23,3 +23,35 @@ pub fn status_kb(pid: u32, field: &str) -> Option<u64> {
     let line = text.lines().find(|l| l.starts_with(field))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
+
+/// A bench's setting from the environment, or its default.
+pub fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// `GET path` over plain HTTP (`Connection: close`): how long the whole answer took, or what
+/// came back instead of a 200.
+pub fn get_timed(addr: std::net::SocketAddr, path: &str) -> Result<std::time::Duration, String> {
+    use std::io::{Read, Write};
+    use std::time::{Duration, Instant};
+    let s = Instant::now();
+    let mut c = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+        .map_err(|e| format!("connect: {e}"))?;
+    c.set_read_timeout(Some(Duration::from_secs(30)))
+        .map_err(|e| e.to_string())?;
+    write!(
+        c,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(|e| format!("write: {e}"))?;
+    let mut buf = Vec::new();
+    c.read_to_end(&mut buf).map_err(|e| format!("read: {e}"))?;
+    if buf.starts_with(b"HTTP/1.1 200") {
+        Ok(s.elapsed())
+    } else {
+        Err(String::from_utf8_lossy(&buf[..buf.len().min(300)]).into_owned())
+    }
+}

@@ -11,12 +11,7 @@ use maud::{Markup, html};
 use rusqlite::Connection;
 
 fn has_ledger_tables(conn: &Connection) -> Result<bool, StoreError> {
-    let n: i64 = conn
-        .prepare_cached(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'ledger_follow'",
-        )?
-        .query_row([], |r| r.get(0))?;
-    Ok(n > 0)
+    Ok(crate::store::schema::has_table(conn, "ledger_follow")?)
 }
 
 /// A record's ledger life: filed → pending → anchored at entry n → inclusion verified, the

@@ -22,7 +22,7 @@ pub struct StripCache {
 #[derive(Default)]
 struct Kept {
     /// The archive cuts when the strips were read (count, highest id).
-    cuts: Option<(i64, i64)>,
+    cuts: Option<(usize, Option<i64>)>,
     strips: HashMap<String, Vec<Fire>>,
 }
 
@@ -41,27 +41,17 @@ pub fn merge(kept: Vec<Fire>, newer: Vec<Fire>, reread: &[Option<Fire>], n: usiz
     newer.into_iter().chain(updated).take(n).collect()
 }
 
-fn cuts(conn: &Connection) -> Result<Option<(i64, i64)>, StoreError> {
-    let exists: bool = conn.query_row(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'record_cuts'",
-        [],
-        |r| r.get(0),
-    )?;
-    if !exists {
-        return Ok(None);
-    }
-    Ok(Some(conn.query_row(
-        "SELECT count(*), coalesce(max(id), 0) FROM record_cuts",
-        [],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?))
+/// The archive cuts now: how many, and the highest id (a cut added or removed changes it).
+fn cuts(conn: &Connection) -> Result<(usize, Option<i64>), StoreError> {
+    let cuts = crate::store::archive::cuts(conn)?;
+    Ok((cuts.len(), cuts.iter().map(|c| c.id).max()))
 }
 
 impl StripCache {
     /// Call once per page, before its strips: forgets every strip if records were archived
     /// or restored since.
     pub fn begin(&self, conn: &Connection) -> Result<(), StoreError> {
-        let now = cuts(conn)?;
+        let now = Some(cuts(conn)?);
         let mut kept = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if kept.cuts != now {
             kept.strips.clear();

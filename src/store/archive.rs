@@ -77,12 +77,7 @@ pub struct Cut {
 /// Every cut, in chain order.
 pub fn cuts(conn: &Connection) -> Result<Vec<Cut>, StoreError> {
     // A store from before migration 8 (read-only, not migrated) has no cuts.
-    let exists: bool = conn.query_row(
-        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'record_cuts')",
-        [],
-        |r| r.get(0),
-    )?;
-    if !exists {
+    if !super::schema::has_table(conn, "record_cuts")? {
         return Ok(Vec::new());
     }
     let mut stmt = conn.prepare(

@@ -59,6 +59,15 @@ pub const MIGRATIONS: &[Migration] = &[
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Read `PRAGMA user_version`.
+/// Whether the store has table `name`: a store opened read-only is never migrated, so a reader
+/// of a later migration's table asks first.
+pub fn has_table(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
+    conn.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
+    )?
+    .query_row([name], |r| r.get(0))
+}
+
 pub fn current_version(conn: &Connection) -> rusqlite::Result<i64> {
     conn.query_row("PRAGMA user_version", [], |r| r.get(0))
 }

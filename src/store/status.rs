@@ -57,26 +57,12 @@ fn split_failed(s: &str) -> Vec<String> {
 
 /// Whether the store has migration 5's `record_facts` (a read-only store may be older).
 pub fn has_facts(conn: &Connection) -> Result<bool, StoreError> {
-    Ok(conn
-        .query_row(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'record_facts'",
-            [],
-            |_| Ok(()),
-        )
-        .optional()?
-        .is_some())
+    Ok(super::schema::has_table(conn, "record_facts")?)
 }
 
 /// Whether the store has the daemon's tables (migration 3).
 pub fn has_daemon_walks(conn: &Connection) -> Result<bool, StoreError> {
-    Ok(conn
-        .query_row(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'daemon_walks'",
-            [],
-            |_| Ok(()),
-        )
-        .optional()?
-        .is_some())
+    Ok(super::schema::has_table(conn, "daemon_walks")?)
 }
 
 /// Every distinct value of an indexed text column, in order, by one index seek per value

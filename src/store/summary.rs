@@ -13,18 +13,12 @@
 use super::StoreError;
 use super::daemon_walks::ConsentRow;
 use crate::witness::filing::{AnswerKind, SubmissionState};
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Whether the store has migration 9's tables (a read-only store may be older).
 pub fn has_summaries(conn: &Connection) -> Result<bool, StoreError> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'summary_records'",
-        )?
-        .query_row([], |_| Ok(()))
-        .optional()?
-        .is_some())
+    Ok(super::schema::has_table(conn, "summary_records")?)
 }
 
 /// (endpoint, outcome) → stored records; outcome `PASS`, `FAIL` or `none` (no verdict).

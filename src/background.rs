@@ -20,23 +20,18 @@ pub fn lower_this_thread() {
     }
 }
 
-/// This thread's nice value (Linux; 0 elsewhere).
-pub fn this_thread_nice() -> i32 {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: as above; getpriority only reads.
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    /// This thread's nice value.
+    fn this_thread_nice() -> i32 {
+        // SAFETY: gettid and getpriority take plain integers and only read.
         unsafe {
             let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
             libc::getpriority(libc::PRIO_PROCESS, tid)
         }
     }
-    #[cfg(not(target_os = "linux"))]
-    0
-}
-
-#[cfg(all(test, target_os = "linux"))]
-mod tests {
-    use super::*;
 
     #[test]
     fn a_lowered_thread_and_the_threads_it_starts_run_at_nice_19_and_others_do_not() {

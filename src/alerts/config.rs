@@ -201,12 +201,7 @@ impl SecretSource {
         let path = match self {
             SecretSource::File(p) => p.clone(),
             SecretSource::Credential(name) => {
-                let dir = std::env::var_os("CREDENTIALS_DIRECTORY").ok_or_else(|| {
-                    format!(
-                        "credential {name:?} is named but $CREDENTIALS_DIRECTORY is not set (LoadCredential={name}:... in the unit provides it)"
-                    )
-                })?;
-                Path::new(&dir).join(name)
+                crate::config::credential_path(&format!("credential {name:?} is named"), name)?
             }
         };
         let text = std::fs::read_to_string(&path)

@@ -862,16 +862,23 @@ impl KeySource {
         match self {
             KeySource::None => Ok(None),
             KeySource::File(p) => Ok(Some(p.clone())),
-            KeySource::Credential(name) => {
-                let dir = std::env::var_os("CREDENTIALS_DIRECTORY").ok_or_else(|| {
-                    format!(
-                        "witness.key_credential = {name:?} but $CREDENTIALS_DIRECTORY is not set (LoadCredential={name}:... in the unit provides it)"
-                    )
-                })?;
-                Ok(Some(Path::new(&dir).join(name)))
-            }
+            KeySource::Credential(name) => Ok(Some(credential_path(
+                &format!("witness.key_credential = {name:?}"),
+                name,
+            )?)),
         }
     }
+}
+
+/// `$CREDENTIALS_DIRECTORY/<name>` (systemd's `LoadCredential=`); `named` says where the
+/// config names it, for the error when the variable is not set.
+pub fn credential_path(named: &str, name: &str) -> Result<PathBuf, String> {
+    let dir = std::env::var_os("CREDENTIALS_DIRECTORY").ok_or_else(|| {
+        format!(
+            "{named} but $CREDENTIALS_DIRECTORY is not set (LoadCredential={name}:... in the unit provides it)"
+        )
+    })?;
+    Ok(Path::new(&dir).join(name))
 }
 
 /// A validated configuration.

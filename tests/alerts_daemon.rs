@@ -12,20 +12,19 @@ mod daemon_support;
 use alerts_support::{Receiver, SECRET};
 
 use conduct_walker::sandbox::{SandboxAgent, SandboxCa, scenario};
-use daemon_support::{Daemon, config, free_port, target};
+use daemon_support::{Daemon, config, free_port, runtime, target};
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const EVERY_SECOND: &str = "* * * * * *";
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
+/// A sandbox agent playing one of the sandbox's scenarios.
+fn agent(rt: &tokio::runtime::Runtime, ca: &SandboxCa, name: &str) -> SandboxAgent {
+    rt.block_on(SandboxAgent::start(ca, scenario(name).unwrap().behaviour))
         .unwrap()
 }
 
@@ -82,6 +81,12 @@ fn listen_of(text: &str) -> SocketAddr {
     l.trim_end_matches('"').parse().unwrap()
 }
 
+/// Start the daemon again on a stopped one's directory (its store, config and secrets).
+fn respawn(stopped: &mut Daemon, addr: SocketAddr) -> Daemon {
+    let dir = std::mem::replace(&mut stopped.dir, tempfile::tempdir().unwrap());
+    spawn_in(dir, addr)
+}
+
 fn spawn_in(dir: tempfile::TempDir, addr: SocketAddr) -> Daemon {
     let log = fs::OpenOptions::new()
         .create(true)
@@ -122,18 +127,8 @@ fn failing_and_unreachable_targets_alert_every_channel_verified_by_the_official_
     let rt = runtime();
     let ca = SandboxCa::generate();
     let recv = Receiver::start(&ca, "ok");
-    let bad = rt
-        .block_on(SandboxAgent::start(
-            &ca,
-            scenario("metadata-missing").unwrap().behaviour,
-        ))
-        .unwrap();
-    let good = rt
-        .block_on(SandboxAgent::start(
-            &ca,
-            scenario("honest-mcp").unwrap().behaviour,
-        ))
-        .unwrap();
+    let bad = agent(&rt, &ca, "metadata-missing");
+    let good = agent(&rt, &ca, "honest-mcp");
     let closed = format!("https://127.0.0.1:{}", free_port());
     let targets = format!(
         "{}{}{}",
@@ -235,8 +230,7 @@ fn failing_and_unreachable_targets_alert_every_channel_verified_by_the_official_
     d.signal("TERM");
     d.wait_exit(Duration::from_secs(30));
     let before = recv.entries().len();
-    let dir = std::mem::replace(&mut d.dir, tempfile::tempdir().unwrap());
-    let mut d2 = spawn_in(dir, addr);
+    let mut d2 = respawn(&mut d, addr);
     d2.wait_for(
         "more walks after the restart",
         Duration::from_secs(30),
@@ -253,12 +247,7 @@ fn a_receiver_failing_forever_delays_no_walk_and_shows_degraded_alerting() {
     let rt = runtime();
     let ca = SandboxCa::generate();
     let recv = Receiver::start(&ca, "fail");
-    let bad = rt
-        .block_on(SandboxAgent::start(
-            &ca,
-            scenario("metadata-missing").unwrap().behaviour,
-        ))
-        .unwrap();
+    let bad = agent(&rt, &ca, "metadata-missing");
     let closed = format!("https://127.0.0.1:{}", free_port());
     let targets = format!(
         "{}{}",
@@ -305,12 +294,7 @@ fn kill_9_while_alerts_are_planned_and_delivered_loses_none() {
     let rt = runtime();
     let ca = SandboxCa::generate();
     let recv = Receiver::start(&ca, "ok");
-    let bad = rt
-        .block_on(SandboxAgent::start(
-            &ca,
-            scenario("metadata-missing").unwrap().behaviour,
-        ))
-        .unwrap();
+    let bad = agent(&rt, &ca, "metadata-missing");
     // Many failing targets, one incident each: alerts are planned and delivered throughout.
     let targets: String = (0..16)
         .map(|i| {
@@ -343,8 +327,7 @@ fn kill_9_while_alerts_are_planned_and_delivered_loses_none() {
         d.signal("KILL");
         d.wait_exit(Duration::from_secs(10));
         kills += 1;
-        let dir = std::mem::replace(&mut d.dir, tempfile::tempdir().unwrap());
-        d = spawn_in(dir, addr);
+        d = respawn(&mut d, addr);
     }
     d.wait_for(
         "every target's incident delivered",
@@ -376,8 +359,7 @@ fn kill_9_while_alerts_are_planned_and_delivered_loses_none() {
     let before = recv.entries().len();
     d.signal("KILL");
     d.wait_exit(Duration::from_secs(10));
-    let dir = std::mem::replace(&mut d.dir, tempfile::tempdir().unwrap());
-    let mut d = spawn_in(dir, addr);
+    let mut d = respawn(&mut d, addr);
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(
         recv.entries().len(),
@@ -386,8 +368,6 @@ fn kill_9_while_alerts_are_planned_and_delivered_loses_none() {
     );
     d.signal("TERM");
     d.wait_exit(Duration::from_secs(30));
-    let _ = std::io::stderr().flush();
-    let _ = Instant::now();
 }
 
 #[test]
@@ -545,12 +525,7 @@ fn an_intake_refusal_is_alerted_once_per_record() {
     let rt = runtime();
     let ca = SandboxCa::generate();
     let recv = Receiver::start(&ca, "ok");
-    let agent = rt
-        .block_on(SandboxAgent::start(
-            &ca,
-            scenario("honest-mcp").unwrap().behaviour,
-        ))
-        .unwrap();
+    let agent = agent(&rt, &ca, "honest-mcp");
     // An intake that refuses every record (400 with its reason) and knows nothing else.
     let intake = rt
         .block_on(conduct_walker::sandbox::HttpsServer::start(

@@ -201,12 +201,7 @@ impl SecretSource {
         let path = match self {
             SecretSource::File(p) => p.clone(),
             SecretSource::Credential(name) => {
-                let dir = std::env::var_os("CREDENTIALS_DIRECTORY").ok_or_else(|| {
-                    format!(
-                        "credential {name:?} is named but $CREDENTIALS_DIRECTORY is not set (LoadCredential={name}:... in the unit provides it)"
-                    )
-                })?;
-                Path::new(&dir).join(name)
+                crate::config::credential_path(&format!("credential {name:?} is named"), name)?
             }
         };
         let text = std::fs::read_to_string(&path)
@@ -269,6 +264,25 @@ fn triggers(base: Triggers, t: Option<TriggersSection>) -> Triggers {
         assertion: t.assertion.unwrap_or(base.assertion),
         unreachable: t.unreachable.unwrap_or(base.unreachable),
         consent: t.consent.unwrap_or(base.consent),
+    }
+}
+
+/// `base` with the settings a section gives (`counts`: open_after, resolve_after,
+/// unreachable_after), one rule for `[alerts]` over the built-in defaults and for an
+/// `[[alerts.target]]` over `[alerts]`.
+fn overlay(
+    base: Settings,
+    counts: [Option<u32>; 3],
+    min_interval_secs: Option<u64>,
+    t: Option<TriggersSection>,
+) -> Settings {
+    let [open_after, resolve_after, unreachable_after] = counts;
+    Settings {
+        open_after: open_after.unwrap_or(base.open_after),
+        resolve_after: resolve_after.unwrap_or(base.resolve_after),
+        unreachable_after: unreachable_after.unwrap_or(base.unreachable_after),
+        min_interval_secs: min_interval_secs.unwrap_or(base.min_interval_secs),
+        triggers: triggers(base.triggers, t),
     }
 }
 
@@ -336,13 +350,12 @@ pub fn validate(
 ) -> Result<AlertsConfig, Vec<String>> {
     let mut problems = Vec::new();
     let d = Settings::default();
-    let defaults = Settings {
-        open_after: s.open_after.unwrap_or(d.open_after),
-        resolve_after: s.resolve_after.unwrap_or(d.resolve_after),
-        unreachable_after: s.unreachable_after.unwrap_or(d.unreachable_after),
-        min_interval_secs: s.min_interval_secs.unwrap_or(d.min_interval_secs),
-        triggers: triggers(d.triggers, s.triggers),
-    };
+    let defaults = overlay(
+        d,
+        [s.open_after, s.resolve_after, s.unreachable_after],
+        s.min_interval_secs,
+        s.triggers,
+    );
     if let Err(e) = defaults.validate() {
         problems.push(e);
     }
@@ -354,13 +367,12 @@ pub fn validate(
                 t.name
             ));
         }
-        let st = Settings {
-            open_after: t.open_after.unwrap_or(defaults.open_after),
-            resolve_after: t.resolve_after.unwrap_or(defaults.resolve_after),
-            unreachable_after: t.unreachable_after.unwrap_or(defaults.unreachable_after),
-            min_interval_secs: t.min_interval_secs.unwrap_or(defaults.min_interval_secs),
-            triggers: triggers(defaults.triggers, t.triggers),
-        };
+        let st = overlay(
+            defaults,
+            [t.open_after, t.resolve_after, t.unreachable_after],
+            t.min_interval_secs,
+            t.triggers,
+        );
         if let Err(e) = st.validate() {
             problems.push(format!("alerts.target {:?}: {e}", t.name));
         }

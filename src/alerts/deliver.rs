@@ -29,6 +29,8 @@ pub const CONCURRENCY: usize = 4;
 pub const DEADLINE: Duration = Duration::from_secs(10);
 /// The most of a receiver's answer read (the rest is not read: the attempt is a failure).
 pub const ANSWER_CAP: usize = 64 * 1024;
+/// How often the deliverer looks for records queued for filing too long.
+const QUEUED_EVERY: Duration = Duration::from_secs(60);
 /// Consecutive failed attempts of one channel after which `/healthz` says alerting is degraded.
 pub const DEGRADED_AFTER: u64 = 3;
 
@@ -775,20 +777,31 @@ impl Deliverer {
         }
     }
 
-    /// Run until `stop` says so: the timers every few seconds, a pass every `tick`.
+    /// Run until `stop` says so: the timers at most once a `tick`, a pass every `tick` (sooner
+    /// while a backlog drains).
     pub async fn run(
         self: Arc<Self>,
         mut stop: tokio::sync::watch::Receiver<bool>,
         tick: Duration,
     ) {
-        let mut n = 0u64;
+        let mut timers_at: Option<std::time::Instant> = None;
+        let mut queued_at: Option<std::time::Instant> = None;
         loop {
             if *stop.borrow() {
                 return;
             }
-            // Records queued too long are looked for once a minute (an indexed read).
-            if let Err(e) = self.plan_timers(n.is_multiple_of(60)).await {
-                tracing::error!(error = %e, "cannot plan the alert timers");
+            // The timers once a tick, not on every quick pass of a draining backlog: each is a
+            // write transaction beside the records' writer. Records queued too long are looked
+            // for once a minute (an indexed read), by the clock rather than by passes.
+            if timers_at.is_none_or(|t| t.elapsed() >= tick) {
+                let with_queued = queued_at.is_none_or(|t| t.elapsed() >= QUEUED_EVERY);
+                if with_queued {
+                    queued_at = Some(std::time::Instant::now());
+                }
+                timers_at = Some(std::time::Instant::now());
+                if let Err(e) = self.plan_timers(with_queued).await {
+                    tracing::error!(error = %e, "cannot plan the alert timers");
+                }
             }
             // A pass that found work looks again soon (a backlog drains at the slots' pace,
             // not one batch per tick).
@@ -800,7 +813,6 @@ impl Deliverer {
                     tick
                 }
             };
-            n += 1;
             tokio::select! {
                 _ = tokio::time::sleep(wait) => {}
                 _ = stop.changed() => {}

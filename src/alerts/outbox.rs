@@ -32,16 +32,30 @@ fn json_err(e: serde_json::Error) -> StoreError {
     StoreError::Batch(format!("alert state is not valid JSON: {e}"))
 }
 
-/// A target's stored state (default when it has none yet).
-pub fn load_target(conn: &Connection, target: &str) -> Result<TargetState, StoreError> {
+/// The JSON state stored under `key` by `sql` (a `SELECT state ... WHERE <key> = ?1`), or the
+/// default when there is none yet.
+fn load_json<T: serde::de::DeserializeOwned + Default>(
+    conn: &Connection,
+    sql: &str,
+    key: &str,
+) -> Result<T, StoreError> {
     let text: Option<String> = conn
-        .prepare_cached("SELECT state FROM alert_targets WHERE target = ?1")?
-        .query_row([target], |r| r.get(0))
+        .prepare_cached(sql)?
+        .query_row([key], |r| r.get(0))
         .optional()?;
     match text {
-        None => Ok(TargetState::default()),
+        None => Ok(T::default()),
         Some(t) => serde_json::from_str(&t).map_err(json_err),
     }
+}
+
+/// A target's stored state (default when it has none yet).
+pub fn load_target(conn: &Connection, target: &str) -> Result<TargetState, StoreError> {
+    load_json(
+        conn,
+        "SELECT state FROM alert_targets WHERE target = ?1",
+        target,
+    )
 }
 
 fn save_target(
@@ -66,14 +80,11 @@ fn save_target(
 }
 
 fn load_channel(conn: &Connection, channel: &str) -> Result<ChannelDay, StoreError> {
-    let text: Option<String> = conn
-        .prepare_cached("SELECT state FROM alert_channels WHERE channel = ?1")?
-        .query_row([channel], |r| r.get(0))
-        .optional()?;
-    match text {
-        None => Ok(ChannelDay::default()),
-        Some(t) => serde_json::from_str(&t).map_err(json_err),
-    }
+    load_json(
+        conn,
+        "SELECT state FROM alert_channels WHERE channel = ?1",
+        channel,
+    )
 }
 
 fn save_channel(conn: &Connection, channel: &str, d: &ChannelDay) -> Result<(), StoreError> {
@@ -110,51 +121,32 @@ fn enqueue(
             budget::admit(&ch.name, &day, ch.daily_cap, &payload.id, now);
         save_channel(conn, &ch.name, &next)?;
         if let Some(d) = digest {
-            insert_row(
-                conn,
-                &ch.name,
-                None,
-                &AlertPayload::of_digest(&d, now),
-                state::QUEUED,
-                now,
-            )?;
+            insert_digest(conn, &ch.name, &d, now)?;
         }
         let st = match admission {
             Admission::Send => state::QUEUED,
             Admission::Held => state::HELD,
         };
-        conn.prepare_cached(
-            "INSERT INTO alert_outbox (alert_id, channel, target, kind, payload, state, next_attempt_at, created_at, record_sha256) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        )?
-        .execute(params![
-            payload.id,
-            ch.name,
-            target,
-            payload.kind,
-            body,
-            st,
-            (st == state::QUEUED).then(|| ts(now)),
-            ts(now),
-            payload.data.record.as_ref().map(|r| r.sha256.as_str())
-        ])?;
+        insert_row(conn, &ch.name, target, payload, &body, st, now)?;
         n += 1;
     }
     Ok(n)
 }
 
+/// The one INSERT into `alert_outbox` (`body` is `payload` serialized, once per alert however
+/// many channels it goes to). A row already there for the id and channel is kept as it is.
 fn insert_row(
     conn: &Connection,
     channel: &str,
     target: Option<&str>,
     payload: &AlertPayload,
+    body: &str,
     st: &str,
     now: DateTime<Utc>,
 ) -> Result<(), StoreError> {
-    let body = serde_json::to_string(payload).map_err(json_err)?;
     conn.prepare_cached(
-        "INSERT OR IGNORE INTO alert_outbox (alert_id, channel, target, kind, payload, state, next_attempt_at, created_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        "INSERT OR IGNORE INTO alert_outbox (alert_id, channel, target, kind, payload, state, next_attempt_at, created_at, record_sha256) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?
     .execute(params![
         payload.id,
@@ -164,9 +156,22 @@ fn insert_row(
         body,
         st,
         (st == state::QUEUED).then(|| ts(now)),
-        ts(now)
+        ts(now),
+        payload.data.record.as_ref().map(|r| r.sha256.as_str())
     ])?;
     Ok(())
+}
+
+/// A channel's digest row (queued now; it is about no target or record).
+fn insert_digest(
+    conn: &Connection,
+    channel: &str,
+    d: &budget::Digest,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let payload = AlertPayload::of_digest(d, now);
+    let body = serde_json::to_string(&payload).map_err(json_err)?;
+    insert_row(conn, channel, None, &payload, &body, state::QUEUED, now)
 }
 
 /// When a held change may be sent: the end of the minimum interval, if the state holds
@@ -257,14 +262,7 @@ pub fn digests_due(
         let (next, digest) = budget::digest_due(&ch.name, &day, now);
         if let Some(d) = digest {
             save_channel(conn, &ch.name, &next)?;
-            insert_row(
-                conn,
-                &ch.name,
-                None,
-                &AlertPayload::of_digest(&d, now),
-                state::QUEUED,
-                now,
-            )?;
+            insert_digest(conn, &ch.name, &d, now)?;
             n += 1;
         }
     }
@@ -309,21 +307,18 @@ pub fn store_health(
     degraded: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<u32, StoreError> {
-    let prev: StoreHealth = conn
-        .prepare_cached("SELECT state FROM alert_health WHERE name = 'store'")?
-        .query_row([], |r| r.get::<_, String>(0))
-        .optional()?
-        .map(|t| serde_json::from_str(&t))
-        .transpose()
-        .map_err(json_err)?
-        .unwrap_or_default();
+    let prev: StoreHealth = load_json(
+        conn,
+        "SELECT state FROM alert_health WHERE name = ?1",
+        "store",
+    )?;
     let (next, planned) = super::health::store_health(&prev, degraded, now);
     let Some(p) = planned else { return Ok(0) };
-    conn.prepare_cached(
-        "INSERT INTO alert_health (name, state) VALUES ('store', ?1) \
-         ON CONFLICT (name) DO UPDATE SET state = ?1",
-    )?
-    .execute([serde_json::to_string(&next).map_err(json_err)?])?;
+    set_watermark(
+        conn,
+        "store",
+        &serde_json::to_string(&next).map_err(json_err)?,
+    )?;
     plan_health(conn, cfg, &p)
 }
 
@@ -336,6 +331,7 @@ fn watermark(conn: &Connection, name: &str) -> Result<Option<String>, StoreError
         .optional()?)
 }
 
+/// Store `alert_health`'s `name` (a watermark, or the store's health as JSON).
 fn set_watermark(conn: &Connection, name: &str, mark: &str) -> Result<(), StoreError> {
     conn.prepare_cached(
         "INSERT INTO alert_health (name, state) VALUES (?1, ?2) \

@@ -288,6 +288,16 @@ impl AlertPayload {
         envelope(&p.id, p.event.type_name(), p.at, data)
     }
 
+    /// The body of `alerts test`: a fresh id each time (receivers would dedupe a repeated one).
+    pub fn of_test(at: DateTime<Utc>) -> AlertPayload {
+        let id = super::alert_id(&format!(
+            "test\0{}\0{}",
+            at.timestamp_nanos_opt().unwrap_or(0),
+            rand::random::<u64>()
+        ));
+        envelope(&id, "alerts.test", at, Data::default())
+    }
+
     /// The body of a channel's daily digest.
     pub fn of_digest(d: &Digest, at: DateTime<Utc>) -> AlertPayload {
         let data = Data {

@@ -3,7 +3,7 @@
 
 use crate::alerts::deliver::Answer;
 use crate::alerts::outbox;
-use crate::alerts::payload::{AlertPayload, Data, SCHEMA_VERSION};
+use crate::alerts::payload::AlertPayload;
 use crate::cli::daemon::ConfigFileArg;
 use crate::cli::records::DbArg;
 use crate::cli::{EXIT_ERROR, EXIT_FINDING, EXIT_OK};
@@ -55,20 +55,7 @@ async fn test(arg: &ConfigFileArg, only: Option<&str>) -> anyhow::Result<ExitCod
     }
     let senders = cfg.alert_senders().map_err(anyhow::Error::msg)?;
     let transport = cfg.alert_transport().map_err(anyhow::Error::msg)?;
-    let now = chrono::Utc::now();
-    // A test message has an id of its own each time (receivers would dedupe a repeated one).
-    let id = crate::alerts::alert_id(&format!(
-        "test\0{}\0{}",
-        now.timestamp_nanos_opt().unwrap_or(0),
-        rand::random::<u64>()
-    ));
-    let payload = AlertPayload {
-        schema_version: SCHEMA_VERSION,
-        id,
-        kind: "alerts.test".into(),
-        timestamp: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        data: Data::default(),
-    };
+    let payload = AlertPayload::of_test(chrono::Utc::now());
     let mut all_ok = true;
     for s in senders
         .iter()

@@ -2,6 +2,7 @@
 //! the overview, and a record's alerts on its page. Each reads an indexed table (the targets
 //! with an open incident, the latest outbox rows, the rows about one record), never history.
 
+use super::render::target_href;
 use crate::alerts::outbox::{self, AlertRow};
 use crate::store::StoreError;
 use maud::{Markup, html};
@@ -42,7 +43,7 @@ pub fn overview_section(conn: &rusqlite::Connection) -> Result<Markup, StoreErro
                     tr { th { "target" } th { "incident" } th { "since" } th { "announced" } }
                     @for i in &open {
                         tr class="incident" {
-                            td { a href={"/targets/" (i.target)} { (i.target) } }
+                            td { a href=(target_href(&i.target)) { (i.target) } }
                             td { (i.kind) " #" (i.number) }
                             td { (i.opened_at) }
                             td { @if i.announced { "yes" } @else { "not yet (held by the minimum interval)" } }

@@ -77,7 +77,7 @@ pub(super) fn record_href(sha: &str) -> String {
     format!("/records/{sha}")
 }
 
-fn target_href(name: &str) -> String {
+pub(super) fn target_href(name: &str) -> String {
     format!("/targets/{}", url_component(name))
 }
 

@@ -621,7 +621,7 @@ impl Pipeline {
                         let body = "found at the intake (GET /witness/<sha256>) after an interrupted attempt; not sent again";
                         let t = Transition::found_at_intake(now_t);
                         let row = self
-                            .record_attempt(submission_id, now, t, 200, body.into())
+                            .record_attempt(submission_id, now, t, 200, body.into(), None)
                             .await?;
                         return Ok((row, Filing::FoundAtIntake));
                     }
@@ -630,8 +630,15 @@ impl Pipeline {
                 Step::Defer(until) => {
                     let body = "not sent: our own count says this lane is full today";
                     let t = Transition::deferred(until);
+                    let full = crate::alerts::health::lane_exhausted_by_limits(
+                        &row.intake_url,
+                        &limits,
+                        &lane,
+                        usage,
+                        now_t,
+                    );
                     let row = self
-                        .record_attempt(submission_id, now, t, 0, body.into())
+                        .record_attempt(submission_id, now, t, 0, body.into(), full)
                         .await?;
                     return Ok((row, Filing::DeferredLocally));
                 }
@@ -660,14 +667,18 @@ impl Pipeline {
             .chars()
             .take(4096)
             .collect();
+        // The intake says the lane is full (its count, which may include other witnesses').
+        let full = (t.answer == AnswerKind::LaneFull)
+            .then(|| crate::alerts::health::lane_full(&row.intake_url, &row.lane, now_t));
         let row = self
-            .record_attempt(submission_id, now, t, ex.status, logged)
+            .record_attempt(submission_id, now, t, ex.status, logged, full)
             .await?;
         Ok((row, Filing::Sent))
     }
 
     /// Log an attempt's outcome on the submission (its attempt log and state) and read the row
-    /// back as it now stands.
+    /// back as it now stands; a `full` lane's alert (when `[alerts]` has channels) is planned
+    /// in the same transaction.
     async fn record_attempt(
         &self,
         submission_id: i64,
@@ -675,7 +686,9 @@ impl Pipeline {
         t: Transition,
         status: u16,
         body: String,
+        full: Option<crate::alerts::health::PlannedHealth>,
     ) -> Result<Submission, PipelineError> {
+        let alerts = self.inner.alerts.clone();
         self.with_store(move |s| {
             let next_attempt_at = t.retry_at.map(rfc3339_seconds);
             let attempt = AttemptResult {
@@ -690,7 +703,12 @@ impl Pipeline {
                 filed_day: t.filed_day.as_deref(),
                 next_attempt_at: next_attempt_at.as_deref(),
             };
-            outbox::record_attempt(s.connection(), submission_id, &now, &attempt)?;
+            outbox::record_attempt_then(s.connection(), submission_id, &now, &attempt, |c| {
+                if let (Some(cfg), Some(p)) = (&alerts, &full) {
+                    crate::alerts::outbox::plan_health(c, cfg, p)?;
+                }
+                Ok(())
+            })?;
             outbox::get(s.connection(), submission_id)
         })
         .await
@@ -879,6 +897,39 @@ mod tests {
         }
     }
 
+    /// [`world`] whose pipeline plans alerts (one webhook channel, nothing ever sent in a test).
+    fn alerting_world() -> World {
+        let mut w = world();
+        std::fs::write(
+            w._dir.path().join("hook.secret"),
+            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        )
+        .unwrap();
+        let section: crate::alerts::config::AlertsSection = toml::from_str(
+            "[[channel]]\nname = \"hook\"\nkind = \"webhook\"\nurl = \"https://hooks.example/x\"\nsecret_file = \"hook.secret\"\n",
+        )
+        .unwrap();
+        let cfg = crate::alerts::config::validate(&section, w._dir.path(), &[]).unwrap();
+        w.pipeline = w.pipeline.with_alerts(Arc::new(cfg));
+        w
+    }
+
+    /// The alert outbox's rows as (kind, alert id).
+    async fn alerts_planned(w: &World) -> Vec<(String, String)> {
+        w.pipeline
+            .with_store(|s| {
+                let mut stmt = s
+                    .connection()
+                    .prepare("SELECT kind, alert_id FROM alert_outbox ORDER BY id")?;
+                let rows = stmt
+                    .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(rows)
+            })
+            .await
+            .unwrap()
+    }
+
     fn job(submit: bool) -> WalkJob {
         WalkJob {
             request: WalkRequest {
@@ -993,7 +1044,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_full_lane_defers_to_the_next_utc_midnight_without_sending() {
-        let w = world();
+        let w = alerting_world();
         let intake = &format!("{NOWHERE}/full");
         // Five records accepted today in the address lane: its cap (spec constant 5).
         for _ in 0..5 {
@@ -1057,6 +1108,24 @@ mod tests {
             (5, 1)
         );
         assert_eq!(by_outcome.iter().map(|(_, n)| n).sum::<u64>(), 6);
+        // The operator is told, in the deferral's transaction: one alert for the lane and day,
+        // however many records it holds back.
+        let planned = alerts_planned(&w).await;
+        assert_eq!(planned.len(), 1, "{planned:?}");
+        assert_eq!(planned[0].0, "filing.lane_exhausted");
+        // Another record held back the same UTC day (record() walks a second after the clock).
+        w.clock.set("2026-11-30T23:59:57Z".parse().unwrap());
+        let id = record(&w).await;
+        let sid = row(&w, id, intake, SubmissionState::Queued).await.id;
+        assert_eq!(
+            w.pipeline.attempt(sid).await.unwrap().1,
+            Filing::DeferredLocally
+        );
+        assert_eq!(
+            alerts_planned(&w).await,
+            planned,
+            "the same lane and day: no second alert"
+        );
     }
 
     #[tokio::test]

@@ -174,6 +174,17 @@ pub fn queued_too_long(
         .collect()
 }
 
+/// A lane full today, whoever said so (our own count or the intake's answer): one alert per
+/// intake, lane and UTC day.
+pub fn lane_full(intake: &str, lane: &str, now: DateTime<Utc>) -> PlannedHealth {
+    HealthEvent::LaneExhausted {
+        intake: intake.to_string(),
+        lane: lane.to_string(),
+        day: utc_day(now),
+    }
+    .plan(now)
+}
+
 /// A lane's use today against its cap: an alert once it is full (one per lane and UTC day).
 pub fn lane_exhausted(
     intake: &str,
@@ -182,14 +193,7 @@ pub fn lane_exhausted(
     cap: u32,
     now: DateTime<Utc>,
 ) -> Option<PlannedHealth> {
-    (used_today >= cap).then(|| {
-        HealthEvent::LaneExhausted {
-            intake: intake.to_string(),
-            lane: lane.to_string(),
-            day: utc_day(now),
-        }
-        .plan(now)
-    })
+    (used_today >= cap).then(|| lane_full(intake, lane, now))
 }
 
 /// [`lane_exhausted`] from the filing's own lane arithmetic: the lane is named by its stored key

@@ -201,6 +201,18 @@ pub fn record_attempt(
     now: &str,
     a: &AttemptResult,
 ) -> Result<(), StoreError> {
+    record_attempt_then(conn, id, now, a, |_| Ok(()))
+}
+
+/// [`record_attempt`], running `then` in the same transaction before it commits: what the
+/// answer causes elsewhere (an alert that a lane is full) is stored exactly when the answer is.
+pub fn record_attempt_then(
+    conn: &Connection,
+    id: i64,
+    now: &str,
+    a: &AttemptResult,
+    then: impl FnOnce(&Connection) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
     let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
     conn.prepare_cached(
         "INSERT INTO submission_attempts (submission_id, attempted_at, answer, status, body) VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -215,6 +227,7 @@ pub fn record_attempt(
         )?
         .execute(params![id, now, FILED])?;
         super::ledger::start_following(conn, id, now)?;
+        then(conn)?;
         tx.commit()?;
         return Ok(());
     }
@@ -242,6 +255,7 @@ pub fn record_attempt(
         // in this same transaction.
         super::ledger::start_following(conn, id, now)?;
     }
+    then(conn)?;
     tx.commit()?;
     Ok(())
 }

@@ -592,54 +592,17 @@ fn carried<R: LedgerReads>(
     let Some(c) = text.carried_head() else {
         return Ok(());
     };
-    match c {
-        super::wire::CarriedHead::Broken {
-            broken_at,
-            last_linked,
-            ..
-        } => {
-            let f = check::ChainFinding::CarriedChainBroken {
-                in_entry,
-                broken_at: *broken_at,
-                last_linked: *last_linked,
-            };
-            p.typed_finding(conn, &f, None, Some(in_entry))
+    let at = match c {
+        super::wire::CarriedHead::Linked { n: 0, .. } => Some(super::chain::ROOT.to_owned()),
+        super::wire::CarriedHead::Linked { n, .. } => {
+            lstore::entry(conn, p.intake, *n)?.map(|e| e.entry_sha256)
         }
-        super::wire::CarriedHead::Linked {
-            n,
-            entry_sha256,
-            marker_sha256,
-            ..
-        } => {
-            let ours = if *n == 0 {
-                Some(super::chain::ROOT.to_owned())
-            } else {
-                lstore::entry(conn, p.intake, *n)?.map(|e| e.entry_sha256)
-            };
-            let Some(ours) = ours else { return Ok(()) };
-            let mut wrong = Vec::new();
-            if *entry_sha256 != ours {
-                wrong.push(("entry_sha256", entry_sha256.clone(), ours.clone()));
-            }
-            if let Some(m) = marker_sha256 {
-                let want = super::chain::marker_sha256(*n, &ours);
-                if *m != want {
-                    wrong.push(("marker_sha256", m.clone(), want));
-                }
-            }
-            for (field, carried, recomputed) in wrong {
-                let f = check::ChainFinding::CarriedHeadDiffers {
-                    in_entry,
-                    at_n: *n,
-                    field,
-                    carried,
-                    recomputed,
-                };
-                p.typed_finding(conn, &f, None, Some(in_entry))?;
-            }
-            Ok(())
-        }
+        super::wire::CarriedHead::Broken { .. } => None,
+    };
+    for f in check::carried_findings(in_entry, c, at.as_deref()) {
+        p.typed_finding(conn, &f, None, Some(in_entry))?;
     }
+    Ok(())
 }
 
 /// The bytes themselves, as evidence (capped: a 1 MiB batch keeps its first 64 KiB).

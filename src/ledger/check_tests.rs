@@ -631,6 +631,28 @@ fn chain_faults_of_8_7_are_findings() {
             }),
         ),
         (
+            "a batch says the chain was broken when it was written",
+            |l| {
+                let mut s = served(l);
+                s.new[0].carried = Some(CarriedHead::Broken {
+                    chain: "jidec-chain-v1".into(),
+                    broken_at: 2,
+                    last_linked: 1,
+                });
+                s
+            },
+            Box::new(|f| {
+                matches!(
+                    f,
+                    ChainFinding::CarriedChainBroken {
+                        in_entry: 3,
+                        broken_at: 2,
+                        last_linked: 1,
+                    }
+                ) && f.name() == "ledger_head_broken"
+            }),
+        ),
+        (
             "an export row's entry_sha256 is not the recomputed head",
             |l| {
                 let mut s = served(l);

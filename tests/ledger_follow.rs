@@ -687,3 +687,25 @@ async fn entry_bytes_that_do_not_hash_to_their_claim_are_a_finding() {
     );
     assert_eq!(before, w.own_state());
 }
+
+/// An entry the export lists whose raw bytes answer 404 (ledger.md §7 step 3) is the finding
+/// `entry_missing`, kept with its claim; our records and chain stay as they were.
+#[tokio::test(flavor = "current_thread")]
+async fn an_entry_whose_bytes_answer_404_is_a_finding() {
+    let mut w = world(1, "2026-12-01T13:00:00Z");
+    w.ledger.anchor("2026-12-01T14:00:00.000Z", 200);
+    let claim = w.ledger.0.borrow().entries[0].claim.clone();
+    w.ledger.0.borrow_mut().raw_missing.push(1);
+    let before = w.own_state();
+    w.pass("2026-12-01T14:05:00Z").await;
+    let f: Vec<_> = w
+        .findings()
+        .into_iter()
+        .filter(|f| f.kind == "entry_missing")
+        .collect();
+    assert_eq!(f.len(), 1, "{:?}", w.kinds());
+    assert_eq!(f[0].entry_n, Some(1));
+    assert_eq!(f[0].evidence["claim_sha256"], claim.as_str());
+    assert_eq!(f[0].evidence["status"], 404);
+    assert_eq!(before, w.own_state());
+}

@@ -34,6 +34,8 @@ pub struct State {
     pub rewind_to: Option<u64>,
     pub stored_bytes_override: BTreeMap<String, String>,
     pub raw_override: BTreeMap<u64, String>,
+    /// Entries the export lists whose raw route answers 404.
+    pub raw_missing: Vec<u64>,
     pub reads: BTreeMap<&'static str, u64>,
 }
 
@@ -280,6 +282,9 @@ impl FakeLedger {
             return Err("connection refused".into());
         }
         match st.entries.get((n as usize).wrapping_sub(1)) {
+            Some(_) if st.raw_missing.contains(&n) => {
+                Ok((404, pretty(&json!({"error": "not found"}))))
+            }
             Some(e) => Ok((
                 200,
                 st.raw_override

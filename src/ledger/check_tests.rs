@@ -14,22 +14,18 @@ const OURS: &[u8] = br#"{"assertions":[],"mode":"full","purpose":"ours"}"#;
 
 fn stored(bytes: &[u8], witness_name: &str) -> StoredRecord {
     StoredRecord {
-        sha: sha256_hex(bytes),
         record_canonical: String::from_utf8(bytes.to_vec()).unwrap(),
         signed: true,
         public_key_ed25519_b64: Some("AAAA".into()),
         signed_domain: Some("witness.example".into()),
         key_url: Some("https://witness.example/.well-known/key".into()),
-        mode: Some("full".into()),
-        v11: Some(true),
-        disclaimer_present: Some(true),
-        endpoint: Some("https://agent.example/a2a".into()),
-        counted: Some(true),
-        count_reason: None,
-        purpose: "a2a-conduct-walk-v1: https://agent.example/a2a".into(),
-        witness_name: witness_name.into(),
-        vantage: "probe 🧪 \"lab\"".into(),
         submitted_at: Some("2026-12-01T10:00:00.000Z".into()),
+        ..StoredRecord::unsigned(
+            &sha256_hex(bytes),
+            "https://agent.example/a2a",
+            witness_name,
+            "probe 🧪 \"lab\"",
+        )
     }
 }
 

@@ -51,22 +51,15 @@ pub fn stored(canonical: &str) -> StoredRecord {
             .to_owned()
     };
     StoredRecord {
-        sha: sha256_hex(canonical.as_bytes()),
         record_canonical: canonical.into(),
-        signed: false,
-        public_key_ed25519_b64: None,
-        signed_domain: None,
-        key_url: None,
-        mode: Some("full".into()),
-        v11: Some(true),
-        disclaimer_present: Some(true),
-        endpoint: Some(s("/endpoint")),
-        counted: Some(true),
-        count_reason: None,
         purpose: s("/purpose"),
-        witness_name: s("/witness/name"),
-        vantage: s("/witness/vantage"),
         submitted_at: Some("2026-12-01T13:00:00.000Z".into()),
+        ..StoredRecord::unsigned(
+            &sha256_hex(canonical.as_bytes()),
+            &s("/endpoint"),
+            &s("/witness/name"),
+            &s("/witness/vantage"),
+        )
     }
 }
 

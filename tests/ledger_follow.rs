@@ -709,3 +709,45 @@ async fn an_entry_whose_bytes_answer_404_is_a_finding() {
     assert_eq!(f[0].evidence["status"], 404);
     assert_eq!(before, w.own_state());
 }
+
+/// The daemon pulls right after its own follower pass: `pull_held` keeps the same records from
+/// the head that pass holds, and reads neither the head nor the export again.
+#[tokio::test(flavor = "current_thread")]
+async fn pull_held_works_from_the_head_a_pass_just_held() {
+    let mut w = world(1, "2026-12-01T13:00:00Z");
+    let endpoint = "https://agent.example/a2a";
+    let v = record_value(
+        101,
+        "https://agent.example",
+        endpoint,
+        false,
+        &walked_at(3600),
+    );
+    let theirs = w
+        .ledger
+        .file(&String::from_utf8(conduct_walker::canonical::to_bytes(&v)).unwrap());
+    w.ledger.anchor("2026-12-02T00:30:00.000Z", 200);
+    w.pass("2026-12-02T00:40:00Z").await;
+    let (heads, exports) = (w.ledger.reads_of("head"), w.ledger.reads_of("export"));
+    assert!(heads >= 1 && exports >= 1);
+    let r = conduct_walker::ledger::pull::pull_held(
+        &w.ledger,
+        &mut w.store,
+        INTAKE,
+        endpoint,
+        t("2026-12-02T00:40:00Z"),
+    )
+    .await
+    .unwrap();
+    assert_eq!((r.listed, r.ours, r.kept), (2, 1, 1), "{r:?}");
+    let kept = lstore::foreign_for_endpoint(w.store.connection(), endpoint, 10).unwrap();
+    assert_eq!(kept.len(), 1);
+    assert_eq!(
+        (kept[0].sha256.as_str(), kept[0].checked.as_str()),
+        (theirs.as_str(), "ok")
+    );
+    assert_eq!(
+        (w.ledger.reads_of("head"), w.ledger.reads_of("export")),
+        (heads, exports)
+    );
+}

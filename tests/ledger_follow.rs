@@ -9,9 +9,8 @@ use chrono::{DateTime, Duration, Utc};
 use conduct_walker::ledger::follow::Policy;
 use conduct_walker::ledger::follower::{self, PassReport};
 use conduct_walker::store::ledger as lstore;
-use conduct_walker::store::outbox::{self, AttemptResult, NewSubmission};
+use conduct_walker::store::outbox;
 use conduct_walker::store::{Store, verify};
-use conduct_walker::witness::filing::{AnswerKind, SubmissionState};
 use ledger_fake::FakeLedger;
 use store_support::*;
 
@@ -50,39 +49,7 @@ fn world(k: u64, filed_at: &str) -> World {
 
 fn file(store: &Store, ledger: &FakeLedger, bytes: Vec<u8>, filed_at: &str) -> String {
     let rec = store.insert_record(&unsigned(bytes.clone())).unwrap();
-    let sub = outbox::insert(
-        store.connection(),
-        &NewSubmission {
-            record_id: rec.row.id,
-            intake_url: INTAKE,
-            lane: "address",
-            identity: "1.2.3.4",
-            endpoint: "https://agent.example/a2a",
-            state: SubmissionState::Queued,
-            next_attempt_at: None,
-            last_error: None,
-            now: filed_at,
-        },
-    )
-    .unwrap();
-    outbox::record_attempt(
-        store.connection(),
-        sub.id,
-        filed_at,
-        &AttemptResult {
-            state: SubmissionState::Filed,
-            answer: AnswerKind::Accepted,
-            status: 201,
-            body: "{}",
-            error: None,
-            reason_code: None,
-            counted: Some(true),
-            count_reason: None,
-            filed_day: Some(&filed_at[..10]),
-            next_attempt_at: None,
-        },
-    )
-    .unwrap();
+    file_accepted(store.connection(), rec.row.id, INTAKE, "1.2.3.4", filed_at);
     ledger.file(std::str::from_utf8(&bytes).unwrap());
     rec.row.sha256
 }

@@ -274,10 +274,8 @@ impl FakeLedger {
         if st.down {
             return Err("connection refused".into());
         }
-        match st.entries.get((n as usize).wrapping_sub(1)) {
-            Some(_) if st.raw_missing.contains(&n) => {
-                Ok((404, pretty(&json!({"error": "not found"}))))
-            }
+        let listed = st.entries.get((n as usize).wrapping_sub(1));
+        match listed.filter(|_| !st.raw_missing.contains(&n)) {
             Some(e) => Ok((
                 200,
                 st.raw_override

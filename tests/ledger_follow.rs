@@ -718,3 +718,46 @@ async fn pull_held_works_from_the_head_a_pass_just_held() {
         (heads, exports)
     );
 }
+
+/// A batch whose bytes no longer hash to the claim held for its entry: the foreign records it
+/// lists are kept, marked with what disagreed (the held chain is the reference, ledger.md §7).
+#[tokio::test(flavor = "current_thread")]
+async fn pull_marks_a_batch_that_differs_from_the_held_claim() {
+    let mut w = world(1, "2026-12-01T13:00:00Z");
+    let endpoint = "https://agent.example/a2a";
+    let v = record_value(
+        102,
+        "https://agent.example",
+        endpoint,
+        true,
+        &walked_at(7200),
+    );
+    let theirs = w
+        .ledger
+        .file(&String::from_utf8(conduct_walker::canonical::to_bytes(&v)).unwrap());
+    w.ledger.anchor("2026-12-02T00:30:00.000Z", 200);
+    w.pass("2026-12-02T00:40:00Z").await;
+    let forged = w.ledger.0.borrow().entries[0]
+        .raw
+        .replace("\"count\"", "\"count\" ");
+    w.ledger.0.borrow_mut().raw_override.insert(1, forged);
+    let r = conduct_walker::ledger::pull::pull_held(
+        &w.ledger,
+        &mut w.store,
+        INTAKE,
+        endpoint,
+        t("2026-12-02T00:41:00Z"),
+    )
+    .await
+    .unwrap();
+    assert_eq!((r.kept, r.disagreeing), (1, 1), "{r:?}");
+    let kept = lstore::foreign_for_endpoint(w.store.connection(), endpoint, 10).unwrap();
+    assert_eq!(kept[0].sha256, theirs);
+    assert!(
+        kept[0]
+            .checked
+            .contains("batch_bytes_differ_from_held_claim"),
+        "{}",
+        kept[0].checked
+    );
+}

@@ -18,22 +18,13 @@ use std::time::Instant;
 
 fn stored(sha: &str) -> StoredRecord {
     StoredRecord {
-        sha: sha.into(),
-        record_canonical: "{}".into(),
-        signed: false,
-        public_key_ed25519_b64: None,
-        signed_domain: None,
-        key_url: None,
-        mode: Some("full".into()),
-        v11: Some(true),
-        disclaimer_present: Some(true),
-        endpoint: Some("https://agent.example/a2a".into()),
-        counted: Some(true),
-        count_reason: None,
-        purpose: "a2a-conduct-walk-v1: https://agent.example/a2a".into(),
-        witness_name: "bench-witness".into(),
-        vantage: "loopback".into(),
         submitted_at: Some("2026-12-01T00:00:00.000Z".into()),
+        ..StoredRecord::unsigned(
+            sha,
+            "https://agent.example/a2a",
+            "bench-witness",
+            "loopback",
+        )
     }
 }
 

@@ -9,9 +9,8 @@ use chrono::{DateTime, Duration, Utc};
 use conduct_walker::ledger::follow::Policy;
 use conduct_walker::ledger::follower::{self, PassReport};
 use conduct_walker::store::ledger as lstore;
-use conduct_walker::store::outbox::{self, AttemptResult, NewSubmission};
+use conduct_walker::store::outbox;
 use conduct_walker::store::{Store, verify};
-use conduct_walker::witness::filing::{AnswerKind, SubmissionState};
 use ledger_fake::FakeLedger;
 use store_support::*;
 
@@ -50,39 +49,7 @@ fn world(k: u64, filed_at: &str) -> World {
 
 fn file(store: &Store, ledger: &FakeLedger, bytes: Vec<u8>, filed_at: &str) -> String {
     let rec = store.insert_record(&unsigned(bytes.clone())).unwrap();
-    let sub = outbox::insert(
-        store.connection(),
-        &NewSubmission {
-            record_id: rec.row.id,
-            intake_url: INTAKE,
-            lane: "address",
-            identity: "1.2.3.4",
-            endpoint: "https://agent.example/a2a",
-            state: SubmissionState::Queued,
-            next_attempt_at: None,
-            last_error: None,
-            now: filed_at,
-        },
-    )
-    .unwrap();
-    outbox::record_attempt(
-        store.connection(),
-        sub.id,
-        filed_at,
-        &AttemptResult {
-            state: SubmissionState::Filed,
-            answer: AnswerKind::Accepted,
-            status: 201,
-            body: "{}",
-            error: None,
-            reason_code: None,
-            counted: Some(true),
-            count_reason: None,
-            filed_day: Some(&filed_at[..10]),
-            next_attempt_at: None,
-        },
-    )
-    .unwrap();
+    file_accepted(store.connection(), rec.row.id, INTAKE, "1.2.3.4", filed_at);
     ledger.file(std::str::from_utf8(&bytes).unwrap());
     rec.row.sha256
 }
@@ -686,4 +653,111 @@ async fn entry_bytes_that_do_not_hash_to_their_claim_are_a_finding() {
         conduct_walker::digest::sha256_hex(forged.as_bytes()).as_str()
     );
     assert_eq!(before, w.own_state());
+}
+
+/// An entry the export lists whose raw bytes answer 404 (ledger.md §7 step 3) is the finding
+/// `entry_missing`, kept with its claim; our records and chain stay as they were.
+#[tokio::test(flavor = "current_thread")]
+async fn an_entry_whose_bytes_answer_404_is_a_finding() {
+    let mut w = world(1, "2026-12-01T13:00:00Z");
+    w.ledger.anchor("2026-12-01T14:00:00.000Z", 200);
+    let claim = w.ledger.0.borrow().entries[0].claim.clone();
+    w.ledger.0.borrow_mut().raw_missing.push(1);
+    let before = w.own_state();
+    w.pass("2026-12-01T14:05:00Z").await;
+    let f: Vec<_> = w
+        .findings()
+        .into_iter()
+        .filter(|f| f.kind == "entry_missing")
+        .collect();
+    assert_eq!(f.len(), 1, "{:?}", w.kinds());
+    assert_eq!(f[0].entry_n, Some(1));
+    assert_eq!(f[0].evidence["claim_sha256"], claim.as_str());
+    assert_eq!(f[0].evidence["status"], 404);
+    assert_eq!(before, w.own_state());
+}
+
+/// The daemon pulls right after its own follower pass: `pull_held` keeps the same records from
+/// the head that pass holds, and reads neither the head nor the export again.
+#[tokio::test(flavor = "current_thread")]
+async fn pull_held_works_from_the_head_a_pass_just_held() {
+    let mut w = world(1, "2026-12-01T13:00:00Z");
+    let endpoint = "https://agent.example/a2a";
+    let v = record_value(
+        101,
+        "https://agent.example",
+        endpoint,
+        false,
+        &walked_at(3600),
+    );
+    let theirs = w
+        .ledger
+        .file(&String::from_utf8(conduct_walker::canonical::to_bytes(&v)).unwrap());
+    w.ledger.anchor("2026-12-02T00:30:00.000Z", 200);
+    w.pass("2026-12-02T00:40:00Z").await;
+    let (heads, exports) = (w.ledger.reads_of("head"), w.ledger.reads_of("export"));
+    assert!(heads >= 1 && exports >= 1);
+    let r = conduct_walker::ledger::pull::pull_held(
+        &w.ledger,
+        &mut w.store,
+        INTAKE,
+        endpoint,
+        t("2026-12-02T00:40:00Z"),
+    )
+    .await
+    .unwrap();
+    assert_eq!((r.listed, r.ours, r.kept), (2, 1, 1), "{r:?}");
+    let kept = lstore::foreign_for_endpoint(w.store.connection(), endpoint, 10).unwrap();
+    assert_eq!(kept.len(), 1);
+    assert_eq!(
+        (kept[0].sha256.as_str(), kept[0].checked.as_str()),
+        (theirs.as_str(), "ok")
+    );
+    assert_eq!(
+        (w.ledger.reads_of("head"), w.ledger.reads_of("export")),
+        (heads, exports)
+    );
+}
+
+/// A batch whose bytes no longer hash to the claim held for its entry: the foreign records it
+/// lists are kept, marked with what disagreed (the held chain is the reference, ledger.md §7).
+#[tokio::test(flavor = "current_thread")]
+async fn pull_marks_a_batch_that_differs_from_the_held_claim() {
+    let mut w = world(1, "2026-12-01T13:00:00Z");
+    let endpoint = "https://agent.example/a2a";
+    let v = record_value(
+        102,
+        "https://agent.example",
+        endpoint,
+        true,
+        &walked_at(7200),
+    );
+    let theirs = w
+        .ledger
+        .file(&String::from_utf8(conduct_walker::canonical::to_bytes(&v)).unwrap());
+    w.ledger.anchor("2026-12-02T00:30:00.000Z", 200);
+    w.pass("2026-12-02T00:40:00Z").await;
+    let forged = w.ledger.0.borrow().entries[0]
+        .raw
+        .replace("\"count\"", "\"count\" ");
+    w.ledger.0.borrow_mut().raw_override.insert(1, forged);
+    let r = conduct_walker::ledger::pull::pull_held(
+        &w.ledger,
+        &mut w.store,
+        INTAKE,
+        endpoint,
+        t("2026-12-02T00:41:00Z"),
+    )
+    .await
+    .unwrap();
+    assert_eq!((r.kept, r.disagreeing), (1, 1), "{r:?}");
+    let kept = lstore::foreign_for_endpoint(w.store.connection(), endpoint, 10).unwrap();
+    assert_eq!(kept[0].sha256, theirs);
+    assert!(
+        kept[0]
+            .checked
+            .contains("batch_bytes_differ_from_held_claim"),
+        "{}",
+        kept[0].checked
+    );
 }

@@ -10,9 +10,8 @@ use chrono::{DateTime, Duration, Utc};
 use conduct_walker::ledger::follow::Policy;
 use conduct_walker::ledger::follower::{self, PassReport};
 use conduct_walker::store::ledger as lstore;
-use conduct_walker::store::outbox::{self, AttemptResult, NewSubmission};
+use conduct_walker::store::outbox;
 use conduct_walker::store::{NewRecord, Store, verify};
-use conduct_walker::witness::filing::{AnswerKind, SubmissionState};
 use ledger_support::*;
 
 struct World {
@@ -89,40 +88,13 @@ impl World {
         assert_eq!(ex.status, 201, "{}", String::from_utf8_lossy(&ex.body));
         let sha = conduct_walker::digest::sha256_hex(text.as_bytes());
         assert_eq!(sha, rec.row.sha256);
-        let conn = self.store.connection();
-        let sub = outbox::insert(
-            conn,
-            &NewSubmission {
-                record_id: rec.row.id,
-                intake_url: &self.intake,
-                lane: "address",
-                identity: "198.51.0.1",
-                endpoint: "https://agent.example/a2a",
-                state: SubmissionState::Queued,
-                next_attempt_at: None,
-                last_error: None,
-                now: filed_at,
-            },
-        )
-        .unwrap();
-        outbox::record_attempt(
-            conn,
-            sub.id,
+        store_support::file_accepted(
+            self.store.connection(),
+            rec.row.id,
+            &self.intake,
+            "198.51.0.1",
             filed_at,
-            &AttemptResult {
-                state: SubmissionState::Filed,
-                answer: AnswerKind::Accepted,
-                status: 201,
-                body: "{}",
-                error: None,
-                reason_code: None,
-                counted: Some(true),
-                count_reason: None,
-                filed_day: Some(&filed_at[..10]),
-                next_attempt_at: None,
-            },
-        )
-        .unwrap();
+        );
         self.shas.push(sha.clone());
         sha
     }

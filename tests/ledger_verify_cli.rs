@@ -125,6 +125,40 @@ async fn rewritten_bytes_are_caught() {
     assert_eq!(report["findings"][0]["at_n"], 2);
 }
 
+/// A batch whose `count` is not its number of rows (§4.4), and an entry whose bytes are not a
+/// ledger text, are named even when the claim follows the bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_miscounted_batch_and_unreadable_bytes_are_named() {
+    let env = clean_ledger().await;
+    let (_, raw) = env.get("/ledger/2?format=raw").await;
+    let miscounted = raw.replacen("\"count\":2,", "\"count\":3,", 1);
+    assert_ne!(miscounted, raw, "entry 2 is a batch of 2: {raw}");
+    env.emu.rewrite_entry_bytes(2, &miscounted, true).unwrap();
+    let report = assert_finds(&env, &[], &["batch_count_differs"]);
+    let found = |report: &Value, name: &str| {
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["finding"] == name)
+            .cloned()
+            .unwrap()
+    };
+    let f = found(&report, "batch_count_differs");
+    assert_eq!(
+        (&f["n"], &f["count"], &f["rows"]),
+        (&json!(2), &json!(3), &json!(2))
+    );
+
+    env.emu
+        .rewrite_entry_bytes(2, "not a ledger text", true)
+        .unwrap();
+    let report = assert_finds(&env, &[], &["entry_unreadable"]);
+    assert_eq!(found(&report, "entry_unreadable")["n"], 2);
+    let names = findings(&serde_json::to_string(&report).unwrap());
+    assert!(!names.contains(&"entry_missing".to_string()), "{names:?}");
+}
+
 /// §8 item 7, rewrite `created_at`: inside the ledger the later carried heads expose it; on
 /// the last entry nothing carries it, so the stateless check holds and only a held head sees
 /// the change (`--hold`: forked_head). A non-string `created_at` leaves the chain (§6.1).
@@ -442,7 +476,7 @@ async fn a_ten_thousand_entry_ledger_is_checked() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hostile_ledger_is_read_in_bounded_memory() {
     use conduct_walker::cli::ledger::{Quiet, verify};
-    use conduct_walker::ledger::chain::{ROOT, marker_sha256};
+    use conduct_walker::ledger::chain::{ChainFields, ROOT, entry_sha256, marker_sha256};
     use conduct_walker::ledger::client::{ExportLimits, LedgerClient};
     use conduct_walker::sandbox::{Body, HttpsServer, Resp, SandboxCa, handler};
     use std::sync::{Arc, Mutex};
@@ -494,6 +528,36 @@ async fn a_hostile_ledger_is_read_in_bounded_memory() {
     *export.lock().unwrap() = Body::Bytes(format!("{empty_head}\n").into_bytes());
     let r = verify(&client, None, 4, &Quiet).await.unwrap();
     assert!(r.holds, "{:?}", r.findings);
+
+    // No end line at all, and a line after the end line: export_end_missing.
+    *export.lock().unwrap() = Body::Bytes(Vec::new());
+    let r = verify(&client, None, 4, &Quiet).await.unwrap();
+    assert_eq!(names(&r), ["export_end_missing"], "an empty export");
+    *export.lock().unwrap() = Body::Bytes(format!("{empty_head}\n{empty_head}\n").into_bytes());
+    let r = verify(&client, None, 4, &Quiet).await.unwrap();
+    assert_eq!(
+        names(&r),
+        ["export_end_missing"],
+        "a line after the end line"
+    );
+
+    // The export lists entry 1, whose raw route answers 404: entry_missing, nothing else.
+    let fields = ChainFields {
+        n: 1,
+        claim_sha256: "c".repeat(64),
+        schema: Some("v0-plain".into()),
+        created_at: Some("2026-12-01T00:00:00Z".into()),
+    };
+    let head_1 = entry_sha256(&fields, ROOT);
+    let row = json!({"n": 1, "claim_sha256": fields.claim_sha256, "prev_entry_sha256": ROOT,
+        "schema": fields.schema, "created_at": fields.created_at, "entry_sha256": head_1});
+    let one_head = json!({"schema": "jidec-head-v1", "n": 1, "head": head_1, "root": ROOT,
+        "chain": "jidec-chain-v1", "prev_entry_sha256": head_1, "entry_sha256": marker_sha256(1, &head_1)});
+    *head_body.lock().unwrap() = one_head.to_string();
+    *export.lock().unwrap() = Body::Bytes(format!("{row}\n{one_head}\n").into_bytes());
+    let r = verify(&client, None, 4, &Quiet).await.unwrap();
+    assert_eq!(names(&r), ["entry_missing"], "{:?}", r.findings);
+    *head_body.lock().unwrap() = empty_head.to_string();
 
     // More than the export's total cap: refused before it is read, and said.
     *export.lock().unwrap() = Body::Bytes(format!("{empty_head}\n").repeat(10_000).into_bytes());

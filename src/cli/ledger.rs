@@ -238,17 +238,8 @@ pub async fn verify(
         Some(path) => read_hold(path)?,
         None => None,
     };
-    let served = match client.head().await {
-        Ok(h) => h,
-        Err(e) if e.is_served() => {
-            report
-                .findings
-                .push(served_finding(ServedFinding::AnswerUnreadable {
-                    detail: e.to_string(),
-                }));
-            return Ok(report);
-        }
-        Err(e) => return Err(CouldNotCheck::Fetch(e)),
+    let Some(served) = answer_or_unreadable(client.head().await, &mut report)? else {
+        return Ok(report);
     };
     if let HeadAnswer::Head(h) = &served {
         report.served = Some(HeldHead {
@@ -259,17 +250,8 @@ pub async fn verify(
     }
 
     let mut extender = Extender::new(HeldHead::root());
-    let mut export = match client.export().await {
-        Ok(x) => x,
-        Err(e) if e.is_served() => {
-            report
-                .findings
-                .push(served_finding(ServedFinding::AnswerUnreadable {
-                    detail: e.to_string(),
-                }));
-            return Ok(report);
-        }
-        Err(e) => return Err(CouldNotCheck::Fetch(e)),
+    let Some(mut export) = answer_or_unreadable(client.export().await, &mut report)? else {
+        return Ok(report);
     };
     let mut in_flight: VecDeque<(ExportRow, RawFetch)> = VecDeque::new();
     let mut end: Option<Head> = None;
@@ -408,6 +390,26 @@ fn served_finding(f: ServedFinding) -> VerifyFinding {
     VerifyFinding::Served(f)
 }
 
+/// `/ledger/head` or the export: a served answer that is not theirs is `answer_unreadable`
+/// (`None`: the report ends there); a failed fetch is a failure to check.
+fn answer_or_unreadable<T>(
+    answer: Result<T, ClientError>,
+    report: &mut VerifyReport,
+) -> Result<Option<T>, CouldNotCheck> {
+    match answer {
+        Ok(x) => Ok(Some(x)),
+        Err(e) if e.is_served() => {
+            report
+                .findings
+                .push(served_finding(ServedFinding::AnswerUnreadable {
+                    detail: e.to_string(),
+                }));
+            Ok(None)
+        }
+        Err(e) => Err(CouldNotCheck::Fetch(e)),
+    }
+}
+
 async fn drain(
     extender: &mut Extender,
     report: &mut VerifyReport,
@@ -430,7 +432,13 @@ async fn check_entry(
 ) -> Result<(), CouldNotCheck> {
     let n = row.n;
     let raw = match fetch.await {
-        Ok(Ok(raw)) => raw,
+        Ok(Ok(Some(raw))) => Some(raw),
+        Ok(Ok(None)) => {
+            report
+                .findings
+                .push(served_finding(ServedFinding::EntryMissing { n }));
+            None
+        }
         Ok(Err(e)) if e.is_served() => {
             report
                 .findings
@@ -451,16 +459,7 @@ async fn check_entry(
     report.entries += 1;
     let mut carried = None;
     let raw_sha256 = match &raw {
-        None => {
-            if !report.findings.iter().any(
-                |f| matches!(f, VerifyFinding::Served(ServedFinding::EntryUnreadable { n: m, .. }) if *m == n),
-            ) {
-                report
-                    .findings
-                    .push(served_finding(ServedFinding::EntryMissing { n }));
-            }
-            None
-        }
+        None => None,
         Some(bytes) => {
             match EntryText::parse(bytes) {
                 Ok(EntryText::Batch(b)) => {

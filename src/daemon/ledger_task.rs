@@ -132,7 +132,8 @@ async fn pull(store: &mut Store, transport: &Transport, endpoint: &str, clock: &
         let Ok(client) = LedgerClient::new(&intake, transport.clone()) else {
             continue;
         };
-        match crate::ledger::pull::pull(&client, store, &intake, endpoint, clock.now()).await {
+        // pass_all has just made this poll's follower pass over the intake.
+        match crate::ledger::pull::pull_held(&client, store, &intake, endpoint, clock.now()).await {
             Ok(r) if r.kept > 0 => {
                 tracing::info!(
                     intake,

@@ -95,22 +95,13 @@ mod tests {
 
     fn stored(sha: &str, witness_name: &str, vantage: &str) -> StoredRecord {
         StoredRecord {
-            sha: sha.into(),
-            record_canonical: "{}".into(),
-            signed: false,
-            public_key_ed25519_b64: None,
-            signed_domain: None,
-            key_url: None,
-            mode: Some("full".into()),
-            v11: Some(true),
-            disclaimer_present: Some(true),
-            endpoint: Some("https://agent-obs2-a.example/a2a".into()),
-            counted: Some(true),
-            count_reason: None,
-            purpose: "a2a-conduct-walk-v1: https://agent-obs2-a.example/a2a".into(),
-            witness_name: witness_name.into(),
-            vantage: vantage.into(),
             submitted_at: Some("2026-12-01T13:25:20.000Z".into()),
+            ..StoredRecord::unsigned(
+                sha,
+                "https://agent-obs2-a.example/a2a",
+                witness_name,
+                vantage,
+            )
         }
     }
 

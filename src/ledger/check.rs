@@ -479,7 +479,14 @@ impl Extender {
             );
         }
         if let Some(carried) = &e.carried {
-            carried_agrees(n, carried, &self.known, &mut self.findings);
+            // Heads before the held one are not kept here; those carried heads are checked by
+            // a full recomputation (`ledger verify`), not by the extension.
+            let at = match carried {
+                CarriedHead::Linked { n, .. } => self.known.get(n).map(String::as_str),
+                CarriedHead::Broken { .. } => None,
+            };
+            let found = carried_findings(n, carried, at);
+            self.findings.extend(found);
         }
         self.known.insert(n, head.clone());
         self.heads.push(HeldHead { n, head });
@@ -645,12 +652,15 @@ fn export_row_agrees(
     differs("entry_sha256", &row.entry_sha256, head);
 }
 
-fn carried_agrees(
+/// The `ledger_head` entry `in_entry` carries, against `head_at_n`: the head recomputed (or
+/// held) at the carried n, `None` when it is not known here (then a linked head is not
+/// compared; a broken one is a finding regardless).
+pub fn carried_findings(
     in_entry: u64,
     carried: &CarriedHead,
-    known: &BTreeMap<u64, String>,
-    out: &mut Vec<ChainFinding>,
-) {
+    head_at_n: Option<&str>,
+) -> Vec<ChainFinding> {
+    let mut out = Vec::new();
     match carried {
         CarriedHead::Broken {
             broken_at,
@@ -667,16 +677,14 @@ fn carried_agrees(
             marker_sha256,
             ..
         } => {
-            // Heads before the held one are not kept here; those carried heads are checked by
-            // a full recomputation (`ledger verify`), not by the extension.
-            let Some(head) = known.get(n) else { return };
+            let Some(head) = head_at_n else { return out };
             if entry_sha256 != head {
                 out.push(ChainFinding::CarriedHeadDiffers {
                     in_entry,
                     at_n: *n,
                     field: "entry_sha256",
                     carried: entry_sha256.clone(),
-                    recomputed: head.clone(),
+                    recomputed: head.into(),
                 });
             }
             if let Some(marker) = marker_sha256 {
@@ -693,6 +701,7 @@ fn carried_agrees(
             }
         }
     }
+    out
 }
 
 /// What we keep of an entry we fetched: its claim and, when fetched, its raw bytes' hash.

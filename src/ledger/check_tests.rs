@@ -14,22 +14,18 @@ const OURS: &[u8] = br#"{"assertions":[],"mode":"full","purpose":"ours"}"#;
 
 fn stored(bytes: &[u8], witness_name: &str) -> StoredRecord {
     StoredRecord {
-        sha: sha256_hex(bytes),
         record_canonical: String::from_utf8(bytes.to_vec()).unwrap(),
         signed: true,
         public_key_ed25519_b64: Some("AAAA".into()),
         signed_domain: Some("witness.example".into()),
         key_url: Some("https://witness.example/.well-known/key".into()),
-        mode: Some("full".into()),
-        v11: Some(true),
-        disclaimer_present: Some(true),
-        endpoint: Some("https://agent.example/a2a".into()),
-        counted: Some(true),
-        count_reason: None,
-        purpose: "a2a-conduct-walk-v1: https://agent.example/a2a".into(),
-        witness_name: witness_name.into(),
-        vantage: "probe 🧪 \"lab\"".into(),
         submitted_at: Some("2026-12-01T10:00:00.000Z".into()),
+        ..StoredRecord::unsigned(
+            &sha256_hex(bytes),
+            "https://agent.example/a2a",
+            witness_name,
+            "probe 🧪 \"lab\"",
+        )
     }
 }
 
@@ -628,6 +624,28 @@ fn chain_faults_of_8_7_are_findings() {
                         ..
                     }
                 )
+            }),
+        ),
+        (
+            "a batch says the chain was broken when it was written",
+            |l| {
+                let mut s = served(l);
+                s.new[0].carried = Some(CarriedHead::Broken {
+                    chain: "jidec-chain-v1".into(),
+                    broken_at: 2,
+                    last_linked: 1,
+                });
+                s
+            },
+            Box::new(|f| {
+                matches!(
+                    f,
+                    ChainFinding::CarriedChainBroken {
+                        in_entry: 3,
+                        broken_at: 2,
+                        last_linked: 1,
+                    }
+                ) && f.name() == "ledger_head_broken"
             }),
         ),
         (

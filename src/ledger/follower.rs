@@ -161,11 +161,10 @@ impl<R: LedgerReads> Pass<'_, R> {
 
     /// A read that failed: garbage served is a finding, anything else is read again later.
     fn failed(&mut self, conn: &Connection, route: &str, e: &ReadError) -> Result<(), StoreError> {
+        self.report.unreadable += 1;
         if !e.served {
-            self.report.unreadable += 1;
             return Ok(());
         }
-        self.report.unreadable += 1;
         let body = e.body.as_deref().unwrap_or_default();
         let shown: String = String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned();
         self.finding(
@@ -176,6 +175,24 @@ impl<R: LedgerReads> Pass<'_, R> {
             json!({"route": route, "detail": e.detail, "body_sha256": sha256_hex(body),
                    "body_len": body.len(), "body_start": shown}),
         )
+    }
+
+    /// An entry read's answer; `None` (counted unreadable, garbage kept as a finding) when
+    /// there is none to check now.
+    fn answer<T>(
+        &mut self,
+        conn: &Connection,
+        route: &str,
+        read: Result<Option<T>, ReadError>,
+    ) -> Result<Option<T>, StoreError> {
+        match read {
+            Ok(Some(x)) => Ok(Some(x)),
+            Ok(None) => {
+                self.report.unreadable += 1;
+                Ok(None)
+            }
+            Err(e) => self.failed(conn, route, &e).map(|()| None),
+        }
     }
 }
 
@@ -364,22 +381,13 @@ async fn chain_step<R: LedgerReads>(
         .reads
         .export(&mut |line| match line {
             Ok(ExportLine::Entry(row)) if row.n <= from.n => {
-                if let Some(h) = held_claims(row.n)
-                    && h.claim_sha256 != row.claim_sha256
-                {
-                    changed.push(check::ChainFinding::EntryChanged {
+                if let Some(h) = held_claims(row.n) {
+                    let served = check::SeenEntry {
                         n: row.n,
-                        held: check::SeenEntry {
-                            n: h.n,
-                            claim_sha256: h.claim_sha256.clone(),
-                            raw_sha256: h.raw_sha256.clone(),
-                        },
-                        served: check::SeenEntry {
-                            n: row.n,
-                            claim_sha256: row.claim_sha256.clone(),
-                            raw_sha256: None,
-                        },
-                    });
+                        claim_sha256: row.claim_sha256.clone(),
+                        raw_sha256: None,
+                    };
+                    changed.extend(check::rereads(&[seen(&h)], &[served]));
                 }
                 true
             }
@@ -592,53 +600,25 @@ fn carried<R: LedgerReads>(
     let Some(c) = text.carried_head() else {
         return Ok(());
     };
-    match c {
-        super::wire::CarriedHead::Broken {
-            broken_at,
-            last_linked,
-            ..
-        } => {
-            let f = check::ChainFinding::CarriedChainBroken {
-                in_entry,
-                broken_at: *broken_at,
-                last_linked: *last_linked,
-            };
-            p.typed_finding(conn, &f, None, Some(in_entry))
+    let at = match c {
+        super::wire::CarriedHead::Linked { n: 0, .. } => Some(super::chain::ROOT.to_owned()),
+        super::wire::CarriedHead::Linked { n, .. } => {
+            lstore::entry(conn, p.intake, *n)?.map(|e| e.entry_sha256)
         }
-        super::wire::CarriedHead::Linked {
-            n,
-            entry_sha256,
-            marker_sha256,
-            ..
-        } => {
-            let ours = if *n == 0 {
-                Some(super::chain::ROOT.to_owned())
-            } else {
-                lstore::entry(conn, p.intake, *n)?.map(|e| e.entry_sha256)
-            };
-            let Some(ours) = ours else { return Ok(()) };
-            let mut wrong = Vec::new();
-            if *entry_sha256 != ours {
-                wrong.push(("entry_sha256", entry_sha256.clone(), ours.clone()));
-            }
-            if let Some(m) = marker_sha256 {
-                let want = super::chain::marker_sha256(*n, &ours);
-                if *m != want {
-                    wrong.push(("marker_sha256", m.clone(), want));
-                }
-            }
-            for (field, carried, recomputed) in wrong {
-                let f = check::ChainFinding::CarriedHeadDiffers {
-                    in_entry,
-                    at_n: *n,
-                    field,
-                    carried,
-                    recomputed,
-                };
-                p.typed_finding(conn, &f, None, Some(in_entry))?;
-            }
-            Ok(())
-        }
+        super::wire::CarriedHead::Broken { .. } => None,
+    };
+    for f in check::carried_findings(in_entry, c, at.as_deref()) {
+        p.typed_finding(conn, &f, None, Some(in_entry))?;
+    }
+    Ok(())
+}
+
+/// What the store holds of an entry, as `check::rereads` compares it.
+fn seen(h: &lstore::EntrySeen) -> check::SeenEntry {
+    check::SeenEntry {
+        n: h.n,
+        claim_sha256: h.claim_sha256.clone(),
+        raw_sha256: h.raw_sha256.clone(),
     }
 }
 
@@ -852,50 +832,26 @@ async fn inclusion<R: LedgerReads>(
         if !p.take() {
             return Ok(None);
         }
-        let entry = match p.reads.entry_json(n).await {
-            Ok(Some(e)) => e,
-            Ok(None) => {
-                p.report.unreadable += 1;
-                return Ok(None);
-            }
-            Err(e) => {
-                p.failed(store.connection(), "/ledger/<n>?format=json", &e)?;
-                return Ok(None);
-            }
+        let read = p.reads.entry_json(n).await;
+        let Some(entry) = p.answer(store.connection(), "/ledger/<n>?format=json", read)? else {
+            return Ok(None);
         };
         if !p.take() {
             return Ok(None);
         }
-        let raw = match p.reads.entry_raw(n).await {
-            Ok(Some(b)) => b,
-            Ok(None) => {
-                p.report.unreadable += 1;
-                return Ok(None);
-            }
-            Err(e) => {
-                p.failed(store.connection(), "/ledger/<n>?format=raw", &e)?;
-                return Ok(None);
-            }
+        let read = p.reads.entry_raw(n).await;
+        let Some(raw) = p.answer(store.connection(), "/ledger/<n>?format=raw", read)? else {
+            return Ok(None);
         };
         p.report.entries_read += 1;
         // A held entry is still what it was (§7 step 5).
         if let Some(h) = lstore::entry(store.connection(), p.intake, n)? {
-            let raw_sha = sha256_hex(&raw);
-            let raw_changed = h.raw_sha256.as_ref().is_some_and(|r| *r != raw_sha);
-            if h.claim_sha256 != entry.claim_sha256 || raw_changed {
-                let f = check::ChainFinding::EntryChanged {
-                    n,
-                    held: check::SeenEntry {
-                        n,
-                        claim_sha256: h.claim_sha256.clone(),
-                        raw_sha256: h.raw_sha256.clone(),
-                    },
-                    served: check::SeenEntry {
-                        n,
-                        claim_sha256: entry.claim_sha256.clone(),
-                        raw_sha256: Some(raw_sha),
-                    },
-                };
+            let served = check::SeenEntry {
+                n,
+                claim_sha256: entry.claim_sha256.clone(),
+                raw_sha256: Some(sha256_hex(&raw)),
+            };
+            for f in check::rereads(&[seen(&h)], &[served]) {
                 let mut evidence = serde_json::to_value(&f).unwrap_or(Value::Null);
                 evidence["bytes"] = Value::String(bytes_evidence(&raw));
                 p.finding(store.connection(), "entry_changed", None, Some(n), evidence)?;

@@ -54,9 +54,22 @@ pub async fn pull<R: LedgerReads>(
     endpoint: &str,
     now: DateTime<Utc>,
 ) -> Result<PullReport, StoreError> {
-    let mut report = PullReport::default();
     // The head first (as a follower pass, with the default rate).
     follower::pass(reads, store, intake, &Policy::default(), now).await?;
+    pull_held(reads, store, intake, endpoint, now).await
+}
+
+/// The batches past where the last pull stopped, up to the head already held: for a caller
+/// (the daemon) that has just made its own follower pass over `intake`, so the chain step is
+/// not made twice (nor at another rate than the intake's).
+pub async fn pull_held<R: LedgerReads>(
+    reads: &R,
+    store: &mut crate::store::Store,
+    intake: &str,
+    endpoint: &str,
+    now: DateTime<Utc>,
+) -> Result<PullReport, StoreError> {
+    let mut report = PullReport::default();
     let held = lstore::intake(store.connection(), intake)?.held();
     let Some(held) = held else {
         return Ok(report);

@@ -73,6 +73,30 @@ pub struct StoredRecord {
 }
 
 impl StoredRecord {
+    /// The stored object of a counted, full-mode, unsigned record filed from `endpoint` whose
+    /// bytes are not at hand (`record_canonical` is `{}`): what a batch row, a seeded intake or
+    /// a fake ledger needs of it. Set the other fields with `..` where they matter.
+    pub fn unsigned(sha: &str, endpoint: &str, witness_name: &str, vantage: &str) -> Self {
+        StoredRecord {
+            sha: sha.into(),
+            record_canonical: "{}".into(),
+            signed: false,
+            public_key_ed25519_b64: None,
+            signed_domain: None,
+            key_url: None,
+            mode: Some("full".into()),
+            v11: Some(true),
+            disclaimer_present: Some(true),
+            endpoint: Some(endpoint.into()),
+            counted: Some(true),
+            count_reason: None,
+            purpose: format!("a2a-conduct-walk-v1: {endpoint}"),
+            witness_name: witness_name.into(),
+            vantage: vantage.into(),
+            submitted_at: None,
+        }
+    }
+
     /// The mode the batch row reflects: absent means `"full"`.
     pub fn mode_or_full(&self) -> &str {
         self.mode.as_deref().unwrap_or("full")

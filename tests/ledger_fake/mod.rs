@@ -34,6 +34,8 @@ pub struct State {
     pub rewind_to: Option<u64>,
     pub stored_bytes_override: BTreeMap<String, String>,
     pub raw_override: BTreeMap<u64, String>,
+    /// Entries the export lists whose raw route answers 404.
+    pub raw_missing: Vec<u64>,
     pub reads: BTreeMap<&'static str, u64>,
 }
 
@@ -49,22 +51,15 @@ pub fn stored(canonical: &str) -> StoredRecord {
             .to_owned()
     };
     StoredRecord {
-        sha: sha256_hex(canonical.as_bytes()),
         record_canonical: canonical.into(),
-        signed: false,
-        public_key_ed25519_b64: None,
-        signed_domain: None,
-        key_url: None,
-        mode: Some("full".into()),
-        v11: Some(true),
-        disclaimer_present: Some(true),
-        endpoint: Some(s("/endpoint")),
-        counted: Some(true),
-        count_reason: None,
         purpose: s("/purpose"),
-        witness_name: s("/witness/name"),
-        vantage: s("/witness/vantage"),
         submitted_at: Some("2026-12-01T13:00:00.000Z".into()),
+        ..StoredRecord::unsigned(
+            &sha256_hex(canonical.as_bytes()),
+            &s("/endpoint"),
+            &s("/witness/name"),
+            &s("/witness/vantage"),
+        )
     }
 }
 
@@ -279,7 +274,8 @@ impl FakeLedger {
         if st.down {
             return Err("connection refused".into());
         }
-        match st.entries.get((n as usize).wrapping_sub(1)) {
+        let listed = st.entries.get((n as usize).wrapping_sub(1));
+        match listed.filter(|_| !st.raw_missing.contains(&n)) {
             Some(e) => Ok((
                 200,
                 st.raw_override

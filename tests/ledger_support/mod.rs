@@ -224,22 +224,8 @@ pub fn record_text(witness: &str, endpoint: &str, nonce: u64) -> String {
 /// A stored object as the worker keeps it, for records whose bytes a test does not have.
 pub fn stored(sha: &str, witness_name: &str, vantage: &str, endpoint: &str) -> StoredRecord {
     StoredRecord {
-        sha: sha.into(),
-        record_canonical: "{}".into(),
-        signed: false,
-        public_key_ed25519_b64: None,
-        signed_domain: None,
-        key_url: None,
-        mode: Some("full".into()),
-        v11: Some(true),
-        disclaimer_present: Some(true),
-        endpoint: Some(endpoint.into()),
-        counted: Some(true),
-        count_reason: None,
-        purpose: format!("a2a-conduct-walk-v1: {endpoint}"),
-        witness_name: witness_name.into(),
-        vantage: vantage.into(),
         submitted_at: Some("2026-12-01T13:25:20.000Z".into()),
+        ..StoredRecord::unsigned(sha, endpoint, witness_name, vantage)
     }
 }
 

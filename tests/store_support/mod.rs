@@ -200,3 +200,51 @@ pub fn swap_rows(conn: &rusqlite::Connection, a: i64, b: i64) {
     ))
     .unwrap();
 }
+
+/// Queues `record_id` for `intake` in the address lane as `identity` and records the intake's
+/// 201 at `filed_at` (its UTC day the filed day): a record filed as the outbox files it.
+/// Returns the submission's id.
+pub fn file_accepted(
+    conn: &rusqlite::Connection,
+    record_id: i64,
+    intake: &str,
+    identity: &str,
+    filed_at: &str,
+) -> i64 {
+    use conduct_walker::store::outbox::{self, AttemptResult, NewSubmission};
+    use conduct_walker::witness::filing::{AnswerKind, SubmissionState};
+    let sub = outbox::insert(
+        conn,
+        &NewSubmission {
+            record_id,
+            intake_url: intake,
+            lane: "address",
+            identity,
+            endpoint: "https://agent.example/a2a",
+            state: SubmissionState::Queued,
+            next_attempt_at: None,
+            last_error: None,
+            now: filed_at,
+        },
+    )
+    .unwrap();
+    outbox::record_attempt(
+        conn,
+        sub.id,
+        filed_at,
+        &AttemptResult {
+            state: SubmissionState::Filed,
+            answer: AnswerKind::Accepted,
+            status: 201,
+            body: "{}",
+            error: None,
+            reason_code: None,
+            counted: Some(true),
+            count_reason: None,
+            filed_day: Some(&filed_at[..10]),
+            next_attempt_at: None,
+        },
+    )
+    .unwrap();
+    sub.id
+}

@@ -10,6 +10,8 @@ use conduct_walker::alerts::outbox;
 use conduct_walker::store::Store;
 use std::path::Path;
 
+mod store_support;
+
 fn cfg(dir: &Path, extra: &str) -> AlertsConfig {
     std::fs::write(dir.join("s"), "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap();
     let section: AlertsSection = toml::from_str(&format!(
@@ -253,4 +255,73 @@ fn ledger_findings_become_one_alert_each_and_old_ones_are_not_announced() {
         "{}",
         payloads[1]
     );
+}
+
+/// A record queued for filing longer than `queued_max_age_secs` is alerted once
+/// (`filing.queued_too_long`), on the timer, from the outbox as stored; a younger one is not.
+#[test]
+fn a_record_queued_too_long_is_alerted_once_and_a_young_one_not() {
+    use conduct_walker::store::outbox::{NewSubmission, insert};
+    use conduct_walker::witness::filing::SubmissionState;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("walker.db")).unwrap();
+    let c = cfg(dir.path(), "queued_max_age_secs = 3600");
+    let queue = |i: u64, at: &str| {
+        store
+            .insert_many(&[store_support::unsigned(store_support::record_bytes(
+                i, true,
+            ))])
+            .unwrap();
+        let id: i64 = store
+            .connection()
+            .query_row("SELECT max(id) FROM records", [], |r| r.get(0))
+            .unwrap();
+        insert(
+            store.connection(),
+            &NewSubmission {
+                record_id: id,
+                intake_url: "https://intake.example/witness",
+                lane: "address",
+                identity: "w",
+                endpoint: "https://agent.example/a2a",
+                state: SubmissionState::Queued,
+                next_attempt_at: Some(at),
+                last_error: None,
+                now: at,
+            },
+        )
+        .unwrap();
+    };
+    queue(1, "2026-12-01T08:00:00Z");
+    queue(2, "2026-12-01T09:30:00Z");
+    let look = |at: &str| {
+        let tx = store.connection().unchecked_transaction().unwrap();
+        let n = outbox::queued_too_long(&tx, &c, at.parse().unwrap()).unwrap();
+        tx.commit().unwrap();
+        n
+    };
+    assert_eq!(
+        look("2026-12-01T10:00:00Z"),
+        1,
+        "only the record queued for 2 hours"
+    );
+    assert_eq!(
+        rows(&store),
+        [(
+            String::new(),
+            "filing.queued_too_long".into(),
+            "queued".into()
+        )]
+    );
+    assert_eq!(
+        look("2026-12-01T10:05:00Z"),
+        0,
+        "seen again: the same alert"
+    );
+    assert_eq!(
+        look("2026-12-01T10:31:00Z"),
+        1,
+        "the second one's hour has passed"
+    );
+    assert_eq!(rows(&store).len(), 2);
 }

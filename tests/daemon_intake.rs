@@ -5,9 +5,10 @@
 mod daemon_support;
 
 use conduct_walker::sandbox::SandboxCa;
+use conduct_walker::sandbox::{Behaviour, SandboxAgent};
 use conduct_walker::store::ListFilter;
 use daemon_support::{
-    Daemon, any_port, config, free_port, metric, runtime, start_intake, submitting_agents,
+    Daemon, any_port, config, free_port, metric, runtime, start_intake, submitting_agents, target,
 };
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -131,7 +132,23 @@ fn kill_9_mid_run_then_restart_files_each_record_exactly_once() {
     let state = tempfile::tempdir().unwrap();
     let emulator = start_intake(&rt, &ca, state.path(), any_port(), Some(100));
     // Kept alive (each agent is a server) though not looked at again.
-    let (_agents, targets) = submitting_agents(&rt, &ca, 3);
+    let (_agents, mut targets) = submitting_agents(&rt, &ca, 3);
+    // A fourth agent trickles its first card (one byte every 20 ms, so the fetch runs into the
+    // 10 s request deadline): its first walk is surely still running when the kill lands. A fast
+    // walk seen running may finish between the look and the kill.
+    let slow = rt
+        .block_on(SandboxAgent::start(
+            &ca,
+            Behaviour {
+                card_trickle: Some(Duration::from_millis(20)),
+                ..Behaviour::default()
+            },
+        ))
+        .unwrap();
+    targets.push_str(
+        &target("slow", &slow.origin(), "", "* * * * * *")
+            .replace("submit = false", "submit = true"),
+    );
     let listen: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let text = filing_config(
         listen,
@@ -141,11 +158,15 @@ fn kill_9_mid_run_then_restart_files_each_record_exactly_once() {
     );
     // Every walk is filed (file_extra_walks), so the kill lands while filing is going on.
     let mut d = Daemon::start(&ca, listen, &text);
-    d.wait_for("a few walks, one in flight", Duration::from_secs(60), |d| {
-        let w = d.walks();
-        w.iter().filter(|w| w.state == "done").count() >= 3
-            && w.iter().any(|w| w.state == "running")
-    });
+    d.wait_for(
+        "a few walks, the slow one in flight",
+        Duration::from_secs(60),
+        |d| {
+            let w = d.walks();
+            w.iter().filter(|w| w.state == "done").count() >= 3
+                && w.iter().any(|w| w.target == "slow" && w.state == "running")
+        },
+    );
     d.signal("KILL");
     let _ = d.wait_exit(Duration::from_secs(10));
     // Restart on the same store: leftovers are aborted, the outbox is drained.
@@ -202,10 +223,9 @@ fn kill_9_mid_run_then_restart_files_each_record_exactly_once() {
         assert!(emulator.stored(sha).is_some());
     }
     assert!(
-        d.walks()
-            .iter()
-            .any(|w| w.state == "aborted"
-                && w.detail.as_deref().unwrap_or("").contains("found running")),
+        d.walks().iter().any(|w| w.target == "slow"
+            && w.state == "aborted"
+            && w.detail.as_deref().unwrap_or("").contains("found running")),
         "the walk cut by kill -9 is recorded as aborted"
     );
 }

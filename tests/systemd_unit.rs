@@ -159,11 +159,12 @@ impl Container {
             pid1,
             log: log.to_path_buf(),
         };
-        // `--wait` returns once boot finished, with running or degraded; before the bus is up
-        // it cannot connect at all, so ask again.
+        // `--wait` returns once boot finished, with running or degraded. Before the bus is up
+        // it cannot connect at all (nothing printed), and before PID 1 has made
+        // /run/systemd/system it says "offline" (seen once under a loaded full run): ask again.
         let deadline = Instant::now() + Duration::from_secs(90);
         let mut state = c.run(&["systemctl", "is-system-running", "--wait"]);
-        while state.stdout.trim().is_empty() && Instant::now() < deadline {
+        while matches!(state.stdout.trim(), "" | "offline") && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(200));
             state = c.run(&["systemctl", "is-system-running", "--wait"]);
         }

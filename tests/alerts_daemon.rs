@@ -482,6 +482,25 @@ fn an_agent_that_flips_opens_then_resolves_its_incident_and_a_decline_is_alerted
         t.contains("incident.resolved flip -> hook delivered"),
         "{t}"
     );
+    // `--json` says the same, and a delivered alert has no next attempt.
+    let out = Command::new(daemon_support::BIN)
+        .args(["alerts", "list", "--json", "--db"])
+        .arg(d.path("walker.db"))
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["open_incidents"], serde_json::json!([]), "{doc}");
+    let delivered: Vec<_> = doc["alerts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["state"] == "delivered")
+        .collect();
+    assert!(delivered.len() >= 3, "{doc}");
+    assert!(
+        delivered.iter().all(|a| a["next_attempt_at"].is_null()),
+        "{doc}"
+    );
     // The overview lists the deliveries; the record page of the walk that opened the incident
     // lists its alerts.
     let page = d.get_text("/");

@@ -86,7 +86,7 @@ fn list(db: &DbArg, as_json: bool, limit: u32) -> anyhow::Result<ExitCode> {
                 serde_json::json!({
                     "alert_id": r.alert_id, "channel": r.channel, "target": r.target,
                     "type": r.kind, "state": r.state, "attempts": r.attempts,
-                    "next_attempt_at": r.next_attempt_at, "last_status": r.last_status,
+                    "next_attempt_at": r.next_attempt(), "last_status": r.last_status,
                     "last_answer": r.last_answer, "created_at": r.created_at,
                     "delivered_at": r.delivered_at,
                 })

@@ -326,6 +326,36 @@ async fn a_down_or_garbage_ledger_changes_only_findings() {
 }
 
 #[tokio::test(flavor = "current_thread")]
+async fn an_export_longer_than_the_cap_is_a_finding_and_nothing_is_held() {
+    let mut w = world(1, "2026-12-01T13:00:00Z");
+    w.ledger.anchor("2026-12-01T14:00:00.000Z", 200);
+    w.ledger.checkpoint("2026-12-01T14:00:00.100Z");
+    assert_eq!(w.ledger.head().0, 2);
+    let before = w.own_state();
+    // Two new rows against a cap of one: the pass stops reading and judges nothing from half.
+    w.policy.max_new_rows = 1;
+    w.pass("2026-12-01T14:05:00Z").await;
+    let f = w.findings();
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].kind, "export_too_long");
+    assert_eq!(f[0].evidence["new_rows_over"], 1);
+    assert_eq!(
+        lstore::intake(w.store.connection(), INTAKE).unwrap().head_n,
+        None,
+        "no head is held from a cut export"
+    );
+    assert_eq!(before, w.own_state());
+    // With room for the export, the next pass holds its head.
+    w.policy.max_new_rows = Policy::default().max_new_rows;
+    w.pass("2026-12-01T14:30:00Z").await;
+    assert_eq!(
+        lstore::intake(w.store.connection(), INTAKE).unwrap().head_n,
+        Some(2)
+    );
+    assert_eq!(w.kinds(), vec!["export_too_long"], "no other finding");
+}
+
+#[tokio::test(flavor = "current_thread")]
 async fn replies_are_kept_as_versions() {
     let mut w = world(1, "2026-12-01T13:00:00Z");
     w.pass("2026-12-01T13:05:00Z").await;

@@ -44,6 +44,9 @@ pub struct Policy {
     pub rate_per_minute: u32,
     /// `/ledger/head` is read at most this often (and once just after each scheduled run).
     pub head_every: Duration,
+    /// New export rows kept in one pass at most: a hostile export cannot grow memory without
+    /// bound; past this the pass stops with an `export_too_long` finding and holds nothing.
+    pub max_new_rows: usize,
 }
 
 impl Default for Policy {
@@ -58,6 +61,7 @@ impl Default for Policy {
             overdue_after: Duration::hours(50),
             rate_per_minute: 30,
             head_every: Duration::minutes(15),
+            max_new_rows: 1_000_000,
         }
     }
 }

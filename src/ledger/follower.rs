@@ -90,10 +90,6 @@ pub struct PassReport {
     pub out_of_budget: bool,
 }
 
-/// New export rows kept in one pass at most (a hostile export cannot grow memory without
-/// bound; past this the pass stops with a finding).
-pub const MAX_NEW_ROWS: usize = 1_000_000;
-
 struct Pass<'a, R> {
     reads: &'a R,
     intake: &'a str,
@@ -392,7 +388,7 @@ async fn chain_step<R: LedgerReads>(
                 true
             }
             Ok(ExportLine::Entry(row)) => {
-                if new_rows.len() >= MAX_NEW_ROWS {
+                if new_rows.len() >= p.policy.max_new_rows {
                     too_many = true;
                     return false;
                 }
@@ -456,7 +452,7 @@ async fn chain_step<R: LedgerReads>(
             "export_too_long",
             None,
             None,
-            json!({"new_rows_over": MAX_NEW_ROWS}),
+            json!({"new_rows_over": p.policy.max_new_rows}),
         )?;
         return Ok(());
     }

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 const EVERY_SECOND: &str = "* * * * * *";
@@ -70,7 +70,7 @@ fn start_daemon(ca: &SandboxCa, text: &str, port: u16) -> Daemon {
         format!("https://127.0.0.1:{port}/slack\n"),
     )
     .unwrap();
-    spawn_in(dir, listen_of(text))
+    Daemon::start_in(dir, listen_of(text))
 }
 
 fn listen_of(text: &str) -> SocketAddr {
@@ -79,32 +79,6 @@ fn listen_of(text: &str) -> SocketAddr {
         .find_map(|l| l.strip_prefix("listen = \""))
         .unwrap();
     l.trim_end_matches('"').parse().unwrap()
-}
-
-/// Start the daemon again on a stopped one's directory (its store, config and secrets).
-fn respawn(stopped: &mut Daemon, addr: SocketAddr) -> Daemon {
-    let dir = std::mem::replace(&mut stopped.dir, tempfile::tempdir().unwrap());
-    spawn_in(dir, addr)
-}
-
-fn spawn_in(dir: tempfile::TempDir, addr: SocketAddr) -> Daemon {
-    let log = fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.path().join("daemon.log"))
-        .unwrap();
-    let child = Command::new(daemon_support::BIN)
-        .args(["run", "--config"])
-        .arg(dir.path().join("walker.toml"))
-        .env_remove("CREDENTIALS_DIRECTORY")
-        .env_remove("NOTIFY_SOCKET")
-        .env_remove("WATCHDOG_USEC")
-        .env("CONDUCT_WALKER_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    Daemon::adopt(child, dir, addr)
 }
 
 /// (alert id, channel, state, kind) of every outbox row.
@@ -230,7 +204,7 @@ fn failing_and_unreachable_targets_alert_every_channel_verified_by_the_official_
     d.signal("TERM");
     d.wait_exit(Duration::from_secs(30));
     let before = recv.entries().len();
-    let mut d2 = respawn(&mut d, addr);
+    let mut d2 = d.restart();
     d2.wait_for(
         "more walks after the restart",
         Duration::from_secs(30),
@@ -327,7 +301,7 @@ fn kill_9_while_alerts_are_planned_and_delivered_loses_none() {
         d.signal("KILL");
         d.wait_exit(Duration::from_secs(10));
         kills += 1;
-        d = respawn(&mut d, addr);
+        d = d.restart();
     }
     d.wait_for(
         "every target's incident delivered",
@@ -359,7 +333,7 @@ fn kill_9_while_alerts_are_planned_and_delivered_loses_none() {
     let before = recv.entries().len();
     d.signal("KILL");
     d.wait_exit(Duration::from_secs(10));
-    let mut d = respawn(&mut d, addr);
+    let mut d = d.restart();
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(
         recv.entries().len(),

@@ -170,18 +170,7 @@ fn kill_9_mid_run_then_restart_files_each_record_exactly_once() {
     d.signal("KILL");
     let _ = d.wait_exit(Duration::from_secs(10));
     // Restart on the same store: leftovers are aborted, the outbox is drained.
-    let log = d.path("daemon.log");
-    let child = std::process::Command::new(daemon_support::BIN)
-        .args(["run", "--config"])
-        .arg(d.path("walker.toml"))
-        .env_remove("CREDENTIALS_DIRECTORY")
-        .env_remove("NOTIFY_SOCKET")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::OpenOptions::new().append(true).open(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let dir = std::mem::replace(&mut d.dir, tempfile::tempdir().unwrap());
-    let mut d = Daemon::adopt(child, dir, listen);
+    let mut d = d.restart();
     d.wait_for(
         "the outbox to drain after more walks",
         Duration::from_secs(60),

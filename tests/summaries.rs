@@ -173,25 +173,6 @@ fn start_decliner(rt: &tokio::runtime::Runtime, ca: &SandboxCa) -> HttpsServer {
     .unwrap()
 }
 
-fn restart(d: Daemon) -> Daemon {
-    let mut d = d;
-    let log = d.path("daemon.log");
-    let child = std::process::Command::new(daemon_support::BIN)
-        .args(["run", "--config"])
-        .arg(d.path("walker.toml"))
-        .env_remove("CREDENTIALS_DIRECTORY")
-        .env_remove("NOTIFY_SOCKET")
-        .env_remove("WATCHDOG_USEC")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::OpenOptions::new().append(true).open(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let listen = d.listen;
-    let dir = std::mem::replace(&mut d.dir, tempfile::tempdir().unwrap());
-    drop(d);
-    Daemon::adopt(child, dir, listen)
-}
-
 fn count(fires: &[(String, u64)], state: &str) -> u64 {
     fires
         .iter()
@@ -271,7 +252,7 @@ fn summary_rows_equal_a_full_recount_while_walking_after_kill_9_restart_and_at_r
     pages_and_metrics_equal_recount(&db, "after kill -9");
 
     // A restart aborts them (one UPDATE over every leftover) and walks on.
-    let mut d = restart(d);
+    let mut d = d.restart();
     d.wait_for(
         "more walks after the restart",
         Duration::from_secs(90),

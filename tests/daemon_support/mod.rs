@@ -67,7 +67,17 @@ impl Daemon {
         let dir = tempfile::tempdir().unwrap();
         ca.write_pem(&dir.path().join("ca.pem")).unwrap();
         std::fs::write(dir.path().join("walker.toml"), config_text).unwrap();
-        let log = std::fs::File::create(dir.path().join("daemon.log")).unwrap();
+        Daemon::start_in(dir, listen)
+    }
+
+    /// Run the daemon on `dir`'s `walker.toml` (written, with whatever it names, by the
+    /// caller), its log appended to `daemon.log`; returns once `/healthz` answers.
+    pub fn start_in(dir: tempfile::TempDir, listen: SocketAddr) -> Daemon {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.path().join("daemon.log"))
+            .unwrap();
         let child = Command::new(BIN)
             .args(["run", "--config"])
             .arg(dir.path().join("walker.toml"))
@@ -80,16 +90,16 @@ impl Daemon {
             .stderr(log)
             .spawn()
             .unwrap();
-        let mut d = Daemon {
-            child,
-            dir,
-            listen,
-            status: None,
-        };
-        d.wait_for("the listener to answer", Duration::from_secs(30), |d| {
-            d.get("/healthz").map(|(s, _)| s == 200).unwrap_or(false)
-        });
-        d
+        Daemon::adopt(child, dir, listen)
+    }
+
+    /// Start the daemon again on this one's directory (config, store, secrets; the log goes
+    /// on), after it stopped or was killed (a daemon still running is killed first).
+    pub fn restart(mut self) -> Daemon {
+        let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
+        let listen = self.listen;
+        drop(self);
+        Daemon::start_in(dir, listen)
     }
 
     /// Wrap a daemon started by hand on `dir` (a restart); returns once `/healthz` answers.

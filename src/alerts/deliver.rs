@@ -157,21 +157,38 @@ impl Answer {
     }
 }
 
-/// Read each channel's secrets and build its sender; the error names the channel and what is
-/// wrong, never a secret.
-pub fn senders(
+/// What delivers alerts: each channel's sender (its secrets read) and the one transport, built
+/// from one address policy and one set of trust roots.
+pub struct Delivery {
+    pub senders: Vec<Arc<Sender>>,
+    pub transport: Transport,
+}
+
+/// Read each channel's secrets, build its sender and the delivery transport (https, or plain
+/// http only to a loopback host named in `allow_hosts`; private addresses only at
+/// `allow_hosts`). The error names the channel and what is wrong, never a secret.
+pub fn delivery(
     cfg: &AlertsConfig,
-    extra_roots: &[rustls_pki_types::CertificateDer<'static>],
-) -> Result<Vec<Arc<Sender>>, String> {
+    extra_roots: Vec<rustls_pki_types::CertificateDer<'static>>,
+) -> Result<Delivery, String> {
     let policy = allow_policy(cfg)?;
-    cfg.channels
+    let senders = cfg
+        .channels
         .iter()
         .map(|c| {
-            sender(c, &policy, extra_roots)
+            sender(c, &policy, &extra_roots)
                 .map(Arc::new)
                 .map_err(|e| format!("alerts.channel {:?}: {e}", c.name))
         })
-        .collect()
+        .collect::<Result<_, _>>()?;
+    let mut tc = TransportConfig::new(policy);
+    tc.plain_http_loopback = true;
+    tc.extra_roots = extra_roots;
+    tc.deadline = DEADLINE;
+    tc.body_cap = ANSWER_CAP;
+    let transport = Transport::new(tc)
+        .map_err(|e| format!("alerts: cannot build the delivery transport: {e}"))?;
+    Ok(Delivery { senders, transport })
 }
 
 fn sender(
@@ -248,20 +265,6 @@ fn allow_policy(cfg: &AlertsConfig) -> Result<crate::net::NetPolicy, String> {
         policy.allow_host_port(h)?;
     }
     Ok(policy)
-}
-
-/// The transport alert deliveries use: https, or plain http only to a loopback host named in
-/// `allow_hosts`; private addresses only at `allow_hosts`.
-pub fn transport(
-    cfg: &AlertsConfig,
-    extra_roots: Vec<rustls_pki_types::CertificateDer<'static>>,
-) -> Result<Transport, String> {
-    let mut tc = TransportConfig::new(allow_policy(cfg)?);
-    tc.plain_http_loopback = true;
-    tc.extra_roots = extra_roots;
-    tc.deadline = DEADLINE;
-    tc.body_cap = ANSWER_CAP;
-    Transport::new(tc).map_err(|e| e.to_string())
 }
 
 /// A one-line title and a plain-text body for the human channels.

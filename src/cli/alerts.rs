@@ -53,8 +53,8 @@ async fn test(arg: &ConfigFileArg, only: Option<&str>) -> anyhow::Result<ExitCod
     {
         anyhow::bail!("no alert channel named {name:?} in {}", cfg.path.display());
     }
-    let senders = cfg.alert_senders().map_err(anyhow::Error::msg)?;
-    let transport = cfg.alert_transport().map_err(anyhow::Error::msg)?;
+    let crate::alerts::deliver::Delivery { senders, transport } =
+        cfg.alert_delivery().map_err(anyhow::Error::msg)?;
     let payload = AlertPayload::of_test(chrono::Utc::now());
     let mut all_ok = true;
     for s in senders

@@ -141,9 +141,9 @@ fn explain_alerts(cfg: &Config, lines: &mut Vec<String>, problems: &mut Vec<Stri
         "alerts: open after {} failing walk(s), resolve after {} passing, unreachable after {}, at most one alert per target per {} s",
         d.open_after, d.resolve_after, d.unreachable_after, d.min_interval_secs
     ));
-    match cfg.alert_senders() {
-        Ok(senders) => {
-            for s in senders {
+    match cfg.alert_delivery() {
+        Ok(d) => {
+            for s in d.senders {
                 lines.push(format!(
                     "alerts: channel {} ({}), daily cap {}, secrets readable",
                     s.channel.name,
@@ -153,9 +153,6 @@ fn explain_alerts(cfg: &Config, lines: &mut Vec<String>, problems: &mut Vec<Stri
             }
         }
         Err(e) => problems.push(e),
-    }
-    if let Err(e) = cfg.alert_transport() {
-        problems.push(format!("alerts: {e}"));
     }
 }
 

@@ -538,17 +538,10 @@ fn start_deliverer(
     if !cfg.alerts.enabled() {
         return None;
     }
-    let senders = match cfg.alert_senders() {
-        Ok(s) => s,
+    let crate::alerts::deliver::Delivery { senders, transport } = match cfg.alert_delivery() {
+        Ok(d) => d,
         Err(e) => {
-            tracing::error!(error = %e, "alerts: a channel cannot be set up; no alert is delivered until the config is fixed");
-            return None;
-        }
-    };
-    let transport = match cfg.alert_transport() {
-        Ok(t) => t,
-        Err(e) => {
-            tracing::error!(error = %e, "alerts: cannot build the delivery transport");
+            tracing::error!(error = %e, "alerts: cannot be set up; no alert is delivered until the config is fixed");
             return None;
         }
     };

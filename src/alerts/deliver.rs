@@ -112,7 +112,14 @@ pub struct Sender {
     url: Option<String>,
     secret: Option<String>,
     webhook: Option<standardwebhooks::Webhook>,
-    smtp: Option<lettre::AsyncSmtpTransport<lettre::Tokio1Executor>>,
+    smtp: Option<Smtp>,
+}
+
+/// An email channel's transport and its addresses, parsed once when the sender is built.
+struct Smtp {
+    transport: lettre::AsyncSmtpTransport<lettre::Tokio1Executor>,
+    from: lettre::message::Mailbox,
+    to: Vec<lettre::message::Mailbox>,
 }
 
 impl std::fmt::Debug for Sender {
@@ -215,7 +222,19 @@ fn sender(
         _ => None,
     };
     let smtp = if c.kind == ChannelKind::Email {
-        Some(smtp_transport(c, secret.as_deref(), extra_roots)?)
+        let mailbox = |key: &str, a: &str| {
+            a.parse::<lettre::message::Mailbox>()
+                .map_err(|_| format!("{key}: {a:?} is not an email address"))
+        };
+        Some(Smtp {
+            transport: smtp_transport(c, secret.as_deref(), extra_roots)?,
+            from: mailbox("from", c.from.as_deref().unwrap_or_default())?,
+            to: c
+                .to
+                .iter()
+                .map(|a| mailbox("to", a))
+                .collect::<Result<_, _>>()?,
+        })
     } else {
         None
     };
@@ -537,25 +556,15 @@ impl Sender {
             // The alert id is the Message-ID: a resent alert is the same message.
             .message_id(Some(format!("<{}@conduct-walker>", p.id)))
             .header(lettre::message::header::ContentType::TEXT_PLAIN);
-        match c.from.as_deref().map(str::parse) {
-            Some(Ok(f)) => b = b.from(f),
-            _ => {
-                return Answer::Refused {
-                    status: None,
-                    text: "no valid from address".into(),
-                };
-            }
-        }
-        for t in &c.to {
-            match t.parse() {
-                Ok(t) => b = b.to(t),
-                Err(_) => {
-                    return Answer::Refused {
-                        status: None,
-                        text: format!("{t:?} is not an address"),
-                    };
-                }
-            }
+        let Some(smtp) = &self.smtp else {
+            return Answer::Refused {
+                status: None,
+                text: "no SMTP transport".into(),
+            };
+        };
+        b = b.from(smtp.from.clone());
+        for t in &smtp.to {
+            b = b.to(t.clone());
         }
         let msg = match b.body(text) {
             Ok(m) => m,
@@ -566,13 +575,7 @@ impl Sender {
                 };
             }
         };
-        let Some(smtp) = &self.smtp else {
-            return Answer::Refused {
-                status: None,
-                text: "no SMTP transport".into(),
-            };
-        };
-        match tokio::time::timeout(DEADLINE * 3, smtp.send(msg)).await {
+        match tokio::time::timeout(DEADLINE * 3, smtp.transport.send(msg)).await {
             Err(_) => Answer::Retry {
                 status: None,
                 text: "SMTP deadline passed".into(),

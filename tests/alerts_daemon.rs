@@ -59,6 +59,26 @@ pages_url = "https://walker.example"
     )
 }
 
+/// The daemon walking `targets` with the receiver's three channels and `settings` in `[alerts]`.
+fn start_alerting(ca: &SandboxCa, targets: &str, recv: &Receiver, settings: &str) -> Daemon {
+    let text = format!(
+        "{}{}",
+        config(listen(), 5, targets),
+        alerts_section(recv.port, settings)
+    );
+    start_daemon(ca, &text, recv.port)
+}
+
+/// A target walked every second in A2A mode, wire 1.0.
+fn a2a_target(name: &str, agent: &SandboxAgent) -> String {
+    target(
+        name,
+        &agent.origin(),
+        "mode = \"a2a\"\nwire = \"1.0\"\n",
+        EVERY_SECOND,
+    )
+}
+
 fn start_daemon(ca: &SandboxCa, text: &str, port: u16) -> Daemon {
     // The secrets are files beside the config, written before the daemon starts.
     let dir = tempfile::tempdir().unwrap();
@@ -106,25 +126,16 @@ fn failing_and_unreachable_targets_alert_every_channel_verified_by_the_official_
     let closed = format!("https://127.0.0.1:{}", free_port());
     let targets = format!(
         "{}{}{}",
-        target(
-            "bad",
-            &bad.origin(),
-            "mode = \"a2a\"\nwire = \"1.0\"\n",
-            EVERY_SECOND
-        ),
+        a2a_target("bad", &bad),
         target("good", &good.origin(), "", EVERY_SECOND),
         target("gone", &closed, "", EVERY_SECOND),
     );
-    let addr = listen();
-    let text = format!(
-        "{}{}",
-        config(addr, 5, &targets),
-        alerts_section(
-            recv.port,
-            "open_after = 2\nunreachable_after = 2\nmin_interval_secs = 3600"
-        )
+    let mut d = start_alerting(
+        &ca,
+        &targets,
+        &recv,
+        "open_after = 2\nunreachable_after = 2\nmin_interval_secs = 3600",
     );
-    let mut d = start_daemon(&ca, &text, recv.port);
     d.wait_for(
         "both incidents delivered on the three channels",
         Duration::from_secs(90),
@@ -225,21 +236,15 @@ fn a_receiver_failing_forever_delays_no_walk_and_shows_degraded_alerting() {
     let closed = format!("https://127.0.0.1:{}", free_port());
     let targets = format!(
         "{}{}",
-        target(
-            "bad",
-            &bad.origin(),
-            "mode = \"a2a\"\nwire = \"1.0\"\n",
-            EVERY_SECOND
-        ),
+        a2a_target("bad", &bad),
         target("gone", &closed, "", EVERY_SECOND),
     );
-    let addr = listen();
-    let text = format!(
-        "{}{}",
-        config(addr, 5, &targets),
-        alerts_section(recv.port, "open_after = 1\nunreachable_after = 1")
+    let mut d = start_alerting(
+        &ca,
+        &targets,
+        &recv,
+        "open_after = 1\nunreachable_after = 1",
     );
-    let mut d = start_daemon(&ca, &text, recv.port);
     d.wait_for("alerting degraded", Duration::from_secs(60), |d| {
         d.get_text("/healthz").contains(r#""status":"degraded""#)
     });
@@ -271,14 +276,7 @@ fn kill_9_while_alerts_are_planned_and_delivered_loses_none() {
     let bad = agent(&rt, &ca, "metadata-missing");
     // Many failing targets, one incident each: alerts are planned and delivered throughout.
     let targets: String = (0..16)
-        .map(|i| {
-            target(
-                &format!("bad{i:02}"),
-                &bad.origin(),
-                "mode = \"a2a\"\nwire = \"1.0\"\n",
-                EVERY_SECOND,
-            )
-        })
+        .map(|i| a2a_target(&format!("bad{i:02}"), &bad))
         .collect();
     let addr = listen();
     let text = format!(
@@ -375,24 +373,15 @@ fn an_agent_that_flips_opens_then_resolves_its_incident_and_a_decline_is_alerted
         .unwrap();
     let targets = format!(
         "{}{}",
-        target(
-            "flip",
-            &agent.origin(),
-            "mode = \"a2a\"\nwire = \"1.0\"\n",
-            EVERY_SECOND
-        ),
+        a2a_target("flip", &agent),
         target("declines", &decliner.base(), "", EVERY_SECOND),
     );
-    let addr = listen();
-    let text = format!(
-        "{}{}",
-        config(addr, 5, &targets),
-        alerts_section(
-            recv.port,
-            "open_after = 2\nresolve_after = 2\nmin_interval_secs = 0"
-        )
+    let mut d = start_alerting(
+        &ca,
+        &targets,
+        &recv,
+        "open_after = 2\nresolve_after = 2\nmin_interval_secs = 0",
     );
-    let mut d = start_daemon(&ca, &text, recv.port);
     let hooks = |kind: &str, target: &str| {
         recv.entries()
             .iter()
@@ -596,19 +585,13 @@ fn an_assertion_that_flips_while_the_verdict_holds_is_alerted_once_on_its_own() 
     let (agent, flag) = rt
         .block_on(SandboxAgent::start_flipping(&ca, failing, no_echo))
         .unwrap();
-    let targets = target(
-        "echo",
-        &agent.origin(),
-        "mode = \"a2a\"\nwire = \"1.0\"\n",
-        EVERY_SECOND,
+    let targets = a2a_target("echo", &agent);
+    let mut d = start_alerting(
+        &ca,
+        &targets,
+        &recv,
+        "open_after = 2\nmin_interval_secs = 0",
     );
-    let addr = listen();
-    let text = format!(
-        "{}{}",
-        config(addr, 5, &targets),
-        alerts_section(recv.port, "open_after = 2\nmin_interval_secs = 0")
-    );
-    let mut d = start_daemon(&ca, &text, recv.port);
     let hooks = |kind: &str| {
         recv.entries()
             .into_iter()
@@ -702,12 +685,7 @@ fn a_wrong_smtp_password_is_refused_with_the_servers_answer_and_blocks_nothing()
             scenario("honest-a2a").unwrap().behaviour,
         ))
         .unwrap();
-    let targets = target(
-        "mailed",
-        &agent.origin(),
-        "mode = \"a2a\"\nwire = \"1.0\"\n",
-        EVERY_SECOND,
-    );
+    let targets = a2a_target("mailed", &agent);
     let channel = |name: &str, secret: &std::path::Path| {
         format!(
             r#"

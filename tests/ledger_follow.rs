@@ -8,6 +8,7 @@ mod store_support;
 use chrono::{DateTime, Duration, Utc};
 use conduct_walker::ledger::follow::Policy;
 use conduct_walker::ledger::follower::{self, PassReport};
+use conduct_walker::ledger::pull::{self, PullReport};
 use conduct_walker::store::ledger as lstore;
 use conduct_walker::store::outbox;
 use conduct_walker::store::{Store, verify};
@@ -47,6 +48,12 @@ fn world(k: u64, filed_at: &str) -> World {
     }
 }
 
+/// Another witness's record (canonical text) about `endpoint` of `origin`.
+fn foreign(seed: u64, origin: &str, endpoint: &str, signed: bool, walked: &str) -> String {
+    let v = record_value(seed, origin, endpoint, signed, walked);
+    String::from_utf8(conduct_walker::canonical::to_bytes(&v)).unwrap()
+}
+
 fn file(store: &Store, ledger: &FakeLedger, bytes: Vec<u8>, filed_at: &str) -> String {
     let rec = store.insert_record(&unsigned(bytes.clone())).unwrap();
     file_accepted(store.connection(), rec.row.id, INTAKE, "1.2.3.4", filed_at);
@@ -57,6 +64,20 @@ fn file(store: &Store, ledger: &FakeLedger, bytes: Vec<u8>, filed_at: &str) -> S
 impl World {
     async fn pass(&mut self, at: &str) -> PassReport {
         follower::pass(&self.ledger, &mut self.store, INTAKE, &self.policy, t(at))
+            .await
+            .unwrap()
+    }
+
+    /// `ledger pull` of `endpoint`'s records: a follower pass, then the batches it holds.
+    async fn pull(&mut self, endpoint: &str, at: &str) -> PullReport {
+        pull::pull(&self.ledger, &mut self.store, INTAKE, endpoint, t(at))
+            .await
+            .unwrap()
+    }
+
+    /// The daemon's pull, from the head the last pass held.
+    async fn pull_held(&mut self, endpoint: &str, at: &str) -> PullReport {
+        pull::pull_held(&self.ledger, &mut self.store, INTAKE, endpoint, t(at))
             .await
             .unwrap()
     }
@@ -400,14 +421,13 @@ async fn pull_keeps_other_witnesses_records_checked_against_their_batch() {
     let endpoint = "https://agent.example/a2a";
     // Two other witnesses' records about the same endpoint, one about another endpoint.
     let theirs = |i: u64, ep: &str| {
-        let v = record_value(
+        foreign(
             100 + i,
             "https://agent.example",
             ep,
             i.is_multiple_of(2),
             &walked_at(i * 3600),
-        );
-        String::from_utf8(conduct_walker::canonical::to_bytes(&v)).unwrap()
+        )
     };
     let a = w.ledger.file(&theirs(1, endpoint));
     let b = w.ledger.file(&theirs(2, endpoint));
@@ -419,15 +439,7 @@ async fn pull_keeps_other_witnesses_records_checked_against_their_batch() {
         .stored_bytes_override
         .insert(b.clone(), theirs(4, endpoint));
     w.ledger.anchor("2026-12-02T00:30:00.000Z", 200);
-    let r = conduct_walker::ledger::pull::pull(
-        &w.ledger,
-        &mut w.store,
-        INTAKE,
-        endpoint,
-        t("2026-12-02T00:40:00Z"),
-    )
-    .await
-    .unwrap();
+    let r = w.pull(endpoint, "2026-12-02T00:40:00Z").await;
     assert_eq!(
         (r.listed, r.ours, r.kept, r.disagreeing),
         (3, 1, 2, 1),
@@ -447,15 +459,7 @@ async fn pull_keeps_other_witnesses_records_checked_against_their_batch() {
     // Not our records: our store's records and chain are untouched.
     assert_eq!(w.store.count().unwrap(), 1);
     // A second pull reads nothing again.
-    let again = conduct_walker::ledger::pull::pull(
-        &w.ledger,
-        &mut w.store,
-        INTAKE,
-        endpoint,
-        t("2026-12-02T00:41:00Z"),
-    )
-    .await
-    .unwrap();
+    let again = w.pull(endpoint, "2026-12-02T00:41:00Z").await;
     assert_eq!((again.entries_read, again.kept), (0, 0));
 }
 
@@ -584,25 +588,17 @@ async fn the_faces_show_the_ledger_life_figures_and_findings() {
     assert_eq!(h["open_findings"], 1);
     assert_eq!(h["latest_findings"][0]["kind"], "stored_bytes_differ");
     // The endpoint page: other witnesses' records pulled from the ledger.
-    let other = record_value(
+    let other = foreign(
         500,
         "https://agent.example",
         "https://agent.example/a2a",
         false,
         &walked_at(7),
     );
-    let other = String::from_utf8(conduct_walker::canonical::to_bytes(&other)).unwrap();
     w.ledger.file(&other);
     w.ledger.anchor("2026-12-02T01:00:00.000Z", 200);
-    conduct_walker::ledger::pull::pull(
-        &w.ledger,
-        &mut w.store,
-        INTAKE,
-        "https://agent.example/a2a",
-        t("2026-12-02T01:05:00Z"),
-    )
-    .await
-    .unwrap();
+    w.pull("https://agent.example/a2a", "2026-12-02T01:05:00Z")
+        .await;
     let ep = render::endpoints(
         w.store.connection(),
         Some("https://agent.example/a2a"),
@@ -620,15 +616,13 @@ async fn a_first_sync_recomputes_an_old_chain_but_reads_no_old_entry_bytes() {
     let mut w = world(0, "2026-12-01T13:00:00Z");
     // Thirty batches of other witnesses' records, written weeks before we filed anything.
     for i in 0..30u64 {
-        let v = record_value(
+        w.ledger.file(&foreign(
             700 + i,
             "https://x.example",
             "https://x.example/a2a",
             true,
             &walked_at(i),
-        );
-        w.ledger
-            .file(&String::from_utf8(conduct_walker::canonical::to_bytes(&v)).unwrap());
+        ));
         w.ledger
             .anchor(&format!("2026-11-{:02}T00:30:00.000Z", 1 + i % 28), 200);
     }
@@ -713,29 +707,18 @@ async fn an_entry_whose_bytes_answer_404_is_a_finding() {
 async fn pull_held_works_from_the_head_a_pass_just_held() {
     let mut w = world(1, "2026-12-01T13:00:00Z");
     let endpoint = "https://agent.example/a2a";
-    let v = record_value(
+    let theirs = w.ledger.file(&foreign(
         101,
         "https://agent.example",
         endpoint,
         false,
         &walked_at(3600),
-    );
-    let theirs = w
-        .ledger
-        .file(&String::from_utf8(conduct_walker::canonical::to_bytes(&v)).unwrap());
+    ));
     w.ledger.anchor("2026-12-02T00:30:00.000Z", 200);
     w.pass("2026-12-02T00:40:00Z").await;
     let (heads, exports) = (w.ledger.reads_of("head"), w.ledger.reads_of("export"));
     assert!(heads >= 1 && exports >= 1);
-    let r = conduct_walker::ledger::pull::pull_held(
-        &w.ledger,
-        &mut w.store,
-        INTAKE,
-        endpoint,
-        t("2026-12-02T00:40:00Z"),
-    )
-    .await
-    .unwrap();
+    let r = w.pull_held(endpoint, "2026-12-02T00:40:00Z").await;
     assert_eq!((r.listed, r.ours, r.kept), (2, 1, 1), "{r:?}");
     let kept = lstore::foreign_for_endpoint(w.store.connection(), endpoint, 10).unwrap();
     assert_eq!(kept.len(), 1);
@@ -755,31 +738,20 @@ async fn pull_held_works_from_the_head_a_pass_just_held() {
 async fn pull_marks_a_batch_that_differs_from_the_held_claim() {
     let mut w = world(1, "2026-12-01T13:00:00Z");
     let endpoint = "https://agent.example/a2a";
-    let v = record_value(
+    let theirs = w.ledger.file(&foreign(
         102,
         "https://agent.example",
         endpoint,
         true,
         &walked_at(7200),
-    );
-    let theirs = w
-        .ledger
-        .file(&String::from_utf8(conduct_walker::canonical::to_bytes(&v)).unwrap());
+    ));
     w.ledger.anchor("2026-12-02T00:30:00.000Z", 200);
     w.pass("2026-12-02T00:40:00Z").await;
     let forged = w.ledger.0.borrow().entries[0]
         .raw
         .replace("\"count\"", "\"count\" ");
     w.ledger.0.borrow_mut().raw_override.insert(1, forged);
-    let r = conduct_walker::ledger::pull::pull_held(
-        &w.ledger,
-        &mut w.store,
-        INTAKE,
-        endpoint,
-        t("2026-12-02T00:41:00Z"),
-    )
-    .await
-    .unwrap();
+    let r = w.pull_held(endpoint, "2026-12-02T00:41:00Z").await;
     assert_eq!((r.kept, r.disagreeing), (1, 1), "{r:?}");
     let kept = lstore::foreign_for_endpoint(w.store.connection(), endpoint, 10).unwrap();
     assert_eq!(kept[0].sha256, theirs);

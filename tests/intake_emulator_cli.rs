@@ -17,17 +17,18 @@ impl Drop for Child {
     }
 }
 
-#[tokio::test]
-async fn serves_https_with_the_written_ca() {
-    let dir = tempfile::TempDir::new().unwrap();
-    let ca_path = dir.path().join("ca.pem");
-    let state = dir.path().join("state.sqlite");
+/// `intake-emulator` on a loopback port with its CA written to `dir/ca.pem` and its state in
+/// `dir/state.sqlite` (plus `extra` arguments); its URL from the first line it prints, and a
+/// transport that trusts the written CA.
+fn start_emulator(dir: &std::path::Path, extra: &[&std::ffi::OsStr]) -> (Child, String, Transport) {
+    let ca_path = dir.join("ca.pem");
     let mut child = Child(
         Command::new(BIN)
             .args(["intake-emulator", "--listen", "127.0.0.1:0", "--tls-ca-out"])
             .arg(&ca_path)
             .arg("--state")
-            .arg(&state)
+            .arg(dir.join("state.sqlite"))
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -42,16 +43,22 @@ async fn serves_https_with_the_written_ca() {
         .strip_prefix("intake emulator: ")
         .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
         .to_string();
-    assert!(
-        url.starts_with("https://127.0.0.1:") && url.ends_with("/witness"),
-        "{url}"
-    );
-
     let mut policy = NetPolicy::new(true);
     policy.allow_url(&url);
     let mut config = TransportConfig::new(policy);
     config.extra_roots = load_pem_certs(&ca_path).unwrap();
-    let transport = Transport::new(config).unwrap();
+    (child, url, Transport::new(config).unwrap())
+}
+
+#[tokio::test]
+async fn serves_https_with_the_written_ca() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let state = dir.path().join("state.sqlite");
+    let (_child, url, transport) = start_emulator(dir.path(), &[]);
+    assert!(
+        url.starts_with("https://127.0.0.1:") && url.ends_with("/witness"),
+        "{url}"
+    );
     let ex = transport.fetch(&HttpRequest::get(url.clone(), &[])).await;
     assert_eq!(ex.status, 200, "{:?}", ex.transport_error);
     let description: serde_json::Value = serde_json::from_slice(&ex.body).unwrap();
@@ -80,28 +87,10 @@ async fn operator_key_file_anchor_hooks_and_verify() {
     let dir = tempfile::TempDir::new().unwrap();
     let ca_path = dir.path().join("ca.pem");
     let key_path = dir.path().join("ledger.key");
-    let mut child = Child(
-        Command::new(BIN)
-            .args(["intake-emulator", "--listen", "127.0.0.1:0", "--tls-ca-out"])
-            .arg(&ca_path)
-            .arg("--state")
-            .arg(dir.path().join("state.sqlite"))
-            .arg("--ledger-key-file")
-            .arg(&key_path)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
+    let (child, url, transport) = start_emulator(
+        dir.path(),
+        &["--ledger-key-file".as_ref(), key_path.as_os_str()],
     );
-    let mut first = String::new();
-    BufReader::new(child.0.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let url = first
-        .trim()
-        .strip_prefix("intake emulator: ")
-        .unwrap()
-        .to_string();
     let base = url.trim_end_matches("/witness").to_string();
     let key = std::fs::read_to_string(&key_path).unwrap();
     assert_eq!(key.len(), 64, "a fresh random key");
@@ -111,11 +100,6 @@ async fn operator_key_file_anchor_hooks_and_verify() {
         let mode = std::fs::metadata(&key_path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
     }
-    let mut policy = NetPolicy::new(true);
-    policy.allow_url(&url);
-    let mut config = TransportConfig::new(policy);
-    config.extra_roots = load_pem_certs(&ca_path).unwrap();
-    let transport = Transport::new(config).unwrap();
     let post = |path: &str, key: &str, body: &str| {
         HttpRequest::post(
             format!("{base}{path}"),

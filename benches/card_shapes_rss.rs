@@ -5,10 +5,11 @@
 
 #[path = "../tests/support/card_shapes.rs"]
 mod card_shapes;
+#[path = "support/rss.rs"]
+mod rss;
 
 use conduct_walker::sandbox::{Behaviour, CardBytes, SandboxAgent, SandboxCa};
 use serde_json::{Value, json};
-use std::process::{Command, Stdio};
 
 fn shapes() -> Vec<(&'static str, Option<Value>)> {
     let mut all = vec![("ordinary small card", None)];
@@ -18,31 +19,6 @@ fn shapes() -> Vec<(&'static str, Option<Value>)> {
             .map(|(what, v)| (what, Some(v))),
     );
     all
-}
-
-/// Run the walker with `args` and return (exit code, peak RSS in KiB, stdout's first line).
-///
-/// The walker is started by a small `python3` that reports its child's `ru_maxrss`: Linux keeps
-/// the high-water mark a process had before `exec`, so a walker forked straight from this bench
-/// (which holds the cards as `Value`s, hundreds of MiB) would report the bench's size, not its
-/// own. Forked from python3 (about 10 MiB), the figure is the walker's.
-fn run_measured(args: &[std::ffi::OsString]) -> (i32, i64, String) {
-    const LAUNCHER: &str = "import resource, subprocess, sys\n\
-r = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)\n\
-first = (r.stdout.decode('utf-8', 'replace').splitlines() or [''])[0]\n\
-print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, first)\n";
-    let out = Command::new("python3")
-        .args(["-c", LAUNCHER])
-        .arg(env!("CARGO_BIN_EXE_conduct-walker"))
-        .args(args)
-        .stderr(Stdio::inherit())
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let mut parts = text.trim_end().splitn(3, ' ');
-    let code = parts.next().unwrap_or("-1").parse().unwrap_or(-1);
-    let rss = parts.next().unwrap_or("0").parse().unwrap_or(0);
-    (code, rss, parts.next().unwrap_or_default().to_string())
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -89,7 +65,7 @@ async fn main() {
                 out.into_os_string(),
             ])
             .collect();
-            run_measured(&args)
+            rss::run_measured(&args)
         })
         .await
         .unwrap();

@@ -1,10 +1,13 @@
 //! Peak RSS and wall time of `conduct-walker ledger verify` over emulated ledgers of 1,000 and
 //! 10,000 entries (one record per batch, a checkpoint every 100 entries), each verify a separate
 //! process whose peak RSS is `ru_maxrss` read by a small python3 launcher (see
-//! card_shapes_rss.rs for why not straight from this bench). The export is read line by line
+//! support/rss.rs for why not straight from this bench). The export is read line by line
 //! and at most `--parallel` entries' bytes are in flight, so the figure should barely move from
 //! 1,000 to 10,000 entries (what grows is one 64-character head per entry).
 //! `cargo bench --bench ledger_verify_rss` (`--profile dev` for the dev binary); BENCHMARKS.md.
+
+#[path = "support/rss.rs"]
+mod rss;
 
 use chrono::{DateTime, Utc};
 use conduct_walker::clock::ManualClock;
@@ -12,7 +15,6 @@ use conduct_walker::intake_emulator::{Emulator, EmulatorConfig, Limits};
 use conduct_walker::ledger::wire::StoredRecord;
 use conduct_walker::net::{NetPolicy, Transport, TransportConfig};
 use conduct_walker::sandbox::SandboxCa;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -26,25 +28,6 @@ fn stored(sha: &str) -> StoredRecord {
             "loopback",
         )
     }
-}
-
-/// (exit code, peak RSS KiB) of `conduct-walker args…`.
-fn run_measured(args: &[String]) -> (i32, i64) {
-    const LAUNCHER: &str = "import resource, subprocess, sys\n\
-r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n\
-print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n";
-    let out = Command::new("python3")
-        .args(["-c", LAUNCHER])
-        .arg(env!("CARGO_BIN_EXE_conduct-walker"))
-        .args(args)
-        .stderr(Stdio::inherit())
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let mut parts = text.split_whitespace();
-    let code = parts.next().unwrap_or("-1").parse().unwrap_or(-1);
-    let rss = parts.next().unwrap_or("0").parse().unwrap_or(0);
-    (code, rss)
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -124,7 +107,7 @@ async fn main() {
         .map(|s| s.to_string())
         .collect();
         let began = Instant::now();
-        let (code, rss) = tokio::task::spawn_blocking(move || run_measured(&args))
+        let (code, rss, _) = tokio::task::spawn_blocking(move || rss::run_measured(&args))
             .await
             .unwrap();
         println!(

@@ -212,8 +212,7 @@ fn failing_and_unreachable_targets_alert_every_channel_verified_by_the_official_
     assert!(!d.log().contains(&SECRET[6..]));
 
     // A restart announces nothing already known.
-    d.signal("TERM");
-    d.wait_exit(Duration::from_secs(30));
+    d.stop();
     let before = recv.entries().len();
     let mut d2 = d.restart();
     d2.wait_for(
@@ -223,8 +222,7 @@ fn failing_and_unreachable_targets_alert_every_channel_verified_by_the_official_
     );
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(recv.entries().len(), before, "nothing re-announced");
-    d2.signal("TERM");
-    d2.wait_exit(Duration::from_secs(30));
+    d2.stop();
 }
 
 #[test]
@@ -264,8 +262,7 @@ fn a_receiver_failing_forever_delays_no_walk_and_shows_degraded_alerting() {
     assert!(rows.iter().all(|r| r.2 == "queued"), "{rows:?}");
     let m = d.get_text("/metrics");
     assert!(m.contains("conduct_walker_alerts_delivered_total 0"), "{m}");
-    d.signal("TERM");
-    d.wait_exit(Duration::from_secs(30));
+    d.stop();
 }
 
 #[test]
@@ -338,8 +335,7 @@ fn kill_9_while_alerts_are_planned_and_delivered_loses_none() {
         before,
         "a delivered alert is never resent"
     );
-    d.signal("TERM");
-    d.wait_exit(Duration::from_secs(30));
+    d.stop();
 }
 
 #[test]
@@ -484,8 +480,7 @@ fn an_agent_that_flips_opens_then_resolves_its_incident_and_a_decline_is_alerted
         page.contains("incident.opened") && page.contains("delivered"),
         "{page}"
     );
-    d.signal("TERM");
-    d.wait_exit(Duration::from_secs(30));
+    d.stop();
 }
 
 /// GET a status page as a browser asks for it.
@@ -564,8 +559,7 @@ fn an_intake_refusal_is_alerted_once_per_record() {
         .as_str()
         .unwrap();
     assert!(reason.contains("bad_vantage"), "{reason}");
-    d.signal("TERM");
-    d.wait_exit(Duration::from_secs(30));
+    d.stop();
 }
 
 /// One assertion changes while the verdict holds (FAIL both ways): the daemon sends one
@@ -661,8 +655,7 @@ fn an_assertion_that_flips_while_the_verdict_holds_is_alerted_once_on_its_own() 
                 .is_some_and(|t| t.contains("assertions changed"))),
         "{e:?}"
     );
-    d.signal("TERM");
-    d.wait_exit(Duration::from_secs(30));
+    d.stop();
 }
 
 /// An SMTP channel with a wrong password: aiosmtpd answers 535 at once, the row is refused (not
@@ -795,6 +788,5 @@ to = ["ops@example.org"]
     );
     // The password is nowhere in the log.
     assert!(!d.log().contains("s3cret pass") && !d.log().contains("not the password"));
-    d.signal("TERM");
-    d.wait_exit(Duration::from_secs(30));
+    d.stop();
 }

@@ -50,12 +50,7 @@ fn ten_agents_on_an_accelerated_schedule_file_exactly_the_expected_records() {
         })
     });
     let m = d.get_text("/metrics");
-    d.signal("TERM");
-    assert!(
-        d.wait_exit(Duration::from_secs(60)).success(),
-        "{}",
-        d.log()
-    );
+    d.stop();
 
     let store = d.store().unwrap();
     let rows = store.list(&ListFilter::default()).unwrap();
@@ -187,12 +182,7 @@ fn kill_9_mid_run_then_restart_files_each_record_exactly_once() {
             pending == 0 && d.walks().iter().filter(|w| w.state == "done").count() >= 6
         },
     );
-    d.signal("TERM");
-    assert!(
-        d.wait_exit(Duration::from_secs(60)).success(),
-        "{}",
-        d.log()
-    );
+    d.stop();
     let store = d.store().unwrap();
     let mut stmt = store
         .connection()
@@ -258,12 +248,7 @@ fn intake_down_then_up_files_everything_queued_once() {
     d.wait_for("the queued records filed", Duration::from_secs(120), |_| {
         emulator.stored_count() >= 3
     });
-    d.signal("TERM");
-    assert!(
-        d.wait_exit(Duration::from_secs(60)).success(),
-        "{}",
-        d.log()
-    );
+    d.stop();
     let store = d.store().unwrap();
     let (filed, queued): (i64, i64) = store
         .connection()

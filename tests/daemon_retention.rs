@@ -38,8 +38,7 @@ fn the_daemon_archives_old_records_on_its_schedule_and_keeps_held_ones() {
     d.wait_for("the archiving run", Duration::from_secs(60), |d| {
         d.log().contains("old records archived")
     });
-    d.signal("TERM");
-    assert!(d.wait_exit(Duration::from_secs(30)).success());
+    d.stop();
     assert!(d.log().contains("archived=19"), "{}", d.log());
     let store = Store::open_read_only(&d.path("walker.db")).unwrap();
     assert_eq!(store.count().unwrap(), 1, "the queued record stays");

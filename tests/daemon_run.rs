@@ -184,12 +184,7 @@ fn accelerated_schedule_stores_exactly_the_expected_records_and_metrics_match() 
     assert_eq!(d.get("/records/zz").unwrap().0, 400);
     assert_eq!(d.get("/records/ffffffffffffffff0").unwrap().0, 404);
 
-    d.signal("TERM");
-    assert!(
-        d.wait_exit(Duration::from_secs(30)).success(),
-        "{}",
-        d.log()
-    );
+    d.stop();
 }
 
 /// A server that declines listing in its consent file and counts every other request.
@@ -296,8 +291,7 @@ fn an_origin_whose_consent_file_declines_is_never_walked() {
         metric(&m, "conduct_walker_consent_declined_origins"),
         vec![(String::new(), 1.0)]
     );
-    d.signal("TERM");
-    assert!(d.wait_exit(Duration::from_secs(30)).success());
+    d.stop();
 }
 
 #[test]
@@ -371,8 +365,7 @@ fn sighup_with_a_broken_config_keeps_running_on_the_old_one() {
         |d| d.record_count() >= before + 2,
     );
     assert_eq!(d.get("/healthz").unwrap().0, 200);
-    d.signal("TERM");
-    assert!(d.wait_exit(Duration::from_secs(30)).success());
+    d.stop();
 }
 
 /// An agent whose first card answer trickles (one byte every `every`): its first walk is slow.
@@ -402,9 +395,7 @@ fn sigterm_mid_walk_lets_it_finish_and_loses_nothing() {
         d.walks().iter().any(|w| w.state == "running")
     });
     assert_eq!(d.record_count(), 0, "the first walk is still trickling");
-    d.signal("TERM");
-    let status = d.wait_exit(Duration::from_secs(60));
-    assert!(status.success(), "{status}; {}", d.log());
+    d.stop();
     let walks = d.walks();
     let done: Vec<_> = walks.iter().filter(|w| w.state == "done").collect();
     assert_eq!(done.len(), 1, "{walks:?}");
@@ -442,12 +433,7 @@ fn sigterm_past_the_grace_period_records_the_walk_as_aborted_not_failed() {
     d.wait_for("a walk in flight", Duration::from_secs(30), |d| {
         d.walks().iter().any(|w| w.state == "running")
     });
-    d.signal("TERM");
-    assert!(
-        d.wait_exit(Duration::from_secs(30)).success(),
-        "{}",
-        d.log()
-    );
+    d.stop();
     let walks = d.walks();
     let aborted: Vec<_> = walks.iter().filter(|w| w.state == "aborted").collect();
     assert_eq!(aborted.len(), 1, "{walks:?}");

@@ -66,10 +66,5 @@ fn the_daemon_follows_its_filed_records_to_inclusion_verified() {
     assert_eq!(h["status"], "ok");
     assert_eq!(h["ledger"]["open_findings"], 0);
     assert_eq!(h["ledger"]["heads_held"][0]["n"], anchored.ledger_entry);
-    d.signal("TERM");
-    assert!(
-        d.wait_exit(Duration::from_secs(60)).success(),
-        "{}",
-        d.log()
-    );
+    d.stop();
 }

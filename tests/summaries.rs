@@ -319,12 +319,7 @@ fn summary_rows_equal_a_full_recount_while_walking_after_kill_9_restart_and_at_r
         assert_eq!(metric(&served, name), metric(&recounted, name), "{name}");
         assert!(!metric(&served, name).is_empty(), "{name}: {served}");
     }
-    d.signal("TERM");
-    assert!(
-        d.wait_exit(Duration::from_secs(60)).success(),
-        "{}",
-        d.log()
-    );
+    d.stop();
     summaries_equal_recount(
         Store::open_read_only(&db).unwrap().connection(),
         "after SIGTERM",

@@ -128,6 +128,13 @@ impl Daemon {
         self.child.id()
     }
 
+    /// SIGTERM, then a clean stop: exit 0 within 60 s (the log in the message otherwise).
+    pub fn stop(&mut self) {
+        self.signal("TERM");
+        let status = self.wait_exit(Duration::from_secs(60));
+        assert!(status.success(), "{status}; {}", self.log());
+    }
+
     pub fn signal(&self, sig: &str) {
         let ok = Command::new("kill")
             .arg(format!("-{sig}"))

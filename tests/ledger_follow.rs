@@ -396,6 +396,85 @@ async fn replies_are_kept_as_versions() {
     assert_eq!(v[1].responses, reply);
 }
 
+/// `ledger status` lists each followed record with its own findings and its latest reply
+/// count (read in one pass over each table), and exits 1 on a finding.
+#[tokio::test(flavor = "current_thread")]
+async fn ledger_status_names_each_records_findings_and_replies() {
+    let mut w = world(3, "2026-12-01T13:00:00Z");
+    w.pass("2026-12-01T13:05:00Z").await;
+    let replies = |n: usize| {
+        serde_json::json!(
+            (0..n)
+                .map(
+                    |i| serde_json::json!({"response_sha": format!("{i}").repeat(64),
+            "url": format!("https://ledger.example/response/{}", format!("{i}").repeat(64)),
+            "subject_origin": "https://agent.example", "responded_at": "2026-12-01T20:00:00Z"})
+                )
+                .collect::<Vec<_>>()
+        )
+    };
+    {
+        let mut st = w.ledger.0.borrow_mut();
+        st.stored_bytes_override
+            .insert(w.shas[1].clone(), "{\"forged\":true}".into());
+        st.responses.insert(w.shas[2].clone(), replies(1));
+    }
+    w.ledger.anchor("2026-12-02T00:30:00.000Z", 200);
+    w.pass("2026-12-02T00:40:00Z").await;
+    // Two versions of the replies (none at the first poll, then one): the latest is counted.
+    let versions = lstore::responses_for(w.store.connection(), &w.shas[2]).unwrap();
+    assert_eq!(
+        versions.iter().map(|v| v.count).collect::<Vec<_>>(),
+        vec![0, 1]
+    );
+    let status = |json: bool| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_conduct-walker"));
+        c.args(["ledger", "status", "--db"])
+            .arg(w._dir.path().join("walker.db"));
+        if json {
+            c.arg("--json");
+        }
+        c.output().unwrap()
+    };
+    let out = status(true);
+    assert_eq!(out.status.code(), Some(1), "a finding: exit 1");
+    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let of = |sha: &str| lines.iter().find(|l| l["sha256"] == sha).unwrap();
+    let kinds = |sha: &str| {
+        of(sha)["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["kind"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(kinds(&w.shas[0]), Vec::<String>::new());
+    assert_eq!(kinds(&w.shas[1]), vec!["stored_bytes_differ"]);
+    assert_eq!(kinds(&w.shas[2]), Vec::<String>::new());
+    assert_eq!(
+        (
+            of(&w.shas[0])["replies"].clone(),
+            of(&w.shas[2])["replies"].clone()
+        ),
+        (serde_json::json!(0), serde_json::json!(1))
+    );
+    let text = String::from_utf8(status(false).stdout).unwrap();
+    let line = |sha: &str| text.lines().find(|l| l.starts_with(&sha[..12])).unwrap();
+    assert!(
+        line(&w.shas[1]).contains("[finding stored_bytes_differ at "),
+        "{text}"
+    );
+    assert!(
+        line(&w.shas[2]).contains("1 repl(y/ies) from the measured party"),
+        "{text}"
+    );
+    assert!(!line(&w.shas[0]).contains("finding"), "{text}");
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn the_rate_per_intake_is_never_exceeded() {
     let mut w = world(40, "2026-12-01T13:00:00Z");

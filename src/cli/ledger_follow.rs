@@ -110,12 +110,12 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let conn = store.connection();
     let rows = lstore::all(conn)?;
     let intakes = lstore::all_intakes(conn)?;
+    let all_findings = lstore::findings_by_record(conn)?;
+    let reply_counts = lstore::latest_reply_counts(conn)?;
     let mut any_finding = false;
     for row in &rows {
-        let findings = lstore::findings_for(conn, &row.sha256)?;
-        let replies = lstore::responses_for(conn, &row.sha256)?
-            .last()
-            .map_or(0, |v| v.count);
+        let findings = all_findings.get(&row.sha256).map_or(&[][..], Vec::as_slice);
+        let replies = reply_counts.get(&row.sha256).copied().unwrap_or(0);
         any_finding |= !findings.is_empty();
         if args.json {
             println!(
@@ -136,7 +136,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
                 row.intake_url,
                 row.describe()
             );
-            for f in &findings {
+            for f in findings {
                 line.push_str(&format!("  [finding {} at {}]", f.kind, f.opened_at));
             }
             if replies > 0 {

@@ -325,6 +325,24 @@ pub fn findings_for(conn: &Connection, sha: &str) -> Result<Vec<Finding>, StoreE
     Ok(out)
 }
 
+/// The findings about records, by the record's sha, oldest first: one read for a listing of
+/// every followed record (instead of [`findings_for`] per record).
+pub fn findings_by_record(
+    conn: &Connection,
+) -> Result<std::collections::HashMap<String, Vec<Finding>>, StoreError> {
+    let sql = format!(
+        "SELECT {FINDING_COLUMNS} FROM ledger_findings WHERE sha256 IS NOT NULL ORDER BY id"
+    );
+    let mut out: std::collections::HashMap<String, Vec<Finding>> = Default::default();
+    for f in conn.prepare(&sql)?.query_map([], finding_row)? {
+        let f = f?;
+        if let Some(sha) = f.sha256.clone() {
+            out.entry(sha).or_default().push(f);
+        }
+    }
+    Ok(out)
+}
+
 /// The latest findings, newest first (bounded by `limit`, read by primary key).
 pub fn latest_findings(conn: &Connection, limit: usize) -> Result<Vec<Finding>, StoreError> {
     let sql = format!("SELECT {FINDING_COLUMNS} FROM ledger_findings ORDER BY id DESC LIMIT ?1");
@@ -390,6 +408,22 @@ pub fn responses_for(conn: &Connection, sha: &str) -> Result<Vec<ResponsesVersio
             })
         })?
         .collect::<Result<Vec<_>, _>>()?;
+    Ok(out)
+}
+
+/// Each record's reply count in its latest `responses` version (the last of
+/// [`responses_for`]): one read for a listing of every followed record.
+pub fn latest_reply_counts(
+    conn: &Connection,
+) -> Result<std::collections::HashMap<String, i64>, StoreError> {
+    let mut out = std::collections::HashMap::new();
+    let mut stmt = conn.prepare(
+        "SELECT sha256, count FROM ledger_responses ORDER BY sha256, first_seen, content_sha256",
+    )?;
+    for row in stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))? {
+        let (sha, count) = row?;
+        out.insert(sha, count);
+    }
     Ok(out)
 }
 

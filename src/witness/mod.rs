@@ -4,6 +4,7 @@ pub mod filing;
 pub mod intake;
 pub mod keys;
 pub mod lanes;
+pub mod task_bind;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;

@@ -53,6 +53,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "alerts",
         sql: include_str!("migrations/0010_alerts.sql"),
     },
+    // 0011 (the filing rewrite) goes before this one when both are merged.
+    Migration {
+        name: "task_bindings",
+        sql: include_str!("migrations/0012_task_bindings.sql"),
+    },
 ];
 
 /// The schema version this binary writes and understands.

@@ -5,6 +5,7 @@ pub mod intake;
 pub mod keys;
 pub mod lanes;
 pub mod task_bind;
+pub mod task_ledger;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;

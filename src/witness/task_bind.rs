@@ -290,9 +290,10 @@ impl rusqlite::types::FromSql for BindState {
 /// The note a row left `sending` by a stopped process is settled with.
 pub const UNKNOWN_NOTE: &str = "unknown: the process stopped while sending, so the ledger may or may not have it; not resent (the ledger is not known to dedupe by evidence_id)";
 
-/// A row `sending` for longer than this was left by a stopped process: no send of ours takes
-/// that long (the transport's deadline covers the whole exchange).
-pub const INTERRUPTED_AFTER: std::time::Duration = std::time::Duration::from_secs(300);
+/// A row `sending` for longer than this was left by a stopped process: no send takes that long
+/// (the transport's deadline covers the whole exchange and is at most 300 s). Judging a live
+/// send interrupted costs nothing lasting: its answer, when it comes, replaces `unknown`.
+pub const INTERRUPTED_AFTER: std::time::Duration = std::time::Duration::from_secs(310);
 
 /// One line saying where a binding stands, as every face shows it.
 pub fn describe(state: BindState, http_status: Option<i64>, note: Option<&str>) -> String {
@@ -444,13 +445,27 @@ fn verify_b64(key: &VerifyingKey, value: &Value, sig_b64: &str) -> Result<(), St
 /// A ledger's answer as kept: its JSON body, or `{"raw": <first 500 characters>}` when the
 /// body is not JSON.
 pub fn kept_answer(body: &[u8]) -> Value {
-    match crate::json::parse_lenient(body) {
-        Ok(v) => v,
-        Err(_) => {
-            let text = String::from_utf8_lossy(body);
-            json!({"raw": text.chars().take(RAW_ANSWER_CHARS).collect::<String>()})
+    crate::json::parse_lenient(body).unwrap_or_else(|_| raw_answer(body))
+}
+
+/// `{"raw": <first 500 characters>}` of an answer (bytes that are not UTF-8 read as U+FFFD).
+pub fn raw_answer(body: &[u8]) -> Value {
+    let text = String::from_utf8_lossy(body);
+    json!({"raw": text.chars().take(RAW_ANSWER_CHARS).collect::<String>()})
+}
+
+/// A stranger's text (a task id, a ledger's answer) made safe for a terminal or a log line:
+/// control characters, C1 and DEL included, escaped as `\u{..}`; nothing cut.
+pub fn for_terminal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
         }
     }
+    out
 }
 
 /// Python's default `json.dumps(value)`: keys in the order given, `", "` and `": "`, and every

@@ -532,10 +532,12 @@ impl Pipeline {
                 {
                     crate::alerts::outbox::observe(conn, cfg, target, obs)?;
                 }
-                // The binding belongs to this walk's record: a record already stored keeps its own.
+                // A record has at most one binding: a walk whose record was already stored (the
+                // same bytes) reports the binding that record has, if any.
                 let binding = match &binding {
                     Some(b) if new => Some(task_bindings::insert(conn, id, b, &now)?),
-                    _ => None,
+                    Some(_) => task_bindings::for_record(conn, id)?,
+                    None => None,
                 };
                 let Some(mut plan) = plan else {
                     return Ok((None, binding));

@@ -400,8 +400,10 @@ impl Pipeline {
             job.submit,
             &request.witness.name,
             on_stage,
-            alert_target,
-            binding,
+            WithRecord {
+                alert_target,
+                binding,
+            },
         )
         .await
     }
@@ -470,8 +472,7 @@ impl Pipeline {
             submit,
             witness_name,
             &|_| {},
-            None,
-            None,
+            WithRecord::default(),
         )
         .await
     }
@@ -483,9 +484,12 @@ impl Pipeline {
         submit: bool,
         witness_name: &str,
         on_stage: OnStage<'_>,
-        alert_target: Option<String>,
-        binding: Option<NewBinding>,
+        with_record: WithRecord,
     ) -> Result<JobReport, PipelineError> {
+        let WithRecord {
+            alert_target,
+            binding,
+        } = with_record;
         on_stage(Stage::Signing);
         let signed = self
             .inner
@@ -996,6 +1000,15 @@ impl Pipeline {
         self.with_store(move |s| outbox::for_record(s.connection(), record_id))
             .await
     }
+}
+
+/// What is committed in a record's transaction beside the record and its outbox row.
+#[derive(Default)]
+struct WithRecord {
+    /// The configured target whose alerts the walk steps (daemon walks).
+    alert_target: Option<String>,
+    /// The walk's task binding (spec §5.1), when asked.
+    binding: Option<NewBinding>,
 }
 
 struct Plan {

@@ -5,6 +5,7 @@
 //! from PyPI) accepted by the emulator.
 
 mod common;
+mod daemon_support;
 mod provision_support;
 
 use conduct_walker::intake_emulator::{Emulator, EmulatorConfig, RunningEmulator};
@@ -1038,4 +1039,80 @@ async fn the_mcp_walk_tool_binds_the_task_when_asked_and_allowed() {
             .contains("mcp.allow_submit = false")
     );
     assert_eq!(received(&w.emulator).len(), 1);
+}
+
+/// The daemon binds each fire's task of a `bind_task` target, once per record, beside its
+/// fires; the records stay the walks' records.
+#[test]
+fn the_daemon_binds_each_walk_of_a_bind_task_target_once() {
+    use daemon_support::{Daemon, any_port, free_port, runtime, start_intake};
+    let rt = runtime();
+    let ca = SandboxCa::generate();
+    let dir = tempfile::tempdir().unwrap();
+    let emulator = start_intake(&rt, &ca, dir.path(), any_port(), None);
+    let agent = rt
+        .block_on(SandboxAgent::start(
+            &ca,
+            scenario("task-reply").unwrap().behaviour,
+        ))
+        .unwrap();
+    ca.write_pem(&dir.path().join("ca.pem")).unwrap();
+    let key = SigningKey::from_bytes(&rand::random::<[u8; 32]>());
+    write_pkcs8_v1(&dir.path().join("witness.pem"), &key);
+    let listen: std::net::SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    std::fs::write(
+        dir.path().join("walker.toml"),
+        format!(
+            "[witness]\nname = \"daemon binding\"\nvantage = \"loopback\"\nkey = \"witness.pem\"\n\
+             task_ledger = \"{}\"\n\n[network]\nextra_ca = [\"ca.pem\"]\nallow_private_network = true\n\n\
+             [daemon]\ndatabase = \"walker.db\"\nlisten = \"{listen}\"\njitter_secs = 0\ndrain_interval_secs = 1\n\n\
+             [[target]]\nname = \"tasks\"\norigin = \"{}\"\nmode = \"a2a\"\nsubmit = false\nbind_task = true\n\
+             schedule = \"* * * * * *\"\n",
+            emulator.task_url(),
+            agent.origin()
+        ),
+    )
+    .unwrap();
+    let mut daemon = Daemon::start_in(dir, listen);
+    daemon.wait_for("three answered bindings", Duration::from_secs(60), |d| {
+        d.store().is_some_and(|s| {
+            s.connection()
+                .query_row(
+                    "SELECT count(*) FROM task_bindings WHERE state = 'answered'",
+                    [],
+                    |r| r.get::<_, i64>(0),
+                )
+                .unwrap_or(0)
+                >= 3
+        })
+    });
+    daemon.stop();
+    let store = daemon.store().unwrap();
+    let bindings: Vec<TaskBinding> = (1..=store.count().unwrap() as i64)
+        .filter_map(|id| {
+            conduct_walker::store::task_bindings::for_record(store.connection(), id).unwrap()
+        })
+        .collect();
+    let got = received(&emulator);
+    let mut ids: Vec<&str> = got.iter().map(|o| o.evidence_id.as_str()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), got.len(), "no observation was sent twice");
+    // Each observation the ledger got is a stored binding's; each binding answered was got (a
+    // stop may cut a send after it left: that row stays sending, never resent).
+    let stored: Vec<&str> = bindings
+        .iter()
+        .filter_map(|b| b.evidence_id.as_deref())
+        .collect();
+    assert!(ids.iter().all(|id| stored.contains(id)), "{}", daemon.log());
+    let answered = bindings
+        .iter()
+        .filter(|b| b.state == BindState::Answered)
+        .count();
+    assert!(answered >= 3 && answered <= got.len(), "{bindings:?}");
+    for o in &got {
+        assert_eq!(task_bind::check(o), Ok(()));
+        assert_eq!(o.witness_id, task_bind::did_key(&key.verifying_key()));
+    }
+    assert!(daemon.log().contains("task binding"), "{}", daemon.log());
 }

@@ -192,7 +192,7 @@ fn witness_walk() -> Tool {
                     "sent_at": nullable("string"),
                     "answered_at": nullable("string"),
                     "http_status": nullable("integer"),
-                    "answer": { "description": "The ledger's JSON answer, or {\"raw\": first 500 characters}; null before an answer." },
+                    "answer": { "description": "The ledger's JSON answer, or {\"raw\": first 500 characters}; null before an answer.", "anyOf": [{ "type": "object" }, { "type": "null" }] },
                 },
                 "required": ["ledger_url", "state", "summary"],
             })),

@@ -445,7 +445,11 @@ impl Pipeline {
             )),
             _ => None,
         };
+        let card_verification = outcome.card_verification.clone();
         let then: Then<Option<Submission>> = Box::new(move |conn, id, new| {
+            if let Some(block) = &card_verification {
+                crate::store::card_verification::put(conn, id, block)?;
+            }
             if let Some((cfg, target, obs)) = &alerting
                 && new
             {

@@ -261,10 +261,13 @@ async fn card_with_jwks_answer(
     (agent, jwks, hits)
 }
 
+/// How a JWKS server answers.
+type Answer = Box<dyn Fn(&Req) -> Resp + Send + Sync>;
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_hostile_jwks_is_bounded_like_a_node_and_only_says_not_fetched() {
     let ca = SandboxCa::generate();
-    let cases: Vec<(&str, Box<dyn Fn(&Req) -> Resp + Send + Sync>, u16)> = vec![
+    let cases: Vec<(&str, Answer, u16)> = vec![
         (
             "redirect",
             Box::new(|_: &Req| {

@@ -58,6 +58,7 @@ async fn walk(w: &World, origin: &str, mode: Mode) -> JobReport {
         .run_job(&WalkJob {
             request,
             submit: false,
+            bind_task: None,
         })
         .await
         .unwrap()

@@ -767,6 +767,7 @@ pub fn record(store: &Store, prefix: &str, served_by: &str) -> Result<String, St
     let v = row.meta.verdict.as_ref();
     let ledger_life = super::ledger::record_life(conn, row.id, &row.sha256)?;
     let own_card_check = crate::store::card_verification::get(conn, row.id)?;
+    let binding = crate::store::task_bindings::for_record(conn, row.id)?;
     let body = html! {
         h1 { "Record " code { (row.sha256.get(..12).unwrap_or(&row.sha256)) } }
         p class="links" {
@@ -845,6 +846,7 @@ pub fn record(store: &Store, prefix: &str, served_by: &str) -> Result<String, St
                 }
             }
         }
+        @if let Some(b) = &binding { (task_binding_section(b)) }
         (ledger_life)
         @if let Some(list) = value["assertions"].as_array() {
             section {
@@ -885,6 +887,29 @@ pub fn record(store: &Store, prefix: &str, served_by: &str) -> Result<String, St
         served_by,
         body,
     ))
+}
+
+/// The record's task binding (spec §5.1): skipped and why, or the observation's identities and
+/// what the task-delegation ledger answered.
+fn task_binding_section(b: &crate::store::task_bindings::TaskBinding) -> Markup {
+    let answer = b
+        .answer_json()
+        .map(|a| serde_json::to_string_pretty(&a).unwrap_or_default());
+    html! {
+        section class="box" id="task-binding" {
+            h2 { "Task binding" }
+            p { code { (b.ledger_url) } " · " strong { (b.describe()) } }
+            dl {
+                @if let Some(t) = &b.task_id { dt { "task id" } dd { code { (t) } } }
+                @if let Some(e) = &b.evidence_id { dt { "evidence_id" } dd { code { (e) } } }
+                @if let Some(w) = &b.witness_id { dt { "witness (W)" } dd { code { (w) } } }
+                @if let Some(p) = &b.requester_id { dt { "requester (P, a key made for this binding)" } dd { code { (p) } } }
+                @if let Some(at) = &b.sent_at { dt { "sent at" } dd { (at) } }
+                @if let Some(at) = &b.answered_at { dt { "settled at" } dd { (at) } }
+            }
+            @if let Some(a) = &answer { pre class="json" { (a) } }
+        }
+    }
 }
 
 /// Each witness's last outcome (and failed assertions) on one UTC day.

@@ -21,6 +21,7 @@ pub mod outbox;
 pub mod schema;
 pub mod status;
 pub mod summary;
+pub mod task_bindings;
 pub mod transfer;
 pub mod verify;
 

@@ -42,7 +42,8 @@ impl World {
         let ca_path = dir.path().join("ca.pem");
         ca.write_pem(&ca_path).unwrap();
         let key_path = dir.path().join("witness.pem");
-        let key = conduct_walker::witness::keys::generate_key_file(&key_path).unwrap();
+        let key = SigningKey::from_bytes(&rand::random::<[u8; 32]>());
+        write_pkcs8_v1(&key_path, &key);
         let transport = Transport::new(TransportConfig::new(NetPolicy::new(false))).unwrap();
         let emulator = Emulator::start(
             EmulatorConfig::new(dir.path().join("emulator.sqlite"), transport),
@@ -122,6 +123,28 @@ impl World {
             })
             .collect()
     }
+}
+
+/// The key as `openssl genpkey -algorithm ed25519` writes it (PKCS#8 v1, RFC 8410: the seed
+/// only), mode 0600: the form the reference walker reads (its `cryptography` refuses the v2
+/// form with the public key that `conduct-walker keygen` writes).
+fn write_pkcs8_v1(path: &Path, key: &SigningKey) {
+    use base64::Engine;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut der = hex::decode("302e020100300506032b657004220420").unwrap();
+    der.extend_from_slice(&key.to_bytes());
+    let pem = format!(
+        "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+        base64::engine::general_purpose::STANDARD.encode(der)
+    );
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .unwrap()
+        .write_all(pem.as_bytes())
+        .unwrap();
 }
 
 fn text(o: &Output) -> String {
@@ -412,11 +435,13 @@ async fn without_a_task_an_a2a_mode_or_a_key_nothing_is_bound_and_the_reason_is_
         "{}",
         text(&out)
     );
-    // Without --bind-task a walk binds nothing and stores no binding.
-    let pipeline = w.pipeline(&named, true);
+    // Without --bind-task a walk binds nothing and stores no binding (another agent: a walk
+    // of the same one in the same second would be the same record, already stored).
+    let other = w.agent("task-reply").await;
+    let pipeline = w.pipeline(&[&other.origin()], true);
     let report = pipeline
         .run_job(&WalkJob {
-            request: common::request(&task.origin(), None, Mode::A2a, Wire::V1_0),
+            request: common::request(&other.origin(), None, Mode::A2a, Wire::V1_0),
             submit: false,
             bind_task: None,
         })
@@ -432,7 +457,8 @@ async fn without_a_task_an_a2a_mode_or_a_key_nothing_is_bound_and_the_reason_is_
     );
 }
 
-/// A ledger server that counts requests and answers with `answer` after `delay`.
+/// A server that counts POSTs and answers each with `answer` after `delay` (a GET, such as a
+/// filing's limits probe, gets a 404 at once).
 async fn ledger_server(
     ca: &SandboxCa,
     delay: Duration,
@@ -440,9 +466,15 @@ async fn ledger_server(
 ) -> (HttpsServer, Arc<AtomicUsize>) {
     let hits = Arc::new(AtomicUsize::new(0));
     let counted = hits.clone();
-    let handler: conduct_walker::sandbox::Handler = Arc::new(move |_req: Req| {
-        counted.fetch_add(1, Ordering::SeqCst);
+    let handler: conduct_walker::sandbox::Handler = Arc::new(move |req: Req| {
+        let post = req.method == "POST";
+        if post {
+            counted.fetch_add(1, Ordering::SeqCst);
+        }
         Box::pin(async move {
+            if !post {
+                return Resp::empty(404);
+            }
             tokio::time::sleep(delay).await;
             answer()
         })
@@ -497,6 +529,7 @@ async fn a_failing_ledger_never_fails_the_walk_and_is_never_sent_twice() {
             "--submit",
             "--intake",
             &intake,
+            "--file-extra-walks",
         ];
         args.extend_from_slice(extra);
         let started = Instant::now();
@@ -552,21 +585,27 @@ async fn a_failing_ledger_never_fails_the_walk_and_is_never_sent_twice() {
     assert_eq!(w.emulator.stored_count(), 4);
 }
 
-/// Run `cmd` until `until` holds (checked every 20 ms, 30 s at most), then SIGKILL it.
-fn kill_when(mut cmd: Command, until: impl Fn() -> bool) -> Output {
+/// Run `cmd` until `until` holds (checked every 20 ms, 30 s at most), then SIGKILL it. Async:
+/// the servers it talks to run on this test's runtime.
+async fn kill_when(cmd: Command, until: impl Fn() -> bool) -> Output {
+    let mut cmd = tokio::process::Command::from(cmd);
     let child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let pid = child.id().unwrap() as i32;
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !until() {
-        assert!(Instant::now() < deadline, "the condition never held");
-        std::thread::sleep(Duration::from_millis(20));
+    let mut held = until();
+    while !held && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        held = until();
     }
     // SIGKILL: no destructor, no flush, no shutdown path.
-    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
-    child.wait_with_output().unwrap()
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let out = child.wait_with_output().await.unwrap();
+    assert!(held, "the condition never held: {}", text(&out));
+    out
 }
 
 /// `outbox drain` of the world's store, with the hosts it may reach named.
@@ -607,7 +646,7 @@ async fn a_sigkill_between_queueing_and_sending_sends_the_binding_once() {
     );
     let hits = intake_hits.clone();
     // Its first request there is the limits probe (GET /witness); the second is the POST.
-    kill_when(cmd, move || hits.load(Ordering::SeqCst) >= 2);
+    kill_when(cmd, move || hits.load(Ordering::SeqCst) >= 1).await;
     let b = w.bindings();
     assert_eq!(b.len(), 1);
     assert_eq!(b[0].state, BindState::Queued, "{b:?}");
@@ -640,7 +679,8 @@ async fn a_sigkill_while_sending_is_never_resent_and_settles_as_unknown() {
             &["--bind-task", "--task-ledger", &ledger_url],
         ),
         move || hits.load(Ordering::SeqCst) >= 1,
-    );
+    )
+    .await;
     assert_eq!(w.bindings()[0].state, BindState::Sending);
     // A drain right after leaves it alone (a live send may still be answered) and sends
     // nothing.

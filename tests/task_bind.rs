@@ -485,8 +485,6 @@ async fn ledger_server(
 #[tokio::test]
 async fn a_failing_ledger_never_fails_the_walk_and_is_never_sent_twice() {
     let w = World::new().await;
-    let agent = w.agent("task-reply").await;
-    let origin = agent.origin();
     let (html, html_hits) = ledger_server(&w.ca, Duration::ZERO, || {
         Resp::bytes(500, "text/html", "<h1>".repeat(400))
     })
@@ -521,6 +519,9 @@ async fn a_failing_ledger_never_fails_the_walk_and_is_never_sent_twice() {
         (closed, &[], "no answer, not resent"),
     ];
     for (ledger, extra, expected) in &cases {
+        // An agent each: two walks of one agent in the same second are the same record.
+        let agent = w.agent("task-reply").await;
+        let origin = agent.origin();
         let intake = w.emulator.url();
         let mut args = vec![
             "--bind-task",
@@ -546,8 +547,9 @@ async fn a_failing_ledger_never_fails_the_walk_and_is_never_sent_twice() {
     }
     // A ledger that is not https is refused before anything is walked (exit 2), like any
     // operator URL.
+    let agent = w.agent("task-reply").await;
     let out = output(w.walk(
-        &origin,
+        &agent.origin(),
         &[
             "--bind-task",
             "--task-ledger",
@@ -863,4 +865,177 @@ async fn the_reference_walkers_binding_is_accepted_by_the_emulator() {
         // keys in the same order.
         assert_eq!(w.emulator.task_observations()[before], obs.body(), "{said}");
     }
+}
+
+const CONFIG_BASE: &str = "[witness]\nname = \"w\"\nvantage = \"v\"\n";
+
+fn parse_config(
+    text: &str,
+) -> Result<conduct_walker::config::Config, conduct_walker::config::ConfigError> {
+    conduct_walker::config::parse(Path::new("/etc/cw/walker.toml"), text)
+}
+
+#[test]
+fn bind_task_is_a_per_target_option_with_the_ledger_in_witness_task_ledger() {
+    let target = |extra: &str| {
+        format!(
+            "[[target]]\nname = \"t\"\norigin = \"https://agent.example\"\nmode = \"a2a\"\nschedule = \"@daily\"\n{extra}"
+        )
+    };
+    // Off by default; on, it binds to the spec's ledger unless witness.task_ledger says.
+    let c = parse_config(&format!("{CONFIG_BASE}{}", target(""))).unwrap();
+    assert_eq!(c.targets[0].bind_task, None);
+    let c = parse_config(&format!("{CONFIG_BASE}{}", target("bind_task = true\n"))).unwrap();
+    assert_eq!(
+        c.targets[0].bind_task.as_deref(),
+        Some(task_bind::DEFAULT_TASK_LEDGER)
+    );
+    assert!(!c.named_urls().iter().any(|u| u.contains("witness/task")));
+    let own = "https://ledger.example/witness/task";
+    let c = parse_config(&format!(
+        "{CONFIG_BASE}task_ledger = \"{own}\"\n{}",
+        target("bind_task = true\n")
+    ))
+    .unwrap();
+    assert_eq!(c.targets[0].bind_task.as_deref(), Some(own));
+    assert_eq!(c.task_ledger, own);
+    // A ledger the file names is a named host (private addresses admitted only at named hosts).
+    assert!(c.named_urls().contains(&own.to_string()));
+    // print-config spells both out.
+    let shown = c.effective_toml();
+    assert!(shown.contains("bind_task = true"), "{shown}");
+    assert!(
+        shown.contains(&format!("task_ledger = \"{own}\"")),
+        "{shown}"
+    );
+    let c = parse_config(&format!("{CONFIG_BASE}{}", target(""))).unwrap();
+    assert!(
+        c.effective_toml().contains(&format!(
+            "task_ledger = \"{}\"",
+            task_bind::DEFAULT_TASK_LEDGER
+        )),
+        "the default is filled in"
+    );
+    // Refused, each with its line: an mcp target (no A2A Task to bind), a ledger not https.
+    for (text, what) in [
+        (
+            format!(
+                "{CONFIG_BASE}[[target]]\norigin = \"https://agent.example\"\nschedule = \"@daily\"\nbind_task = true\n"
+            ),
+            "bind_task needs mode = \"a2a\"",
+        ),
+        (
+            format!(
+                "{CONFIG_BASE}task_ledger = \"http://ledger.example/witness/task\"\n{}",
+                target("bind_task = true\n")
+            ),
+            "https",
+        ),
+    ] {
+        let Err(conduct_walker::config::ConfigError::Invalid { problems, .. }) =
+            parse_config(&text)
+        else {
+            panic!("{text} was accepted");
+        };
+        let shown: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+        assert!(
+            shown.iter().any(|p| p.contains(what) && p.contains("line")),
+            "{text}: {shown:?}"
+        );
+    }
+    // `config check` says the same through the binary.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("walker.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "{CONFIG_BASE}[[target]]\norigin = \"https://agent.example\"\nschedule = \"@daily\"\nbind_task = true\n"
+        ),
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["config", "check", "--config"])
+        .arg(&path)
+        .env_remove("CREDENTIALS_DIRECTORY")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("bind_task needs mode = \"a2a\""),
+        "{}",
+        text(&out)
+    );
+}
+
+#[tokio::test]
+async fn the_mcp_walk_tool_binds_the_task_when_asked_and_allowed() {
+    use conduct_walker::mcp::{Options, WitnessServer};
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+    let w = World::new().await;
+    let agent = w.agent("task-reply").await;
+    let hosts: Vec<String> = [agent.origin(), w.emulator.base()]
+        .iter()
+        .map(|o| format!("{:?}", o.trim_start_matches("https://")))
+        .collect();
+    let config = |mcp: &str| {
+        let text = format!(
+            "[witness]\nname = \"mcp binding\"\nvantage = \"loopback\"\nkey = \"witness.pem\"\n\
+             intake = \"{}\"\ntask_ledger = \"{}\"\n\n\
+             [network]\nextra_ca = [\"ca.pem\"]\nallow_private_network = true\nallow_hosts = [{}]\n\n\
+             [daemon]\ndatabase = \"walker.db\"\n\n[mcp]\n{mcp}\n",
+            w.emulator.url(),
+            w.emulator.task_url(),
+            hosts.join(", ")
+        );
+        let path = w.dir.path().join("walker.toml");
+        std::fs::write(&path, text).unwrap();
+        conduct_walker::config::load(&path).unwrap()
+    };
+    let walk = |config: conduct_walker::config::Config, bind: bool| {
+        let origin = agent.origin();
+        async move {
+            let server = WitnessServer::new(Options {
+                config,
+                clock: Arc::new(conduct_walker::clock::SystemClock),
+            })
+            .unwrap();
+            let (server_side, client_side) = tokio::io::duplex(1 << 20);
+            tokio::spawn(async move {
+                let running = server.serve(server_side).await.unwrap();
+                let _ = running.waiting().await;
+            });
+            let client = ().serve(client_side).await.unwrap();
+            let args = json!({"origin": origin, "mode": "a2a", "bind_task": bind, "submit": false});
+            let Value::Object(args) = args else {
+                unreachable!()
+            };
+            let r = client
+                .call_tool(CallToolRequestParams::new("witness_walk").with_arguments(args))
+                .await
+                .unwrap();
+            assert_eq!(r.is_error, Some(false), "{r:?}");
+            r.structured_content.unwrap()
+        }
+    };
+    let v = walk(config(""), true).await;
+    let b = &v["task_binding"];
+    assert_eq!(b["state"], "answered", "{v}");
+    assert_eq!(b["http_status"], 201);
+    assert_eq!(b["ledger_url"], w.emulator.task_url().as_str());
+    assert_eq!(b["answer"]["evidence_id"], b["evidence_id"]);
+    assert_eq!(received(&w.emulator).len(), 1);
+    // Not asked: nothing bound.
+    let v = walk(config(""), false).await;
+    assert_eq!(v["task_binding"], Value::Null);
+    // Asked where the operator does not let a model file: not bound, and said so.
+    let v = walk(config("allow_submit = false"), true).await;
+    assert_eq!(v["task_binding"]["state"], "skipped", "{v}");
+    assert!(
+        v["task_binding"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("mcp.allow_submit = false")
+    );
+    assert_eq!(received(&w.emulator).len(), 1);
 }

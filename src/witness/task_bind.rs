@@ -204,7 +204,7 @@ pub fn canonical(value: &Value) -> Vec<u8> {
 
 /// `evidence_id`: sha256 (lower-case hex) of canonical(preimage).
 pub fn evidence_id(preimage: &Value) -> String {
-    crate::digest::sha256_hex(&canonical(preimage))
+    crate::digest::sha256_hex(canonical(preimage))
 }
 
 fn sign_b64(key: &SigningKey, value: &Value) -> String {

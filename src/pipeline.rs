@@ -529,8 +529,12 @@ impl Pipeline {
             )),
             _ => None,
         };
+        let card_verification = outcome.card_verification.clone();
         let then: Then<(Option<Submission>, Option<TaskBinding>)> =
             Box::new(move |conn, id, new| {
+                if let Some(block) = &card_verification {
+                    crate::store::card_verification::put(conn, id, block)?;
+                }
                 if let Some((cfg, target, obs)) = &alerting
                     && new
                 {
@@ -959,6 +963,7 @@ impl Pipeline {
             target: full["conduct_ext"]["target"].as_str().map(str::to_string),
             card: None,
             witness_intake: intake.clone(),
+            card_verification: None,
         };
         self.store_and_file(outcome, intake, submit, witness_name)
             .await

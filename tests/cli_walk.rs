@@ -187,13 +187,22 @@ async fn demo_runs_without_network_and_gets_every_expected_verdict() {
             name.starts_with("walk_") && name.ends_with(".json")
         })
         .count();
-    // The nine scenarios and the walk whose A2A Task is bound (spec §5.1).
-    assert_eq!(records, 10);
+    // Nine scenarios, the signed card, and the walk whose A2A Task is bound (spec §5.1).
+    assert_eq!(records, 11);
     // Every record was signed, stored and filed with the emulator.
     assert_eq!(
         stdout.matches("filed (answer accepted, http 201)").count(),
-        10,
+        11,
         "{stdout}"
+    );
+    // The signed card verifies the way the reference 1.5.0 checks it (conduct-walk.md §4.3).
+    let signed = stdout
+        .split("\n== ")
+        .find(|s| s.starts_with("signed-card "))
+        .expect("the signed card was walked");
+    assert!(
+        signed.contains("card signature: verified: signature[0] verifies in served-rfc8785"),
+        "{signed}"
     );
     let db = dir.path().join("walker.db");
     let list = bin()
@@ -206,7 +215,7 @@ async fn demo_runs_without_network_and_gets_every_expected_verdict() {
             .lines()
             .filter(|l| l.ends_with("signed"))
             .count(),
-        10
+        11
     );
     let verify = bin()
         .args(["records", "verify", "--db"])
@@ -217,14 +226,14 @@ async fn demo_runs_without_network_and_gets_every_expected_verdict() {
     // The demo ends with the whole loop (issue 23): anchored by the operator batch, inclusion
     // verified by the follower, and `ledger status` says so from the store.
     assert!(
-        stdout.contains("the intake's operator batch anchored 10 record(s) as ledger entry 1"),
+        stdout.contains("the intake's operator batch anchored 11 record(s) as ledger entry 1"),
         "{stdout}"
     );
     assert_eq!(
         stdout
             .matches("anchored at entry 1, inclusion verified")
             .count(),
-        10,
+        11,
         "{stdout}"
     );
     let status = bin()
@@ -234,7 +243,7 @@ async fn demo_runs_without_network_and_gets_every_expected_verdict() {
         .unwrap();
     assert_eq!(status.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&status.stdout).contains(
-        "10 filed, 0 pending, 10 anchored (10 inclusion verified), 0 overdue, 0 finding(s)"
+        "11 filed, 0 pending, 11 anchored (11 inclusion verified), 0 overdue, 0 finding(s)"
     ));
 }
 

@@ -153,7 +153,8 @@ fn witness_walk() -> Tool {
                     "required": ["n", "method", "url", "status", "body_sha256", "transport_error"],
                 },
             },
-            "card_signature": nullable_object("The record's card_signature block (null in a commitment record).", json!({ "type": "object" })),
+            "card_signature": nullable_object("The record's card_signature block, the reference walker's check (null in a commitment record).", json!({ "type": "object" })),
+            "card_verification": nullable_object("conduct-walker's own check of a signed card (every algorithm, pinned keys, profiles, uncovered members): kept beside the record, not in it; null for an unsigned card.", json!({ "type": "object" })),
             "terms": nullable_object("The record's terms block, when the card lists the terms extension.", json!({ "type": "object" })),
             "record": { "type": "object", "description": "The filed record, parsed." },
             "record_canonical": { "type": "string", "description": "The filed record's exact canonical bytes (UTF-8); sha256 is their hash." },
@@ -192,7 +193,7 @@ fn witness_walk() -> Tool {
                     "sent_at": nullable("string"),
                     "answered_at": nullable("string"),
                     "http_status": nullable("integer"),
-                    "answer": { "description": "The ledger's JSON answer, or {\"raw\": first 500 characters}; null before an answer.", "anyOf": [{ "type": "object" }, { "type": "null" }] },
+                    "answer": { "anyOf": [{ "type": "object", "additionalProperties": true }, { "type": "null" }], "description": "The ledger's JSON object answer, or {\"raw\": first 500 characters} of any other answer; null before an answer." },
                 },
                 "required": ["ledger_url", "state", "summary"],
             })),
@@ -208,7 +209,7 @@ fn witness_walk() -> Tool {
                 "required": ["used", "cap", "counted_as", "resets_at"],
             },
         },
-        "required": ["sha256", "verdict", "assertions", "nodes", "card_signature", "terms", "record",
+        "required": ["sha256", "verdict", "assertions", "nodes", "card_signature", "card_verification", "terms", "record",
                      "record_canonical", "identity", "stored", "submission", "submit_note", "walks_today"],
     });
     Tool::new(

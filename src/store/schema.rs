@@ -53,7 +53,10 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "alerts",
         sql: include_str!("migrations/0010_alerts.sql"),
     },
-    // 0011 (the filing rewrite) goes before this one when both are merged.
+    Migration {
+        name: "card_verifications",
+        sql: include_str!("migrations/0011_card_verifications.sql"),
+    },
     Migration {
         name: "task_bindings",
         sql: include_str!("migrations/0012_task_bindings.sql"),

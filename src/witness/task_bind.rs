@@ -443,11 +443,11 @@ fn verify_b64(key: &VerifyingKey, value: &Value, sig_b64: &str) -> Result<(), St
 }
 
 /// A ledger's answer as kept: its JSON body, or `{"raw": <first 500 characters>}` when the
-/// body is not JSON. A ledger answers with an object; a JSON body that is not one is kept as
-/// its text too, so the kept answer is always an object (what the faces' schemas promise).
+/// body is not a JSON object (a ledger answers objects; anything else is shown as its text, so
+/// every face reads one shape).
 pub fn kept_answer(body: &[u8]) -> Value {
     match crate::json::parse_lenient(body) {
-        Ok(v @ Value::Object(_)) => v,
+        Ok(answer @ Value::Object(_)) => answer,
         _ => raw_answer(body),
     }
 }

@@ -133,7 +133,7 @@ fn fixture() -> &'static Fixture {
     static FIXTURE: std::sync::OnceLock<Fixture> = std::sync::OnceLock::new();
     FIXTURE.get_or_init(|| {
         let (request, observed) = capture();
-        let findings = walk::reference_card_findings(observed.card.as_ref(), &request.base());
+        let findings = walk::reference_card_findings(observed.card.as_ref(), &request.base(), None);
         // The bench is only meaningful on the path a healthy agent takes: check it once.
         let outcome = walk::finish(&request, observed.clone(), &findings, SALT);
         assert!(outcome.verdict.ok, "the captured walk must PASS");

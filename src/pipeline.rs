@@ -778,6 +778,7 @@ impl Pipeline {
             target: full["conduct_ext"]["target"].as_str().map(str::to_string),
             card: None,
             witness_intake: intake.clone(),
+            card_verification: None,
         };
         self.store_and_file(outcome, intake, submit, witness_name)
             .await

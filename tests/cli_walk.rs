@@ -176,12 +176,21 @@ async fn demo_runs_without_network_and_gets_every_expected_verdict() {
             name.starts_with("walk_") && name.ends_with(".json")
         })
         .count();
-    assert_eq!(records, 9);
+    assert_eq!(records, 10);
     // Every record was signed, stored and filed with the emulator.
     assert_eq!(
         stdout.matches("filed (answer accepted, http 201)").count(),
-        9,
+        10,
         "{stdout}"
+    );
+    // The signed card verifies the way the reference 1.5.0 checks it (conduct-walk.md §4.3).
+    let signed = stdout
+        .split("\n== ")
+        .find(|s| s.starts_with("signed-card "))
+        .expect("the signed card was walked");
+    assert!(
+        signed.contains("card signature: verified: signature[0] verifies in served-rfc8785"),
+        "{signed}"
     );
     let db = dir.path().join("walker.db");
     let list = bin()
@@ -194,7 +203,7 @@ async fn demo_runs_without_network_and_gets_every_expected_verdict() {
             .lines()
             .filter(|l| l.ends_with("signed"))
             .count(),
-        9
+        10
     );
     let verify = bin()
         .args(["records", "verify", "--db"])
@@ -205,14 +214,14 @@ async fn demo_runs_without_network_and_gets_every_expected_verdict() {
     // The demo ends with the whole loop (issue 23): anchored by the operator batch, inclusion
     // verified by the follower, and `ledger status` says so from the store.
     assert!(
-        stdout.contains("the intake's operator batch anchored 9 record(s) as ledger entry 1"),
+        stdout.contains("the intake's operator batch anchored 10 record(s) as ledger entry 1"),
         "{stdout}"
     );
     assert_eq!(
         stdout
             .matches("anchored at entry 1, inclusion verified")
             .count(),
-        9,
+        10,
         "{stdout}"
     );
     let status = bin()
@@ -222,7 +231,7 @@ async fn demo_runs_without_network_and_gets_every_expected_verdict() {
         .unwrap();
     assert_eq!(status.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&status.stdout).contains(
-        "9 filed, 0 pending, 9 anchored (9 inclusion verified), 0 overdue, 0 finding(s)"
+        "10 filed, 0 pending, 10 anchored (10 inclusion verified), 0 overdue, 0 finding(s)"
     ));
 }
 

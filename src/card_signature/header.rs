@@ -115,7 +115,7 @@ pub fn read_header(card: Option<&Value>, origin: &str) -> Value {
 /// Python's `base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))` with its non-strict decoder:
 /// characters outside the alphabet are skipped, a completed pad sequence ends the input, and a
 /// dangling partial quantum is an error (`None`). A non-ASCII string is an error, as in Python.
-fn python_lenient_b64url_decode(s: &str) -> Option<Vec<u8>> {
+pub(crate) fn python_lenient_b64url_decode(s: &str) -> Option<Vec<u8>> {
     if !s.is_ascii() {
         return None;
     }
@@ -169,7 +169,7 @@ fn python_lenient_b64url_decode(s: &str) -> Option<Vec<u8>> {
 
 /// `json.loads(bytes)` when the result is an object; anything else is the empty header. A UTF-8
 /// byte-order mark is skipped as Python's encoding detection does.
-fn python_json_object(bytes: &[u8]) -> Option<Map<String, Value>> {
+pub(crate) fn python_json_object(bytes: &[u8]) -> Option<Map<String, Value>> {
     let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
     match crate::json::parse_lenient(bytes).ok()? {
         Value::Object(map) => Some(map),
@@ -180,7 +180,7 @@ fn python_json_object(bytes: &[u8]) -> Option<Map<String, Value>> {
 /// `urllib.parse.urlsplit(url).netloc`, or `None` where urlsplit raises (unbalanced IPv6
 /// brackets). Leading C0 controls and spaces are stripped and tab/CR/LF removed first, as
 /// urlsplit does.
-fn python_netloc(url: &str) -> Option<String> {
+pub(crate) fn python_netloc(url: &str) -> Option<String> {
     let cleaned: String = url
         .trim_start_matches(|c: char| c <= ' ')
         .chars()

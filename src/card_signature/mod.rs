@@ -14,14 +14,17 @@
 //! It does not bind the key to the organisation in the card's `provider` (A2A leaves that to the
 //! client), and it covers nothing the profile dropped; both are said in the record.
 
+mod es256;
 pub mod fetch;
 mod header;
 pub mod jws;
 pub mod keys;
 pub mod profile;
 mod schema;
+pub mod served_form;
 pub mod signing;
 mod verify;
+pub mod walk_block;
 
 pub use header::{REASON_ABSENT, REASON_READ_NOT_VERIFIED, absent_block, read_header};
 pub use jws::{EntryError, JwsAlg};

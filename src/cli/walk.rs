@@ -506,6 +506,21 @@ fn observed(outcome: &WalkOutcome, a: &Assertion) -> String {
 }
 
 /// The human summary: verdict, sha256, one line per assertion, one line per node.
+/// What the record's `card_signature` block says of a signed card (§4.3), in one line.
+fn card_signature_line(record: &serde_json::Value) -> Option<String> {
+    let block = record.get("card_signature")?;
+    if block.get("present") != Some(&serde_json::Value::Bool(true)) {
+        return None;
+    }
+    let word = match block.get("verified").and_then(serde_json::Value::as_bool) {
+        Some(true) => "verified",
+        Some(false) => "does not verify",
+        None => "not established",
+    };
+    let reason = block["verified_reason"].as_str().unwrap_or_default();
+    Some(format!("  card signature: {word}: {reason}\n"))
+}
+
 pub fn human_summary(outcome: &WalkOutcome, written_to: Option<&std::path::Path>) -> String {
     let v = outcome.verdict;
     let mut s = format!(
@@ -530,6 +545,9 @@ pub fn human_summary(outcome: &WalkOutcome, written_to: Option<&std::path::Path>
         if let Some(note) = &a.note {
             s.push_str(&format!("        note: {note}\n"));
         }
+    }
+    if let Some(line) = card_signature_line(&outcome.record()) {
+        s.push_str(&line);
     }
     for n in &outcome.nodes {
         let req = &n.exchange.request;
@@ -579,6 +597,7 @@ pub(crate) const DEMO: &[(&str, bool, bool)] = &[
     ("metadata-missing", false, false),
     ("served-by-other-url", false, false),
     ("card-changes", false, false),
+    ("signed-card", true, true),
 ];
 
 /// Start loopback sandbox agents, a key server and an intake emulator; walk an honest agent and

@@ -554,7 +554,7 @@ impl<'a> ObjectRef<'a> {
     }
 
     /// [`ObjectRef::entries`] with each name as a node (to ask about its text's origin).
-    fn entries_with_names(&self) -> Vec<(JsonRef<'a>, JsonRef<'a>)> {
+    pub(crate) fn entries_with_names(&self) -> Vec<(JsonRef<'a>, JsonRef<'a>)> {
         let node = self.value.node();
         let mut children = Items {
             doc: self.value.doc,

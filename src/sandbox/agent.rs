@@ -135,6 +135,56 @@ pub struct Behaviour {
     pub mcp: McpServing,
     /// Served at `/.well-known/mcp-conduct.json` (the origin's consent file); 404 when `None`.
     pub consent: Option<Value>,
+    /// Sign the card (ES256, A2A §8.4) and serve the key at [`SANDBOX_JWKS_PATH`].
+    pub card_signing: Option<CardSigning>,
+}
+
+/// How a sandbox card is signed: ES256 with [`SANDBOX_CARD_KEY`], kid [`SANDBOX_CARD_KID`],
+/// `jku` = the agent's own [`SANDBOX_JWKS_PATH`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CardSigning {
+    /// Over RFC 8785 of the served card (what the reference walker 1.5.0 checks first).
+    ServedForm,
+    /// Over the a2a-sdk form (what the SDKs sign; it leaves members outside the schema out).
+    SdkForm,
+    /// Over the served form, but by another key than the one served at the `jku`.
+    WrongKey,
+}
+
+/// Where a signing sandbox agent serves its JWK Set.
+pub const SANDBOX_JWKS_PATH: &str = "/.well-known/jwks.json";
+/// The kid of the sandbox card key.
+pub const SANDBOX_CARD_KID: &str = "sandbox-card-es256";
+/// The sandbox card key's secret scalar: a published test key, never a real one.
+const SANDBOX_CARD_KEY: [u8; 32] = [0x5a; 32];
+/// What [`CardSigning::WrongKey`] signs with.
+const SANDBOX_OTHER_KEY: [u8; 32] = [0x5b; 32];
+
+fn sandbox_key(secret: &[u8; 32]) -> p256::ecdsa::SigningKey {
+    p256::ecdsa::SigningKey::from_slice(secret).expect("a valid P-256 scalar")
+}
+
+/// The JWK Set a signing sandbox agent serves.
+pub fn sandbox_jwks() -> Value {
+    json!({"keys": [crate::card_signature::signing::es256_public_jwk(
+        &sandbox_key(&SANDBOX_CARD_KEY),
+        SANDBOX_CARD_KID,
+    )]})
+}
+
+fn sign_card(card: Value, signing: CardSigning, base: &str) -> Value {
+    use crate::card_signature::signing::{WalkForm, sign_es256_entry, with_signature};
+    let (form, secret) = match signing {
+        CardSigning::ServedForm => (WalkForm::ServedRfc8785, &SANDBOX_CARD_KEY),
+        CardSigning::SdkForm => (WalkForm::SdkProto, &SANDBOX_CARD_KEY),
+        CardSigning::WrongKey => (WalkForm::ServedRfc8785, &SANDBOX_OTHER_KEY),
+    };
+    let header = format!(
+        r#"{{"alg":"ES256","typ":"JOSE","kid":"{SANDBOX_CARD_KID}","jku":"{base}{SANDBOX_JWKS_PATH}"}}"#
+    );
+    let entry = sign_es256_entry(&card, form, &header, &sandbox_key(secret))
+        .expect("a sandbox card can be signed");
+    with_signature(&card, entry)
 }
 
 pub const DEFAULT_CONDUCT_RECORD: &str = "https://gate.horizonshield.dev/history?endpoint=sandbox";
@@ -203,7 +253,10 @@ impl Behaviour {
                 card[k] = v.clone();
             }
         }
-        card
+        match self.card_signing {
+            Some(signing) => sign_card(card, signing, base),
+            None => card,
+        }
     }
 }
 
@@ -302,6 +355,9 @@ fn respond(b: &Behaviour, counts: &Counts, req: Req) -> Resp {
         (&b.consent, req.method.as_str(), req.path.as_str())
     {
         return Resp::json(200, consent);
+    }
+    if b.card_signing.is_some() && req.method == "GET" && req.path == SANDBOX_JWKS_PATH {
+        return Resp::json(200, &sandbox_jwks());
     }
     if req.method == "POST" {
         return endpoint_response(b, &req);
@@ -974,6 +1030,36 @@ pub fn scenarios() -> Vec<Scenario> {
             V1_0,
             Behaviour {
                 extension_required: true,
+                ..d()
+            },
+        ),
+        s(
+            "signed-card",
+            "an honest agent whose card is signed (ES256 over RFC 8785 of the served card, key at its own jku)",
+            Mcp,
+            V1_0,
+            Behaviour {
+                card_signing: Some(CardSigning::ServedForm),
+                ..d()
+            },
+        ),
+        s(
+            "signed-card-sdk-form",
+            "an honest agent whose card is signed over the a2a-sdk form only",
+            A2a,
+            V1_0,
+            Behaviour {
+                card_signing: Some(CardSigning::SdkForm),
+                ..d()
+            },
+        ),
+        s(
+            "signed-card-wrong-key",
+            "an honest agent whose card signature was made by another key than the one at its jku",
+            Mcp,
+            V1_0,
+            Behaviour {
+                card_signing: Some(CardSigning::WrongKey),
                 ..d()
             },
         ),

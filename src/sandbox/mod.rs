@@ -3,7 +3,10 @@
 pub mod agent;
 pub mod https;
 
-pub use agent::{Behaviour, CardBytes, McpServing, SandboxAgent, Scenario, scenario, scenarios};
+pub use agent::{
+    Behaviour, CardBytes, CardSigning, McpServing, SANDBOX_CARD_KID, SANDBOX_JWKS_PATH,
+    SandboxAgent, Scenario, sandbox_jwks, scenario, scenarios,
+};
 pub use https::{Body, Handler, HttpsServer, Req, Resp, SandboxCa, WireLog, handler};
 
 /// A path under the shared test vectors (`../shared/vectors` beside the repository). Panics

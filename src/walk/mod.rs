@@ -11,6 +11,7 @@ pub mod record;
 pub mod spec;
 pub mod url_norm;
 
+use crate::card_signature::walk_block::JwksAnswer;
 use crate::clock::{Clock, walked_at};
 use crate::digest::sha256_hex;
 use crate::net::{BodyRead, HttpRequest, Session, Transport};
@@ -65,6 +66,9 @@ pub struct WalkOutcome {
     pub card: Option<Card>,
     /// The card's `params.witness_intake` when it is a string: where the record is filed.
     pub witness_intake: Option<String>,
+    /// conduct-walker's own verification of a signed card, kept beside the record (store,
+    /// pages, MCP), never in it.
+    pub card_verification: Option<Value>,
 }
 
 impl WalkOutcome {
@@ -164,18 +168,36 @@ pub fn parse_card(n1: &ObservedFetch) -> Option<Card> {
         .map(std::sync::Arc::new)
 }
 
-/// What the card-reading steps outside the conduct core decide (signature, terms). The default
-/// is the reference behaviour: header read, nothing verified, no terms block.
-pub fn reference_card_findings(card: Option<&Card>, base: &str) -> CardFindings {
-    let card_signature = crate::card_signature::read_header(signatures_only(card).as_ref(), base);
-    let attribution_line = record::reference_attribution_line(&card_signature);
+/// The card findings the reference walker 1.5.0 writes (§4.3): its `card_signature` block with
+/// the attribution lines, no terms block. `jwks` is what the walk's request to the first
+/// entry's `jku` observed ([`fetch_jwks`]).
+pub fn reference_card_findings(
+    card: Option<&Card>,
+    base: &str,
+    jwks: Option<&JwksAnswer>,
+) -> CardFindings {
+    let built = crate::card_signature::walk_block::build(card.map(|c| c.root()), base, jwks);
     CardFindings {
-        card_signature,
-        attribution_line,
+        card_signature: built.block,
+        card_establishes: built.establishes,
+        attribution_lines: built.does_not_establish,
+        verification: None,
         terms: None,
         terms_establishes: Vec::new(),
         terms_does_not_establish: Vec::new(),
     }
+}
+
+/// §4.3 C.1: GET the first signature entry's https `jku` through the walk's session (a node's
+/// rules, caps and headers), after n2 and before n3. Not a node: it never affects an assertion.
+/// None when the card names no https `jku`.
+pub async fn fetch_jwks(session: &Session, card: Option<&Card>) -> Option<JwksAnswer> {
+    let url = crate::card_signature::walk_block::jwks_url(card.map(|c| c.root()))?;
+    let exchange = session.fetch(&card_request(&url)).await;
+    Some(JwksAnswer {
+        status: exchange.status,
+        body: exchange.body,
+    })
 }
 
 /// The card reduced to its `signatures` member (all the header reading looks at), as a
@@ -202,10 +224,10 @@ pub fn card_lists_extension(card: &Card, uri: &str) -> bool {
         })
 }
 
-/// Walk one agent: n0, n1, n3 over the transport, then the pure core. Never fails: transport
-/// trouble is recorded in the nodes (§2.2). `card_findings` decides the card_signature and
-/// terms blocks from the parsed card and its bytes (`crate::findings::card_findings`; or
-/// [`reference_card_findings`] for the reference walker's unverified block).
+/// Walk one agent: n0, n1, the JWKS of a signed card, n3 over the transport, then the pure
+/// core. Never fails: transport trouble is recorded in the nodes (§2.2). `card_findings`
+/// decides the card_signature and terms blocks from the parsed card, its bytes and the JWKS
+/// answer (`crate::findings::card_findings`, or [`reference_card_findings`] alone).
 pub async fn run<F, Fut>(
     transport: &Transport,
     request: &WalkRequest,
@@ -214,7 +236,7 @@ pub async fn run<F, Fut>(
     card_findings: F,
 ) -> WalkOutcome
 where
-    F: FnOnce(Option<Card>, Vec<u8>) -> Fut,
+    F: FnOnce(Option<Card>, Vec<u8>, Option<JwksAnswer>) -> Fut,
     Fut: std::future::Future<Output = CardFindings>,
 {
     run_with_steps(transport, request, clock, salt, card_findings, &|_| {}).await
@@ -234,7 +256,7 @@ pub async fn run_with_steps<F, Fut>(
     on_node: OnNode<'_>,
 ) -> WalkOutcome
 where
-    F: FnOnce(Option<Card>, Vec<u8>) -> Fut,
+    F: FnOnce(Option<Card>, Vec<u8>, Option<JwksAnswer>) -> Fut,
     Fut: std::future::Future<Output = CardFindings>,
 {
     let walked_at = walked_at(clock.now());
@@ -247,6 +269,7 @@ where
     let card = parse_card(&n1);
     let declaration = declaration::locate_and_validate(card.as_ref());
     let target = declaration::choose_target(request.endpoint.as_deref(), &declaration);
+    let jwks = fetch_jwks(&session, card.as_ref()).await;
     let n3 = match &target {
         Some(t) => {
             on_node(3);
@@ -268,7 +291,7 @@ where
     } else {
         Vec::new()
     };
-    let findings = card_findings(card.clone(), card_bytes).await;
+    let findings = card_findings(card.clone(), card_bytes, jwks).await;
     let observed = Observed {
         walked_at,
         n0,
@@ -363,5 +386,6 @@ pub fn finish(
         target,
         card,
         witness_intake,
+        card_verification: findings.verification.clone(),
     }
 }

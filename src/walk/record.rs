@@ -78,8 +78,13 @@ pub struct RecordContext {
 pub struct CardFindings {
     /// The record's `card_signature` object.
     pub card_signature: Value,
-    /// The card-attribution line of `does_not_establish`, if any.
-    pub attribution_line: Option<String>,
+    /// The card-attribution line of `establishes` (a verified card, §4.3 D), after line 3 or 4.
+    pub card_establishes: Option<String>,
+    /// The card-attribution lines of `does_not_establish` (§4.3 D).
+    pub attribution_lines: Vec<String>,
+    /// conduct-walker's own verification of a signed card (richer than the record's block):
+    /// kept beside the record, never in it.
+    pub verification: Option<Value>,
     /// The `terms` block and the lines it adds to the two arrays.
     pub terms: Option<Value>,
     pub terms_establishes: Vec<String>,
@@ -312,6 +317,7 @@ fn full_record(
         if let Some(contract) = &ctx.contract_sha256 {
             lines.push(format!("that this walk was taken under the a2a-contract-v0 terms whose contract_sha256 is {contract} (walk.context.contract_sha256); it does not establish that the terms were honored, which is what settlement decides"));
         }
+        lines.extend(card.card_establishes.iter().cloned());
         lines.extend(card.terms_establishes.iter().cloned());
         lines
     };
@@ -332,9 +338,7 @@ fn full_record(
     if ctx.witness.key_url.is_none() {
         does_not_establish.push(DNE_IDENTITY.to_string());
     }
-    if let Some(line) = &card.attribution_line {
-        does_not_establish.push(line.clone());
-    }
+    does_not_establish.extend(card.attribution_lines.iter().cloned());
     does_not_establish.extend(card.terms_does_not_establish.iter().cloned());
 
     let params = ev.declaration.params();
@@ -387,17 +391,6 @@ fn full_record(
         terms: card.terms.clone(),
     };
     canonical::to_bytes_of(&record)
-}
-
-/// The reference walker's unverified `card_signature` attribution line (§4.4).
-pub fn reference_attribution_line(card_signature: &Value) -> Option<String> {
-    if card_signature.get("present") == Some(&Value::Bool(false)) {
-        Some(crate::card_signature::ATTRIBUTION_UNSIGNED.to_string())
-    } else if card_signature.get("verified").is_some_and(Value::is_null) {
-        Some(crate::card_signature::REFERENCE_ATTRIBUTION_NOT_VERIFIED.to_string())
-    } else {
-        None
-    }
 }
 
 #[cfg(test)]

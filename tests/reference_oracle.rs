@@ -9,6 +9,7 @@
 mod reference_support;
 
 use conduct_walker::sandbox::{Resp, SandboxAgent, SandboxCa, Scenario, scenarios};
+use reference_support::cards;
 use reference_support::*;
 use serde_json::Value;
 use std::path::Path;
@@ -345,4 +346,92 @@ fn normalisation_sets_aside_only_what_the_spec_allows() {
         serde_json::to_vec_pretty(&serde_json::from_slice::<Value>(&reference).unwrap()).unwrap();
     let d = compare(&pretty, &reference).unwrap_err();
     assert!(d.ours.starts_with("not in canonical form"), "{d}");
+}
+
+/// Cards canonicalised per CI run by the SDK differential; `ORACLE_SDK_CASES` overrides it (the
+/// one-off run of a million, BENCHMARKS.md), `ORACLE_SDK_SEED` picks another sequence.
+const SDK_CASES: u64 = 10_000;
+
+/// Our `Profile::Sdk` form (as the walk computes `a2a-sdk-proto`) against a2a-sdk 1.3.0's own
+/// `_canonicalize_agent_card`, byte for byte, over generated cards; "the SDK refuses to parse"
+/// must match our form being absent.
+#[test]
+fn sdk_canonical_form_matches_the_sdk_on_generated_cards() {
+    let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+    let cases = env("ORACLE_SDK_CASES").unwrap_or(SDK_CASES);
+    let seed = env("ORACLE_SDK_SEED").unwrap_or(0x0a2a_5d4c);
+    let started = std::time::Instant::now();
+    let texts = {
+        let mut g = cards::CardGen::new(seed);
+        (0..cases).map(move |_| g.card().into_bytes())
+    };
+    let mut sdk = SdkCanonicaliser::start(texts);
+    let mut ours_gen = cards::CardGen::new(seed);
+    let (mut forms, mut refused, mut not_json, mut not_objects) = (0u64, 0u64, 0u64, 0u64);
+    let mut diffs: Vec<String> = Vec::new();
+    let mut diff_count = 0u64;
+    let mut classes = std::collections::BTreeMap::new();
+    for i in 0..cases {
+        let text = ours_gen.card().into_bytes();
+        let theirs = sdk.next_form();
+        // A card that is not an object has no `signatures`, so a walk computes no form for it
+        // (§4.3 A): not compared, counted.
+        if conduct_walker::json::read(&text, conduct_walker::json::ReadOptions::LENIENT)
+            .is_ok_and(|d| d.root().as_object().is_none())
+        {
+            not_objects += 1;
+            continue;
+        }
+        let ours = our_sdk_form(&text);
+        if std::env::var_os("ORACLE_SDK_DEBUG").is_some() && i < 300 {
+            eprintln!("#{i}: sdk {} | ours {}", theirs.shown(), ours.shown());
+        }
+        match &theirs {
+            SdkForm::Form(_) => forms += 1,
+            SdkForm::Refused(_) => refused += 1,
+            SdkForm::NotJson(_) => not_json += 1,
+        }
+        if !ours.agrees(&theirs) {
+            diff_count += 1;
+            let class = format!("ours {} / sdk {}", ours.class(), theirs.class());
+            *classes.entry(class).or_insert(0u64) += 1;
+            let wanted = std::env::var("ORACLE_SDK_SHOW").ok();
+            if diffs.len() < 12
+                && wanted.as_deref().is_none_or(|w| {
+                    format!("ours {} / sdk {}", ours.class(), theirs.class()).contains(w)
+                })
+            {
+                diffs.push(format!(
+                    "- card #{i}: {}\n  ours: {}\n  sdk:  {}",
+                    String::from_utf8_lossy(&text),
+                    ours.shown(),
+                    theirs.shown()
+                ));
+            }
+        }
+    }
+    drop(sdk);
+    let secs = started.elapsed().as_secs_f64();
+    eprintln!(
+        "SDK differential (seed {seed:#x}): {cases} cards in {secs:.1} s ({:.0} cards/s): \
+         {forms} with a form, {refused} refused by the SDK, {not_json} not JSON, {not_objects} not an \
+         object (not compared); {diff_count} differ",
+        cases as f64 / secs
+    );
+    let by_class: Vec<String> = classes
+        .iter()
+        .map(|(c, n)| format!("  {n} × {c}"))
+        .collect();
+    assert!(
+        diff_count == 0,
+        "{diff_count} of {cases} cards: our a2a-sdk-proto form differs from the SDK's; by kind:\n{}\nthe first {}:\n{}",
+        by_class.join("\n"),
+        diffs.len(),
+        diffs.join("\n")
+    );
+    assert!(
+        forms > cases / 2 && refused > 0,
+        "the generator should give mostly cards with a form and some the SDK refuses: \
+         {forms} forms, {refused} refused of {cases}"
+    );
 }

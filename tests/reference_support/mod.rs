@@ -18,6 +18,8 @@
 #[path = "../provision_support/mod.rs"]
 mod provision_support;
 
+pub mod cards;
+
 use conduct_walker::sandbox::{Handler, HttpsServer, SandboxCa};
 use serde_json::Value;
 use std::fmt;
@@ -658,5 +660,150 @@ pub fn assert_no_differences(what: &str, outcomes: &[Outcome]) {
             outcomes.len(),
             list.join("\n")
         );
+    }
+}
+
+/// What a canonicaliser made of one card text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SdkForm {
+    /// The form's UTF-8 bytes.
+    Form(Vec<u8>),
+    /// The card is JSON but has no form (the SDK refuses to parse it into an AgentCard).
+    Refused(String),
+    /// The text is not JSON to Python's reader (or ours).
+    NotJson(String),
+}
+
+impl SdkForm {
+    /// Whether two outcomes agree: the same bytes, or both without a form for the same cause
+    /// class (the texts of a refusal are each side's own).
+    pub fn agrees(&self, other: &SdkForm) -> bool {
+        match (self, other) {
+            (SdkForm::Form(a), SdkForm::Form(b)) => a == b,
+            (SdkForm::Refused(_), SdkForm::Refused(_)) => true,
+            (SdkForm::NotJson(_), SdkForm::NotJson(_)) => true,
+            _ => false,
+        }
+    }
+
+    /// A short class of the outcome, for counting differences by kind.
+    pub fn class(&self) -> String {
+        match self {
+            SdkForm::Form(_) => "a form".into(),
+            SdkForm::NotJson(_) => "not JSON".into(),
+            SdkForm::Refused(why) => {
+                let head = why.split([':', '(']).next().unwrap_or(why);
+                // "invalid card: wrong scalar type at <pointer>: <what>" → "<what>".
+                let head = if head.starts_with("invalid card") {
+                    why.splitn(3, ": ").nth(2).unwrap_or(why).to_string()
+                } else {
+                    head.to_string()
+                };
+                format!("no form ({})", head.trim())
+            }
+        }
+    }
+
+    pub fn shown(&self) -> String {
+        match self {
+            SdkForm::Form(b) => format!("form {}", String::from_utf8_lossy(b)),
+            SdkForm::Refused(why) => format!("no form ({why})"),
+            SdkForm::NotJson(why) => format!("not JSON ({why})"),
+        }
+    }
+}
+
+/// Our `a2a-sdk-proto` form of a card text, as the walk computes it (conduct-walk.md §4.3 C.2):
+/// the text read as the reference reads a card, absent when a string holds a lone surrogate
+/// (a protobuf string cannot), else `Profile::Sdk` of the card without `signatures`.
+pub fn our_sdk_form(text: &[u8]) -> SdkForm {
+    use conduct_walker::card_signature::{Profile, canonicalize_card};
+    let doc = match conduct_walker::json::read(text, conduct_walker::json::ReadOptions::LENIENT) {
+        Ok(doc) => doc,
+        Err(e) => return SdkForm::NotJson(e.to_string()),
+    };
+    let root = doc.root();
+    if root.holds_lone_surrogate() {
+        return SdkForm::Refused("a lone surrogate".into());
+    }
+    let mut bare = root.to_value();
+    let Some(map) = bare.as_object_mut() else {
+        return SdkForm::Refused("not an object".into());
+    };
+    map.remove("signatures");
+    match canonicalize_card(&bare, Profile::Sdk) {
+        Ok(c) => SdkForm::Form(c.bytes),
+        Err(e) => SdkForm::Refused(e.to_string()),
+    }
+}
+
+/// The SDK's side of the differential: one `tests/reference/sdk_canonical.py` process that is
+/// fed card texts on a writer thread while the caller reads the answers in order.
+pub struct SdkCanonicaliser {
+    child: std::process::Child,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+    writer: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SdkCanonicaliser {
+    /// Start the helper and a thread writing every text `texts` yields (as hex lines).
+    pub fn start(texts: impl Iterator<Item = Vec<u8>> + Send + 'static) -> SdkCanonicaliser {
+        use std::io::{BufRead, Write};
+        let mut child = std::process::Command::new(python())
+            .arg(reference_dir().join("sdk_canonical.py"))
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start sdk_canonical.py: {e}"));
+        let stdin = child.stdin.take().expect("piped stdin");
+        let writer = std::thread::spawn(move || {
+            let mut w = std::io::BufWriter::with_capacity(1 << 20, stdin);
+            for text in texts {
+                if w.write_all(hex::encode(&text).as_bytes()).is_err()
+                    || w.write_all(b"\n").is_err()
+                {
+                    return;
+                }
+            }
+            let _ = w.flush();
+        });
+        let lines = std::io::BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+        SdkCanonicaliser {
+            child,
+            lines,
+            writer: Some(writer),
+        }
+    }
+
+    /// The SDK's answer for the next text.
+    pub fn next_form(&mut self) -> SdkForm {
+        let line = self
+            .lines
+            .next()
+            .expect("sdk_canonical.py ended early (its stderr is above)")
+            .expect("read sdk_canonical.py");
+        let v: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("sdk_canonical.py wrote {line:?}: {e}"));
+        if let Some(h) = v.get("form_hex").and_then(Value::as_str) {
+            return SdkForm::Form(hex::decode(h).expect("hex form"));
+        }
+        if let Some(why) = v.get("refused").and_then(Value::as_str) {
+            return SdkForm::Refused(why.to_string());
+        }
+        SdkForm::NotJson(v["not_json"].as_str().unwrap_or("?").to_string())
+    }
+}
+
+impl Drop for SdkCanonicaliser {
+    fn drop(&mut self) {
+        if let Some(w) = self.writer.take()
+            && !std::thread::panicking()
+        {
+            let _ = w.join();
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

@@ -10,6 +10,7 @@ mod reference_support;
 
 use conduct_walker::sandbox::{Resp, SandboxAgent, SandboxCa, Scenario, scenarios};
 use reference_support::cards;
+use reference_support::signed_cards::{self, Expect, Hosts, Route, SignedCase};
 use reference_support::*;
 use serde_json::Value;
 use std::path::Path;
@@ -166,10 +167,8 @@ impl CapturingIntake {
     }
 }
 
-/// Walk one scenario with both walkers and compare; the commitment case compares the kept full
-/// records and the filed records, each commitment checked against its own salt first.
+/// Walk one scenario with both walkers and compare.
 async fn compare_scenario(
-    ca: &SandboxCa,
     ca_pem: &Path,
     stage: &Stage,
     intake: &CapturingIntake,
@@ -181,7 +180,30 @@ async fn compare_scenario(
     let ours = run_ours(inputs, ca_pem, &[], dir).await;
     stage.set(SandboxAgent::handler(sc.behaviour.clone()));
     let reference = run_reference(inputs, ca_pem, dir, Some(&intake.url())).await;
-    let _ = ca;
+    if inputs.privacy != "commitment"
+        && let (Some(o), Some(r)) = (&ours.record, &reference.record)
+    {
+        if let Some(k) = KNOWN_DIVERGENCES.iter().find(|k| k.scenario == sc.name) {
+            return check_known_divergence(k, o, r).map(|()| Identical::ExceptAsStated(k.reason));
+        }
+        if std::env::var_os("ORACLE_SHOW_ALL").is_some() {
+            for d in differences(o, r).unwrap_or_default() {
+                eprintln!("  {}: {d}", sc.name);
+            }
+        }
+    }
+    compare_runs(inputs, &ours, &reference, intake).map(|()| Identical::Yes)
+}
+
+/// The records of two runs with the same inputs: the record file, or for commitment privacy
+/// the kept full records and the filed records, each commitment checked against its own salt
+/// first (a commitment holds its walker's own `walked_at` and `walker`, so it is then set aside).
+fn compare_runs(
+    inputs: &Inputs,
+    ours: &Run,
+    reference: &Run,
+    intake: &CapturingIntake,
+) -> Result<(), String> {
     if inputs.privacy != "commitment" {
         let (Some(o), Some(r)) = (&ours.record, &reference.record) else {
             return Err(format!(
@@ -192,17 +214,7 @@ async fn compare_scenario(
                 reference.explain()
             ));
         };
-        if let Some(k) = KNOWN_DIVERGENCES.iter().find(|k| k.scenario == sc.name) {
-            return check_known_divergence(k, o, r).map(|()| Identical::ExceptAsStated(k.reason));
-        }
-        if std::env::var_os("ORACLE_SHOW_ALL").is_some() {
-            for d in differences(o, r).unwrap_or_default() {
-                eprintln!("  {}: {d}", sc.name);
-            }
-        }
-        return compare(o, r)
-            .map(|()| Identical::Yes)
-            .map_err(|d| d.to_string());
+        return compare(o, r).map_err(|d| d.to_string());
     }
     let (Some((o_full, o_salt)), Some((r_full, r_salt))) = (&ours.kept, &reference.kept) else {
         return Err(format!(
@@ -211,7 +223,8 @@ async fn compare_scenario(
             reference.explain()
         ));
     };
-    compare(o_full, r_full).map_err(|d| format!("kept full record: {d}"))?;
+    // Both parts are compared, so a difference in one does not hide one in the other.
+    let kept = compare(o_full, r_full).map_err(|d| format!("kept full record: {d}"));
     let (Some(o_filed), Some(r_filed)) = (&ours.record, intake.last_record()) else {
         return Err(format!(
             "a filed commitment record is missing\n{}\n{}",
@@ -219,10 +232,26 @@ async fn compare_scenario(
             reference.explain()
         ));
     };
+    let filed = compare_filed_commitments(o_filed, &r_filed, (o_full, o_salt), (r_full, r_salt));
+    match (kept, filed) {
+        (Ok(()), Ok(())) => Ok(()),
+        (Err(a), Err(b)) => Err(format!("{a}; {b}")),
+        (Err(e), Ok(())) | (Ok(()), Err(e)) => Err(e),
+    }
+}
+
+/// The filed commitment records: each commitment checked against its own kept record and salt,
+/// then set aside, the rest compared.
+fn compare_filed_commitments(
+    o_filed: &[u8],
+    r_filed: &[u8],
+    (o_full, o_salt): (&Vec<u8>, &[u8; 32]),
+    (r_full, r_salt): (&Vec<u8>, &[u8; 32]),
+) -> Result<(), String> {
     let mut filed = Vec::new();
     for (who, bytes, full, salt) in [
         ("ours", o_filed, o_full, o_salt),
-        ("reference", &r_filed, r_full, r_salt),
+        ("reference", r_filed, r_full, r_salt),
     ] {
         let mut v = read_record(bytes, who).map_err(|d| d.to_string())?;
         let want = conduct_walker::digest::commitment_hex(full, salt);
@@ -232,13 +261,10 @@ async fn compare_scenario(
                 v["commitment"]
             ));
         }
-        // Each side's commitment holds its own walked_at and walker: checked above, then set aside.
         v["commitment"] = Value::from("<commitment>");
         filed.push(conduct_walker::canonical::to_bytes(&v));
     }
-    compare(&filed[0], &filed[1])
-        .map(|()| Identical::Yes)
-        .map_err(|d| format!("filed commitment record: {d}"))
+    compare(&filed[0], &filed[1]).map_err(|d| format!("filed commitment record: {d}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -292,7 +318,7 @@ async fn every_sandbox_scenario_matches_the_reference_record() {
     for (i, (sc, inputs)) in cases.iter().enumerate() {
         let dir = tmp.path().join(format!("{i:03}-{}", sc.name));
         let case = format!("{} ({} privacy)", sc.name, inputs.privacy);
-        let result = compare_scenario(&ca, &ca_pem, &stage, &intake, sc, inputs, &dir).await;
+        let result = compare_scenario(&ca_pem, &stage, &intake, sc, inputs, &dir).await;
         outcomes.push(Outcome { case, result });
     }
     eprintln!(
@@ -434,4 +460,187 @@ fn sdk_canonical_form_matches_the_sdk_on_generated_cards() {
         "the generator should give mostly cards with a form and some the SDK refuses: \
          {forms} forms, {refused} refused of {cases}"
     );
+}
+
+/// Serve `case` on the agent's server (its card, its routes, else the honest sandbox agent)
+/// and on the foreign one.
+fn serve_case(own: &Stage, foreign: &Stage, case: &SignedCase) {
+    fn answer(route: &Route) -> Resp {
+        match route {
+            Route::Body {
+                status,
+                content_type,
+                body,
+            } => Resp::bytes(*status, content_type, body.clone()),
+            Route::Redirect { status, location } => {
+                Resp::empty(*status).with_header("location", location)
+            }
+        }
+    }
+    let honest = SandboxAgent::handler(conduct_walker::sandbox::Behaviour::default());
+    let card = case.card.clone();
+    let routes = case.own_routes.clone();
+    own.set(Arc::new(move |req| {
+        if req.method == "GET" && req.path == conduct_walker::walk::spec::CARD_PATH {
+            let card = card.clone();
+            return Box::pin(async move { Resp::bytes(200, "application/json", card) });
+        }
+        if let Some((_, route)) = routes.iter().find(|(p, _)| *p == req.path) {
+            let resp = answer(route);
+            return Box::pin(async move { resp });
+        }
+        honest(req)
+    }));
+    let routes = case.foreign_routes.clone();
+    foreign.set(conduct_walker::sandbox::handler(move |req| {
+        routes
+            .iter()
+            .find(|(p, _)| *p == req.path)
+            .map(|(_, r)| answer(r))
+            .unwrap_or_else(|| Resp::empty(404))
+    }));
+}
+
+/// The `card_signature` block of a record file (the kept full record under commitment privacy).
+fn signature_block(run: &Run) -> Option<Value> {
+    let bytes = run.record.as_ref().or(run.kept.as_ref().map(|(b, _)| b))?;
+    let v = conduct_walker::json::parse_lenient(bytes).ok()?;
+    let block = v.get("card_signature")?.clone();
+    (!block.is_null()).then_some(block)
+}
+
+/// §4.3 C.1 checked as exactly that: our `jwks_status` is the stated one and our JWKS "not
+/// fetched"; the reference fetched it (200); every difference is inside the signature block's
+/// outcome fields or the attribution lines, and the block's header fields and forms agree.
+fn check_jwks_divergence(ours: &[u8], reference: &[u8], our_status: u16) -> Result<(), String> {
+    const SAME_IN_THE_BLOCK: &[&str] = &[
+        "/card_signature/present",
+        "/card_signature/count",
+        "/card_signature/alg",
+        "/card_signature/kid",
+        "/card_signature/jku",
+        "/card_signature/protected_readable",
+        "/card_signature/forms_reproduced",
+        "/card_signature/form_payload_sha256",
+    ];
+    let diffs = differences(ours, reference).map_err(|d| d.to_string())?;
+    let stray: Vec<String> = diffs
+        .iter()
+        .filter(|d| {
+            let inside = ["/card_signature/", "/establishes/", "/does_not_establish/"]
+                .iter()
+                .any(|p| d.path.starts_with(p));
+            !inside || SAME_IN_THE_BLOCK.iter().any(|p| d.path.starts_with(p))
+        })
+        .map(|d| d.to_string())
+        .collect();
+    if !stray.is_empty() {
+        return Err(format!(
+            "the JWKS divergence reaches beyond what §4.3 C.1 allows: {}",
+            stray.join("; ")
+        ));
+    }
+    let o = conduct_walker::json::parse_lenient(ours).map_err(|e| e.to_string())?;
+    let r = conduct_walker::json::parse_lenient(reference).map_err(|e| e.to_string())?;
+    let (ob, rb) = (&o["card_signature"], &r["card_signature"]);
+    let not_fetched = format!("the JWKS at jku was not fetched (status {our_status})");
+    let ours_ok = ob["jwks_status"] == our_status
+        && ob["jwks_sha256"].is_null()
+        && ob["verified_reason"]
+            .as_str()
+            .is_some_and(|t| t.contains(&not_fetched));
+    if !ours_ok || rb["jwks_status"] != 200 || diffs.is_empty() {
+        return Err(format!(
+            "expected our jwks_status {our_status} with \"{not_fetched}\" and the reference's 200; \
+             ours {} | reference {}",
+            shown(ob),
+            shown(rb)
+        ));
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generated_signed_cards_match_the_reference_record() {
+    let started = std::time::Instant::now();
+    let ca = SandboxCa::generate();
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let ca_pem = tmp.path().join("ca.pem");
+    ca.write_pem(&ca_pem).expect("write the CA");
+    let own = Stage::start(&ca, loopback(), &[]).await;
+    let foreign = Stage::start(&ca, "127.0.0.2:0".parse().expect("addr"), &["127.0.0.2"]).await;
+    let intake = CapturingIntake::start(&ca).await;
+    let hosts = Hosts {
+        own: own.origin(),
+        alias: format!("https://localhost:{}", own.addr().port()),
+        foreign: foreign.origin(),
+    };
+    let allow = [
+        format!("localhost:{}", own.addr().port()),
+        format!("127.0.0.2:{}", foreign.addr().port()),
+    ];
+    let cases = tokio::task::block_in_place(|| signed_cards::cases(&hosts));
+
+    let mut outcomes = Vec::new();
+    for (i, case) in cases.iter().enumerate() {
+        let dir = tmp.path().join(format!("card-{i:03}"));
+        let mut inputs = Inputs::new(&hosts.own, case.mode, "1.0");
+        inputs.privacy = case.privacy;
+        serve_case(&own, &foreign, case);
+        let ours = run_ours(&inputs, &ca_pem, &allow, &dir).await;
+        let reference = run_reference(&inputs, &ca_pem, &dir, Some(&intake.url())).await;
+        let result = (|| {
+            if case.expect == Expect::ReferenceCrashes {
+                let crashed = reference.exit != Some(0)
+                    && reference.record.as_ref().is_none_or(|r| r.is_empty());
+                let gap = "served-rfc8785 not reproduced: a lone surrogate in a string";
+                let ours_says = signature_block(&ours)
+                    .and_then(|b| b["verified_reason"].as_str().map(|t| t.contains(gap)));
+                return if crashed && ours_says == Some(true) {
+                    Ok(Identical::ExceptAsStated(
+                        "the reference crashes writing this record (§4.3 C.6); ours says the \
+                         served form is not reproduced for a lone surrogate",
+                    ))
+                } else {
+                    Err(format!(
+                        "expected the reference to crash and ours to name the gap \"{gap}\"\n{}\n{}",
+                        ours.explain(),
+                        reference.explain()
+                    ))
+                };
+            }
+            if let Some(want) = &case.reference_verified {
+                let got = signature_block(&reference).map(|b| b["verified"].clone());
+                if got.as_ref() != Some(want) {
+                    return Err(format!(
+                        "the case does not do what it says: the reference's verified is {got:?}, \
+                         the case expects {want}\n{}",
+                        reference.explain()
+                    ));
+                }
+            }
+            if let Expect::JwksDivergence(status) = case.expect {
+                let (Some(o), Some(r)) = (&ours.record, &reference.record) else {
+                    return Err("a record is missing".into());
+                };
+                return check_jwks_divergence(o, r, status).map(|()| {
+                    Identical::ExceptAsStated(
+                        "§4.3 C.1: the reference follows a JWKS redirect and reads any size, \
+                         we do not (not fetched, our status)",
+                    )
+                });
+            }
+            compare_runs(&inputs, &ours, &reference, &intake).map(|()| Identical::Yes)
+        })();
+        outcomes.push(Outcome {
+            case: format!("{} ({}, {} privacy)", case.name, case.mode, case.privacy),
+            result,
+        });
+    }
+    eprintln!(
+        "{} signed cards compared in {:.1} s",
+        outcomes.len(),
+        started.elapsed().as_secs_f64()
+    );
+    assert_no_differences("generated signed cards", &outcomes);
 }

@@ -19,6 +19,7 @@
 mod provision_support;
 
 pub mod cards;
+pub mod signed_cards;
 
 use conduct_walker::sandbox::{Handler, HttpsServer, SandboxCa};
 use serde_json::Value;

@@ -71,6 +71,7 @@ async fn main() {
             .run_job(&WalkJob {
                 request: req,
                 submit: true,
+                bind_task: None,
             })
             .await
             .unwrap();

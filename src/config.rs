@@ -107,6 +107,12 @@ pub struct WitnessSection {
     /// not count the extra ones, and they use up the lane).
     #[serde(default)]
     pub file_extra_walks: bool,
+    /// The https task-delegation ledger that `bind_task` targets (and the MCP walk tool's
+    /// `bind_task`) send their observations to (spec §5.1); default
+    /// https://ledger.horizonshield.dev/witness/task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub task_ledger: Option<Spanned<String>>,
 }
 
 /// `[network]`: the transport rules every walk, consent read and submission follows.
@@ -116,8 +122,8 @@ pub struct NetworkSection {
     /// Extra trust roots (PEM files), added to the system's.
     #[serde(default)]
     pub extra_ca: Vec<PathBuf>,
-    /// Admit private/loopback addresses, only at hosts this file names (targets, intake,
-    /// `allow_hosts`).
+    /// Admit private/loopback addresses, only at hosts this file names (targets, intake, task
+    /// ledger, `allow_hosts`).
     #[serde(default)]
     pub allow_private_network: bool,
     /// More `HOST:PORT` pairs at which private addresses are admitted.
@@ -428,6 +434,12 @@ pub struct TargetSection {
     /// `endpoint`.
     #[serde(default)]
     pub pull_ledger: bool,
+    /// After each walk, bind the A2A Task the agent returned to `witness.task_ledger` (spec
+    /// §5.1, the reference's `--bind-task`): a signed observation queued with the record and
+    /// sent once; the record itself does not change. Needs `mode = "a2a"` and a signing key
+    /// (without one each walk's binding is skipped, and says so).
+    #[serde(default)]
+    pub bind_task: bool,
     /// Cron pattern in UTC: "min hour day month weekday", or with seconds first
     /// "sec min hour day month weekday"; `@daily`, `@hourly` also work.
     #[schemars(with = "String")]
@@ -844,6 +856,8 @@ pub struct Target {
     pub schedule: Schedule,
     /// `pull_ledger`: keep other witnesses' records about this endpoint.
     pub pull_ledger: bool,
+    /// `bind_task`: the task-delegation ledger each walk's A2A Task is bound to.
+    pub bind_task: Option<String>,
 }
 
 /// Where the signing key comes from.
@@ -893,6 +907,8 @@ pub struct Config {
     pub key: KeySource,
     pub intake: Option<String>,
     pub file_extra_walks: bool,
+    /// `witness.task_ledger`, or the spec's default ledger.
+    pub task_ledger: String,
     pub extra_ca: Vec<PathBuf>,
     pub allow_private_network: bool,
     pub allow_hosts: Vec<String>,
@@ -1052,6 +1068,15 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
     {
         at(i.span(), why);
     }
+    if let Some(l) = &w.task_ledger
+        && let Err(why) = crate::net::https_url(l.get_ref())
+    {
+        at(l.span(), why);
+    }
+    let task_ledger = w.task_ledger.as_ref().map_or(
+        crate::witness::task_bind::DEFAULT_TASK_LEDGER.to_string(),
+        |l| l.get_ref().clone(),
+    );
     let n = &file.network;
     let mut probe = crate::net::NetPolicy::new(true);
     for h in &n.allow_hosts {
@@ -1230,6 +1255,13 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
                 "pull_ledger needs the target's endpoint (the ledger's batches name endpoints, not origins)".into(),
             );
         }
+        if t.bind_task && t.mode != ModeName::A2a {
+            at(
+                t.origin.span(),
+                "bind_task needs mode = \"a2a\" (only an A2A agent returns an A2A Task to bind)"
+                    .into(),
+            );
+        }
         let name = match &t.name {
             Some(n) => n.get_ref().clone(),
             None => t
@@ -1285,6 +1317,7 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
             submit: t.submit,
             schedule,
             pull_ledger: t.pull_ledger,
+            bind_task: t.bind_task.then(|| task_ledger.clone()),
         });
     }
     let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
@@ -1315,6 +1348,7 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
         key,
         intake: w.intake.as_ref().map(|i| i.get_ref().clone()),
         file_extra_walks: w.file_extra_walks,
+        task_ledger,
         extra_ca: n.extra_ca.iter().map(|p| rel(base, p)).collect(),
         allow_private_network: n.allow_private_network,
         allow_hosts: n.allow_hosts.iter().map(|h| h.get_ref().clone()).collect(),
@@ -1457,8 +1491,9 @@ impl Config {
             })
     }
 
-    /// Every URL the operator named: targets and the intake override. Private addresses are
-    /// admitted only at these hosts (and `allow_hosts`).
+    /// Every URL the operator named: targets, the intake override and the task ledger when
+    /// the file names one. Private addresses are admitted only at these hosts (and
+    /// `allow_hosts`).
     pub fn named_urls(&self) -> Vec<String> {
         let mut urls = Vec::new();
         for t in &self.targets {
@@ -1466,6 +1501,9 @@ impl Config {
             urls.extend(t.request.endpoint.clone());
         }
         urls.extend(self.intake.clone());
+        if self.file.witness.task_ledger.is_some() {
+            urls.push(self.task_ledger.clone());
+        }
         urls
     }
 
@@ -1518,6 +1556,7 @@ impl Config {
         }
         f.network.extra_ca = self.extra_ca.clone();
         f.daemon.database = self.database.clone();
+        f.witness.task_ledger = Some(Spanned::new(span0.clone(), self.task_ledger.clone()));
         if !self.retention.policy.is_off() {
             f.retention.archive_dir = self
                 .retention

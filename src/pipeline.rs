@@ -9,6 +9,7 @@ use crate::clock::{Clock, walked_at as rfc3339_seconds};
 use crate::net::Transport;
 use crate::store::group::{GroupCommit, Then};
 use crate::store::outbox::{self, AttemptResult, NewSubmission, Submission};
+use crate::store::task_bindings::{self, NewBinding, TaskBinding};
 use crate::store::{KeptFull, NewRecord, Store, StoreError};
 use crate::walk::{WalkOutcome, WalkRequest};
 use crate::wire::IntakeSubmission;
@@ -92,6 +93,10 @@ pub type OnStage<'a> = &'a (dyn Fn(Stage) + Send + Sync);
 pub struct WalkJob {
     pub request: WalkRequest,
     pub submit: bool,
+    /// Bind the walk's A2A Task to this task-delegation ledger (spec §5.1, `--bind-task`): the
+    /// observation is queued in the record's transaction and sent by
+    /// [`Pipeline::send_task_binding`] (or the next [`Pipeline::send_due_task_bindings`]).
+    pub bind_task: Option<String>,
 }
 
 /// Where a record's submission stands after a step.
@@ -146,6 +151,17 @@ pub struct JobReport {
     pub record_id: i64,
     pub signed: Option<Signed>,
     pub submission: Option<SubmissionReport>,
+    /// The task binding as committed with the record (skipped, or queued and not sent yet).
+    pub task_binding: Option<TaskBinding>,
+}
+
+/// What [`Pipeline::send_due_task_bindings`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BindingDrain {
+    /// Queued rows sent (answered or not).
+    pub sent: u32,
+    /// Rows a stopped process left `sending`, settled as `unknown` (not resent).
+    pub settled_unknown: u32,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -174,7 +190,7 @@ struct Inner {
     transport: Transport,
     store: Arc<Mutex<Store>>,
     /// Every record goes through here: walks finishing together share one transaction.
-    writer: GroupCommit<Option<Submission>>,
+    writer: GroupCommit<(Option<Submission>, Option<TaskBinding>)>,
     signing: Option<(SigningKey, Option<String>)>,
     clock: Arc<dyn Clock>,
     intake_override: Option<String>,
@@ -365,6 +381,10 @@ impl Pipeline {
             &|n| on_stage(Stage::Node(n)),
         )
         .await;
+        let binding = job
+            .bind_task
+            .as_deref()
+            .map(|ledger| self.plan_binding(&request, &outcome, ledger));
         let intake_url = job
             .submit
             .then(|| {
@@ -381,8 +401,59 @@ impl Pipeline {
             &request.witness.name,
             on_stage,
             alert_target,
+            binding,
         )
         .await
+    }
+
+    /// The walk's task binding (spec §5.1), built and signed now so that it is committed with
+    /// the record: the preconditions in the reference's order (a2a mode, a signing key, a task
+    /// in n3's answer), then the observation with a fresh requester key P.
+    fn plan_binding(
+        &self,
+        request: &WalkRequest,
+        outcome: &WalkOutcome,
+        ledger_url: &str,
+    ) -> NewBinding {
+        use crate::witness::task_bind::{self, Skip};
+        let skipped = |skip: Skip| NewBinding::Skipped {
+            ledger_url: ledger_url.to_string(),
+            reason: skip.reason(),
+        };
+        if request.mode != crate::walk::Mode::A2a {
+            return skipped(Skip::NotA2a);
+        }
+        let Some((witness_key, _)) = &self.inner.signing else {
+            return skipped(Skip::NoSigningKey);
+        };
+        let reply = outcome.nodes.iter().find(|n| n.n == 3).and_then(|n3| {
+            crate::walk::assertions::n3_reply_message(request.mode, request.profile, n3)
+        });
+        let task_id = match task_bind::task_id(reply.as_ref().map(|d| d.root())) {
+            Ok(id) => id,
+            Err(skip) => return skipped(skip),
+        };
+        // P stands for the requester: a key of its own, made for this binding and dropped
+        // after signing, never the record's.
+        let requester = SigningKey::from_bytes(&rand::random::<[u8; 32]>());
+        let observed_at = self.now();
+        let inputs = task_bind::Inputs {
+            task_id: &task_id,
+            origin: &request.origin,
+            verdict: outcome.verdict.outcome(),
+            observed_at: &observed_at,
+        };
+        match task_bind::bind(&inputs, witness_key, &requester) {
+            Ok(obs) => NewBinding::Queued {
+                ledger_url: ledger_url.to_string(),
+                body: obs.body(),
+                task_id: obs.task_id,
+                evidence_id: obs.evidence_id,
+                witness_id: obs.witness_id,
+                requester_id: obs.hop.from,
+            },
+            Err(skip) => skipped(skip),
+        }
     }
 
     /// Store a finished walk (and plan its submission), then file it if it is due.
@@ -393,8 +464,16 @@ impl Pipeline {
         submit: bool,
         witness_name: &str,
     ) -> Result<JobReport, PipelineError> {
-        self.store_and_file_with_stages(outcome, intake_url, submit, witness_name, &|_| {}, None)
-            .await
+        self.store_and_file_with_stages(
+            outcome,
+            intake_url,
+            submit,
+            witness_name,
+            &|_| {},
+            None,
+            None,
+        )
+        .await
     }
 
     async fn store_and_file_with_stages(
@@ -405,6 +484,7 @@ impl Pipeline {
         witness_name: &str,
         on_stage: OnStage<'_>,
         alert_target: Option<String>,
+        binding: Option<NewBinding>,
     ) -> Result<JobReport, PipelineError> {
         on_stage(Stage::Signing);
         let signed = self
@@ -445,37 +525,47 @@ impl Pipeline {
             )),
             _ => None,
         };
-        let then: Then<Option<Submission>> = Box::new(move |conn, id, new| {
-            if let Some((cfg, target, obs)) = &alerting
-                && new
-            {
-                crate::alerts::outbox::observe(conn, cfg, target, obs)?;
-            }
-            let Some(mut plan) = plan else {
-                return Ok(None);
-            };
-            if !file_extra_walks {
-                plan.keep_local_if_planned_today(conn, &today)?;
-            }
-            let row = outbox::insert(
-                conn,
-                &NewSubmission {
-                    record_id: id,
-                    intake_url: &plan.intake_url,
-                    lane: &plan.lane.key(),
-                    identity: &plan.identity,
-                    endpoint: &plan.endpoint,
-                    state: plan.state,
-                    next_attempt_at: (plan.state == SubmissionState::Queued)
-                        .then_some(now.as_str()),
-                    last_error: plan.note.as_deref(),
-                    now: &now,
-                },
-            )?;
-            Ok(Some(row))
-        });
+        let card_verification = outcome.card_verification.clone();
+        let then: Then<(Option<Submission>, Option<TaskBinding>)> =
+            Box::new(move |conn, id, new| {
+                if let Some(block) = &card_verification {
+                    crate::store::card_verification::put(conn, id, block)?;
+                }
+                if let Some((cfg, target, obs)) = &alerting
+                    && new
+                {
+                    crate::alerts::outbox::observe(conn, cfg, target, obs)?;
+                }
+                // The binding belongs to this walk's record: a record already stored keeps its own.
+                let binding = match &binding {
+                    Some(b) if new => Some(task_bindings::insert(conn, id, b, &now)?),
+                    _ => None,
+                };
+                let Some(mut plan) = plan else {
+                    return Ok((None, binding));
+                };
+                if !file_extra_walks {
+                    plan.keep_local_if_planned_today(conn, &today)?;
+                }
+                let row = outbox::insert(
+                    conn,
+                    &NewSubmission {
+                        record_id: id,
+                        intake_url: &plan.intake_url,
+                        lane: &plan.lane.key(),
+                        identity: &plan.identity,
+                        endpoint: &plan.endpoint,
+                        state: plan.state,
+                        next_attempt_at: (plan.state == SubmissionState::Queued)
+                            .then_some(now.as_str()),
+                        last_error: plan.note.as_deref(),
+                        now: &now,
+                    },
+                )?;
+                Ok((Some(row), binding))
+            });
         let committed = self.inner.writer.commit(prepared, then).await?;
-        let (record_id, submission) = (committed.id, committed.extra);
+        let (record_id, (submission, task_binding)) = (committed.id, committed.extra);
         let submission = match submission {
             Some(row) if row.state == SubmissionState::Queued => {
                 on_stage(Stage::Filing);
@@ -488,7 +578,96 @@ impl Pipeline {
             record_id,
             signed,
             submission: submission.as_ref().map(SubmissionReport::from),
+            task_binding,
         })
+    }
+
+    /// Send a queued task binding once (spec §5.1) and keep the ledger's answer; the row as it
+    /// stands afterwards. A row that is not queued (settled, or taken by another task or
+    /// process) is returned untouched. Never fails because the ledger did: a refused
+    /// destination or a transport error is stored on the row (`failed`, not resent).
+    pub async fn send_task_binding(&self, id: i64) -> Result<TaskBinding, PipelineError> {
+        use crate::witness::task_bind::BindState;
+        use crate::witness::task_ledger::{self, Sent};
+        let row = self
+            .with_store(move |s| task_bindings::get(s.connection(), id))
+            .await?;
+        if row.state != BindState::Queued {
+            return Ok(row);
+        }
+        // Refused by the destination rules: nothing can have left, say so.
+        if let Err(why) = self
+            .inner
+            .transport
+            .check_destination(&row.ledger_url)
+            .await
+        {
+            let (now, why) = (self.now(), format!("not sent: {why}"));
+            return self
+                .with_store(move |s| {
+                    task_bindings::not_sent(s.connection(), id, &now, &why)?;
+                    task_bindings::get(s.connection(), id)
+                })
+                .await;
+        }
+        let now = self.now();
+        let claimed = self
+            .with_store(move |s| task_bindings::claim(s.connection(), id, &now))
+            .await?;
+        if !claimed {
+            return self
+                .with_store(move |s| task_bindings::get(s.connection(), id))
+                .await;
+        }
+        let body = row.body.clone().unwrap_or_default();
+        let sent = task_ledger::post(&self.inner.transport, &row.ledger_url, &body).await;
+        let now = self.now();
+        self.with_store(move |s| {
+            match &sent {
+                Sent::Answered { status, answer } => {
+                    task_bindings::answered(s.connection(), id, &now, *status, answer)?
+                }
+                Sent::NoAnswer(error) => task_bindings::failed(s.connection(), id, &now, error)?,
+            }
+            task_bindings::get(s.connection(), id)
+        })
+        .await
+    }
+
+    /// Settle the bindings a stopped process left `sending` (as `unknown`, never resent), then
+    /// send every queued one: what a drain does, after a kill between queueing and sending.
+    pub async fn send_due_task_bindings(&self) -> Result<BindingDrain, PipelineError> {
+        let cutoff = rfc3339_seconds(
+            self.inner.clock.now()
+                - chrono::Duration::from_std(crate::witness::task_bind::INTERRUPTED_AFTER)
+                    .expect("a few minutes"),
+        );
+        let (settled, queued) = self
+            .with_store(move |s| {
+                let settled = task_bindings::settle_interrupted(s.connection(), &cutoff)?;
+                Ok((settled, task_bindings::queued(s.connection())?))
+            })
+            .await?;
+        let mut report = BindingDrain {
+            settled_unknown: settled as u32,
+            ..BindingDrain::default()
+        };
+        for id in queued {
+            let after = self.send_task_binding(id).await?;
+            if after.sent_at.is_some() {
+                report.sent += 1;
+            }
+        }
+        Ok(report)
+    }
+
+    /// A record's task binding, if its walk asked for one.
+    pub async fn task_binding_of(
+        &self,
+        record_id: i64,
+    ) -> Result<Option<TaskBinding>, PipelineError> {
+        self.with_store(move |s| task_bindings::for_record(s.connection(), record_id))
+            .await
     }
 
     /// Decide the outbox state of a new record before storing it.
@@ -949,6 +1128,7 @@ mod tests {
                 profile: RequestProfile::Spec,
             },
             submit,
+            bind_task: None,
         }
     }
 

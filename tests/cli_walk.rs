@@ -169,6 +169,17 @@ async fn demo_runs_without_network_and_gets_every_expected_verdict() {
     let (stdout, err) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}{err}");
     assert!(stdout.contains("each verdict as expected"), "{stdout}");
+    // One walk binds the A2A Task its agent returned to the emulator's task ledger, which
+    // accepts it, and the answer is printed.
+    let bound = stdout
+        .split("\n== ")
+        .find(|s| s.starts_with("task-reply "))
+        .expect("the task binding walk");
+    assert!(
+        bound.contains("/witness/task: sent once, the ledger answered http 201"),
+        "{bound}"
+    );
+    assert!(bound.contains(r#""status":"stored""#), "{bound}");
     let records = std::fs::read_dir(dir.path())
         .unwrap()
         .filter(|e| {
@@ -176,11 +187,12 @@ async fn demo_runs_without_network_and_gets_every_expected_verdict() {
             name.starts_with("walk_") && name.ends_with(".json")
         })
         .count();
-    assert_eq!(records, 10);
+    // Nine scenarios, the signed card, and the walk whose A2A Task is bound (spec §5.1).
+    assert_eq!(records, 11);
     // Every record was signed, stored and filed with the emulator.
     assert_eq!(
         stdout.matches("filed (answer accepted, http 201)").count(),
-        10,
+        11,
         "{stdout}"
     );
     // The signed card verifies the way the reference 1.5.0 checks it (conduct-walk.md §4.3).
@@ -203,7 +215,7 @@ async fn demo_runs_without_network_and_gets_every_expected_verdict() {
             .lines()
             .filter(|l| l.ends_with("signed"))
             .count(),
-        10
+        11
     );
     let verify = bin()
         .args(["records", "verify", "--db"])
@@ -214,14 +226,14 @@ async fn demo_runs_without_network_and_gets_every_expected_verdict() {
     // The demo ends with the whole loop (issue 23): anchored by the operator batch, inclusion
     // verified by the follower, and `ledger status` says so from the store.
     assert!(
-        stdout.contains("the intake's operator batch anchored 10 record(s) as ledger entry 1"),
+        stdout.contains("the intake's operator batch anchored 11 record(s) as ledger entry 1"),
         "{stdout}"
     );
     assert_eq!(
         stdout
             .matches("anchored at entry 1, inclusion verified")
             .count(),
-        10,
+        11,
         "{stdout}"
     );
     let status = bin()
@@ -231,7 +243,7 @@ async fn demo_runs_without_network_and_gets_every_expected_verdict() {
         .unwrap();
     assert_eq!(status.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&status.stdout).contains(
-        "10 filed, 0 pending, 10 anchored (10 inclusion verified), 0 overdue, 0 finding(s)"
+        "11 filed, 0 pending, 11 anchored (11 inclusion verified), 0 overdue, 0 finding(s)"
     ));
 }
 

@@ -57,6 +57,7 @@ impl JobRunner for FakeRunner {
         _target: &'a str,
         request: &'a WalkRequest,
         _submit: bool,
+        _bind_task: Option<&'a str>,
     ) -> BoxFut<'a, Result<JobDone, JobFailed>> {
         Box::pin(async move {
             let n = self.now.fetch_add(1, Ordering::SeqCst) + 1;

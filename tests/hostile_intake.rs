@@ -61,6 +61,7 @@ async fn file_with(answer: Answer, self_description: Value) -> Run {
         .run_job(&WalkJob {
             request: request(&agent.origin(), None, Mode::A2a, Wire::V1_0),
             submit: true,
+            bind_task: None,
         })
         .await
         .expect("the walk survives any intake answer");

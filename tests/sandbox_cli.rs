@@ -55,7 +55,7 @@ fn sandbox_prints_origins_and_a_config_the_daemon_and_walk_accept() {
         .unwrap();
     let text = String::from_utf8_lossy(&check.stdout);
     assert_eq!(check.status.code(), Some(0), "{text}");
-    assert!(text.contains("targets: 9"), "{text}");
+    assert!(text.contains("targets: 10"), "{text}");
     assert!(text.contains(&format!("  honest-a2a: {origin}")), "{text}");
 
     // The printed walk command works as printed (an a2a agent: --mode a2a).

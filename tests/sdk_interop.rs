@@ -299,15 +299,34 @@ async fn a2a_sdk_signed_card_verifies_with_the_key_from_its_jku() {
             "{args:?} {block:#}"
         );
         assert_eq!(block["jku_same_host"], true, "{args:?} {block:#}");
+        // The record's block is the reference 1.5.0's (conduct-walk.md §4.3): the SDK signs its
+        // own form, which equals the served form unless the 0.3 members were merged in after
+        // signing; then only the SDK form verifies and the compensation is not covered.
+        let verified_in: Vec<&str> = block["signatures"][0]["verified_in"]
+            .as_array()
+            .expect("verified_in")
+            .iter()
+            .filter_map(|f| f.as_str())
+            .collect();
+        let expected: &[&str] = if compat03 {
+            &["a2a-sdk-proto"]
+        } else {
+            &["served-rfc8785", "a2a-sdk-proto"]
+        };
+        assert_eq!(verified_in, expected, "{args:?} {block:#}");
         assert_eq!(
-            block["signatures"][0]["result"], "valid",
+            block["covers_compensation"], !compat03,
             "{args:?} {block:#}"
         );
+        // conduct-walker's own check, kept beside the record, says where the key came from
+        // and which members the signature leaves out.
+        let own = o.card_verification.as_ref().expect("the own check");
+        assert_eq!(own["signatures"][0]["result"], "valid", "{args:?} {own:#}");
         assert_eq!(
-            block["signatures"][0]["key_source"], "jku_same_host",
-            "{args:?} {block:#}"
+            own["signatures"][0]["key_source"], "jku_same_host",
+            "{args:?} {own:#}"
         );
-        let uncovered: Vec<&str> = block["uncovered_members"]
+        let uncovered: Vec<&str> = own["uncovered_members"]
             .as_array()
             .expect("uncovered_members")
             .iter()
@@ -317,7 +336,7 @@ async fn a2a_sdk_signed_card_verifies_with_the_key_from_its_jku() {
             assert_eq!(
                 uncovered.contains(&member),
                 compat03,
-                "{args:?}: {member} uncovered: {block:#}"
+                "{args:?}: {member} uncovered: {own:#}"
             );
         }
         // A signature never changes the verdict.

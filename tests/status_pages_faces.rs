@@ -144,6 +144,7 @@ async fn serve_with_a_config_over_a_merged_store_shows_every_endpoint_and_the_ke
         .run_job(&WalkJob {
             request: common::request(&w.failing.origin(), None, Mode::A2a, Wire::V1_0),
             submit: false,
+            bind_task: None,
         })
         .await
         .unwrap();

@@ -95,6 +95,7 @@ fn job(w: &World, privacy: Privacy) -> WalkJob {
     WalkJob {
         request,
         submit: true,
+        bind_task: None,
     }
 }
 
@@ -556,6 +557,7 @@ async fn a_walk_taken_while_the_host_is_offline_is_marked_and_not_filed() {
         .run_job(&WalkJob {
             request: request(&origin, None, Mode::A2a, Wire::V1_0),
             submit: true,
+            bind_task: None,
         })
         .await
         .unwrap();

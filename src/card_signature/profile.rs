@@ -14,6 +14,8 @@
 //!   order, Struct numbers as Python floats (`1.0`, `-0.0`, `1e-07`).
 //! - [`Profile::Js100`]: the a2a-js 1.0.0 signer: the raw card minus `signatures`, cleanEmpty,
 //!   RFC 8785; no projection, so unknown members and `required:false` are inside.
+//! - [`Profile::Served`]: RFC 8785 of the card as served minus `signatures`, nothing dropped:
+//!   how the reference walker 1.5.0 signs and checks first (conduct-walk.md §4.3 C.2).
 //!
 //! Each canonicalisation also lists the members of the raw card that its payload does not cover
 //! (§7.4): a signature says nothing about them.
@@ -28,16 +30,18 @@ pub enum Profile {
     SpecLiteral,
     PythonLegacy,
     Js100,
+    Served,
 }
 
 impl Profile {
     /// Every profile, in the order verification tries them: the SDK profile first, then the
     /// labelled fallbacks.
-    pub const ALL: [Profile; 4] = [
+    pub const ALL: [Profile; 5] = [
         Profile::Sdk,
         Profile::SpecLiteral,
         Profile::PythonLegacy,
         Profile::Js100,
+        Profile::Served,
     ];
 
     /// The name written in records and printed by `card verify`.
@@ -47,6 +51,7 @@ impl Profile {
             Profile::SpecLiteral => "spec-literal",
             Profile::PythonLegacy => "python-legacy",
             Profile::Js100 => "js-1.0.0",
+            Profile::Served => "served-rfc8785",
         }
     }
 
@@ -57,6 +62,7 @@ impl Profile {
             Profile::SpecLiteral => PROFILE_SPEC_LITERAL_TEXT,
             Profile::PythonLegacy => PROFILE_PYTHON_LEGACY_TEXT,
             Profile::Js100 => PROFILE_JS_100_TEXT,
+            Profile::Served => PROFILE_SERVED_TEXT,
         }
     }
 }
@@ -69,6 +75,9 @@ pub const PROFILE_SPEC_LITERAL_TEXT: &str = "the spec-literal fallback profile (
 pub const PROFILE_PYTHON_LEGACY_TEXT: &str = "the python-legacy fallback profile (a2a-sdk <= 1.1.3: json.dumps with ASCII escapes, code-point key order and Struct numbers as Python floats, not RFC 8785)";
 /// [`Profile::description`] of the js-1.0.0 profile.
 pub const PROFILE_JS_100_TEXT: &str = "the js-1.0.0 fallback profile (a2a-js 1.0.0 signer: the raw card minus signatures with empty members removed, RFC 8785, no schema projection)";
+
+/// [`Profile::description`] of the served-rfc8785 profile.
+pub const PROFILE_SERVED_TEXT: &str = "the served-rfc8785 profile (RFC 8785 of the card as served with signatures removed, nothing else dropped; what the reference walker 1.5.0 signs)";
 
 /// Why a member of the raw card is outside a payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,6 +173,20 @@ pub fn canonicalize_card(card: &Value, profile: Profile) -> Result<Canonical, Ca
             } else {
                 pv_rfc8785(&projected)?
             }
+        }
+        Profile::Served => {
+            if !card.is_object() {
+                return Err(CardInvalid::NotObject {
+                    found: type_name(card),
+                });
+            }
+            let text =
+                serde_json::to_vec(card).map_err(|e| CardInvalid::NotIJson(e.to_string()))?;
+            let doc = crate::json::read(&text, crate::json::ReadOptions::LENIENT)
+                .map_err(|e| CardInvalid::NotIJson(e.to_string()))?;
+            super::served_form::served_rfc8785_without_signatures(doc.root())
+                .map_err(|why| CardInvalid::NotIJson(why.reason().to_string()))?
+                .into_bytes()
         }
         Profile::Js100 => {
             let Value::Object(map) = card else {

@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 /// Every subcommand has its man page, conduct-walker-SUBCOMMAND(1), and the daemon's config file
 /// has conduct-walker.toml(5).
 #[derive(Debug, Parser)]
-#[command(name = "conduct-walker", version, about)]
+#[command(name = "conduct-walker", version = crate::walk::spec::VERSION_TEXT, about)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

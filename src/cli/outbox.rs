@@ -114,11 +114,20 @@ async fn drain(db: &DbArg, net: &NetArgs) -> anyhow::Result<ExitCode> {
         Arc::new(SystemClock),
     ))?;
     let report = pipeline.drain_outbox().await?;
+    // Task bindings queued by a walk that stopped before sending them (spec §5.1); one left
+    // `sending` is settled as unknown, never sent twice.
+    let bindings = pipeline.send_due_task_bindings().await?;
     pipeline.checkpoint().await?;
     println!(
         "sent {}: {} filed, {} refused, {} still queued",
         report.attempted, report.filed, report.refused, report.deferred
     );
+    if bindings != Default::default() {
+        println!(
+            "task bindings: {} sent, {} left sending by a stopped process settled as unknown (not resent)",
+            bindings.sent, bindings.settled_unknown
+        );
+    }
     let settled = report.deferred == 0 && report.refused == 0;
     Ok(ExitCode::from(if settled { EXIT_OK } else { EXIT_FINDING }))
 }

@@ -295,8 +295,10 @@ fn find(db: &DbArg, prefix: &str) -> anyhow::Result<StoredRecord> {
 }
 
 fn show(db: &DbArg, prefix: &str) -> anyhow::Result<ExitCode> {
-    let rec = find(db, prefix)?;
+    let store = db.open_read_only()?;
+    let rec = store.get_by_prefix(prefix)?;
     let row = &rec.row;
+    let binding = crate::store::task_bindings::for_record(store.connection(), row.id)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
     writeln!(out, "sha256        {}", row.sha256)?;
@@ -329,6 +331,26 @@ fn show(db: &DbArg, prefix: &str) -> anyhow::Result<ExitCode> {
             crate::digest::sha256_hex(&kept.canonical),
             kept.canonical.len()
         )?;
+    }
+    if let Some(b) = &binding {
+        // The ledger's answer and the task id are a stranger's text: escaped for the terminal.
+        let safe = crate::witness::task_bind::for_terminal;
+        writeln!(out, "task_binding  {}", b.describe())?;
+        writeln!(out, "  ledger      {}", b.ledger_url)?;
+        if let (Some(task), Some(eid)) = (&b.task_id, &b.evidence_id) {
+            writeln!(out, "  task_id     {}", safe(task))?;
+            writeln!(out, "  evidence_id {eid}")?;
+        }
+        if let (Some(w), Some(p)) = (&b.witness_id, &b.requester_id) {
+            writeln!(out, "  witness     {w}")?;
+            writeln!(out, "  requester   {p}")?;
+        }
+        if let Some(at) = &b.sent_at {
+            writeln!(out, "  sent_at     {at}")?;
+        }
+        if let Some(answer) = b.answer_json() {
+            writeln!(out, "  answer      {}", safe(&answer.to_string()))?;
+        }
     }
     writeln!(out)?;
     // Pretty-printing reads the stored bytes; if they no longer parse, show them as they are.

@@ -60,6 +60,15 @@ pub struct WalkArgs {
     /// Walk even when the origin's /.well-known/mcp-conduct.json says "listing": "decline".
     #[arg(long)]
     pub ignore_consent: bool,
+    /// a2a mode: also bind the A2A Task the agent returned to the task-delegation ledger
+    /// (conduct-walk.md §5.1): an observation signed with --key and a fresh requester key,
+    /// queued in the store with the record and sent once. The record does not change; a walk
+    /// with no task, or without --key, says why it bound nothing.
+    #[arg(long)]
+    pub bind_task: bool,
+    /// The task-delegation ledger --bind-task sends to (https).
+    #[arg(long, value_name = "URL", default_value = crate::witness::task_bind::DEFAULT_TASK_LEDGER, requires = "bind_task")]
+    pub task_ledger: String,
 }
 
 /// How n3 is asked in mcp mode (conduct-walk.md §2.6.1); shared by every command that walks.
@@ -172,11 +181,13 @@ async fn check_operator_urls(
     transport: &Transport,
     request: &WalkRequest,
     intake: Option<&str>,
+    task_ledger: Option<&str>,
 ) -> anyhow::Result<()> {
     for (flag, url) in [
         ("--origin", Some(request.origin.as_str())),
         ("--endpoint", request.endpoint.as_deref()),
         ("--intake", intake),
+        ("--task-ledger", task_ledger),
     ] {
         let Some(url) = url else { continue };
         if !url.starts_with("https://") {
@@ -291,26 +302,36 @@ pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
     let mut request = args.request()?;
     check_output_paths(args.out.as_deref())?;
     let signing = args.witness.signing()?;
+    let task_ledger = args.bind_task.then_some(args.task_ledger.as_str());
     let named: Vec<&str> = [
         Some(args.origin.as_str()),
         args.endpoint.as_deref(),
         args.witness.intake.as_deref(),
+        task_ledger,
     ]
     .into_iter()
     .flatten()
     .collect();
     let transport = args.net.transport(&named)?;
-    check_operator_urls(&transport, &request, args.witness.intake.as_deref()).await?;
+    check_operator_urls(
+        &transport,
+        &request,
+        args.witness.intake.as_deref(),
+        task_ledger,
+    )
+    .await?;
     if let Some(note) = origin_path_note(&request) {
         eprintln!("conduct-walker: note: {note}");
     }
     if !consent_allows(&transport, &request.base(), args.ignore_consent).await {
         return Ok(ExitCode::from(super::EXIT_ERROR));
     }
-    let use_store = args.witness.db.is_some() || args.submit;
+    // A binding is durable like filing: queued in the store with its record.
+    let use_store = args.witness.db.is_some() || args.submit || args.bind_task;
     let store_path = use_store
         .then(|| crate::store::default_db_path(args.witness.db.as_deref()))
         .transpose()?;
+    let mut binding = None;
     let (outcome, signed, submission) = if let Some(store_path) = &store_path {
         let pipeline = args.witness.pipeline(
             transport.clone(),
@@ -322,6 +343,7 @@ pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
             .run_job(&WalkJob {
                 request,
                 submit: args.submit,
+                bind_task: task_ledger.map(str::to_string),
             })
             .await?;
         pipeline.checkpoint().await?;
@@ -330,6 +352,7 @@ pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
                 "conduct-walker: not filed: the card names no params.witness_intake and no --intake was given"
             );
         }
+        binding = report.task_binding.map(|b| (pipeline, b));
         (report.outcome, report.signed, report.submission)
     } else {
         if let Some((_, key_url)) = &signing {
@@ -370,6 +393,9 @@ pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
         if let Some(sub) = &submission {
             v["submission"] = submission_json(sub);
         }
+        if let Some((pipeline, b)) = binding.take() {
+            v["task_binding"] = send_binding(&pipeline, b).await?.to_json();
+        }
         println!("{v}");
     } else {
         print!("{}", human_summary(&outcome, Some(&out)));
@@ -382,6 +408,9 @@ pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
             if let Some(hint) = store_path.as_deref().and_then(|db| queued_hint(sub, db)) {
                 println!("{hint}");
             }
+        }
+        if let Some((pipeline, b)) = binding.take() {
+            print!("{}", binding_lines(&send_binding(&pipeline, b).await?));
         }
     }
     if let Some(sub) = &submission
@@ -397,6 +426,45 @@ pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
     } else {
         super::EXIT_FINDING
     }))
+}
+
+/// Send a walk's queued task binding (a skipped one stays as it is), then leave the store whole.
+/// The binding's fate never changes the walk's exit code: it is printed, and kept.
+async fn send_binding(
+    pipeline: &Pipeline,
+    b: crate::store::task_bindings::TaskBinding,
+) -> anyhow::Result<crate::store::task_bindings::TaskBinding> {
+    if b.state != crate::witness::task_bind::BindState::Queued {
+        return Ok(b);
+    }
+    let sent = pipeline.send_task_binding(b.id).await?;
+    pipeline.checkpoint().await?;
+    Ok(sent)
+}
+
+/// Where a task binding stands, with the ledger's answer when there is one.
+pub fn binding_lines(b: &crate::store::task_bindings::TaskBinding) -> String {
+    use crate::witness::task_bind::BindState;
+    if b.state == BindState::Skipped {
+        return format!(
+            "task binding skipped: {}\n",
+            b.note.as_deref().unwrap_or_default()
+        );
+    }
+    let mut s = format!("task binding to {}: {}\n", b.ledger_url, b.describe());
+    if let (Some(task), Some(eid)) = (&b.task_id, &b.evidence_id) {
+        s.push_str(&format!(
+            "  task_id {}  evidence_id {eid}\n",
+            crate::witness::task_bind::for_terminal(task)
+        ));
+    }
+    if let Some(answer) = b.answer_json() {
+        s.push_str(&format!(
+            "  answer {}\n",
+            crate::witness::task_bind::for_terminal(&answer.to_string())
+        ));
+    }
+    s
 }
 
 /// One line saying where a submission stands.
@@ -600,6 +668,10 @@ pub(crate) const DEMO: &[(&str, bool, bool)] = &[
     ("signed-card", true, true),
 ];
 
+/// The scenario whose walk the demo binds to the emulator's task ledger (spec §5.1): an agent
+/// that answers with an A2A Task, walked after the others with `--bind-task`.
+pub(crate) const DEMO_TASK_BINDING: &str = "task-reply";
+
 /// Start loopback sandbox agents, a key server and an intake emulator; walk an honest agent and
 /// a few misbehaving ones; sign each record with a throw-away key, store it and file it.
 pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
@@ -651,11 +723,18 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         let agent = SandboxAgent::start(&ca, sc.behaviour.clone()).await?;
         agents.push((sc, agent, *expect_pass));
     }
+    let task_scenario = all
+        .iter()
+        .find(|s| s.name == DEMO_TASK_BINDING)
+        .context("demo scenario missing")?
+        .clone();
+    let task_agent = SandboxAgent::start(&ca, task_scenario.behaviour.clone()).await?;
     let mut policy = NetPolicy::new(true);
     policy.allow_url(&emulator.url());
     for (_, agent, _) in &agents {
         policy.allow_url(&agent.origin());
     }
+    policy.allow_url(&task_agent.origin());
     let mut config = TransportConfig::new(policy);
     config.extra_roots = vec![ca.cert_der()];
     let pipeline = Pipeline::new(PipelineConfig {
@@ -673,26 +752,11 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     println!("  request profile:     {}\n", profile.as_str());
     let mut unexpected = 0;
     for (sc, agent, expect_pass) in &agents {
-        let origin = agent.origin();
-        let request = WalkRequest {
-            origin: origin.clone(),
-            endpoint: sc.endpoint_path.map(|p| format!("{origin}{p}")),
-            mode: sc.mode,
-            wire: sc.wire,
-            witness: Witness {
-                name: "conduct-walker demo".into(),
-                vantage: "loopback sandbox".into(),
-                key_url: None,
-            },
-            vantage_limitation: Some("a sandbox agent on this machine; nothing left it".into()),
-            contract_sha256: None,
-            privacy: Privacy::Full,
-            profile,
-        };
         let report = pipeline
             .run_job(&WalkJob {
-                request,
+                request: demo_request(sc, &agent.origin(), profile),
                 submit: true,
+                bind_task: None,
             })
             .await?;
         let outcome = &report.outcome;
@@ -725,19 +789,98 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         }
         println!();
     }
-    pipeline.checkpoint().await?;
     if unexpected > 0 {
         bail!("{unexpected} demo scenario(s) got an unexpected verdict");
     }
+    demo_task_binding(
+        &pipeline,
+        &emulator,
+        &task_scenario,
+        &task_agent,
+        &dir,
+        profile,
+    )
+    .await?;
+    pipeline.checkpoint().await?;
     demo_ledger(&emulator, &ca, &db).await?;
     println!(
-        "demo finished: {} scenarios walked, each verdict as expected; records signed, stored, filed, anchored and their inclusion verified",
-        DEMO.len()
+        "demo finished: {} scenarios walked, each verdict as expected; records signed, stored, filed, anchored and their inclusion verified; one A2A Task bound to the task ledger",
+        DEMO.len() + 1
     );
     println!("next: conduct-walker records list --db {}", db.display());
     println!("      conduct-walker records verify --db {}", db.display());
     println!("      conduct-walker ledger status --db {}", db.display());
     Ok(ExitCode::from(super::EXIT_OK))
+}
+
+/// A demo walk of a sandbox scenario.
+fn demo_request(
+    sc: &crate::sandbox::Scenario,
+    origin: &str,
+    profile: RequestProfile,
+) -> WalkRequest {
+    WalkRequest {
+        origin: origin.to_string(),
+        endpoint: sc.endpoint_path.map(|p| format!("{origin}{p}")),
+        mode: sc.mode,
+        wire: sc.wire,
+        witness: Witness {
+            name: "conduct-walker demo".into(),
+            vantage: "loopback sandbox".into(),
+            key_url: None,
+        },
+        vantage_limitation: Some("a sandbox agent on this machine; nothing left it".into()),
+        contract_sha256: None,
+        privacy: Privacy::Full,
+        profile,
+    }
+}
+
+/// Walk the agent that answers with an A2A Task, bind that task to the emulator's task ledger
+/// (spec §5.1) and print the ledger's answer; the demo fails unless the ledger accepted it.
+async fn demo_task_binding(
+    pipeline: &Pipeline,
+    emulator: &crate::intake_emulator::RunningEmulator,
+    sc: &crate::sandbox::Scenario,
+    agent: &SandboxAgent,
+    dir: &std::path::Path,
+    profile: RequestProfile,
+) -> anyhow::Result<()> {
+    let report = pipeline
+        .run_job(&WalkJob {
+            request: demo_request(sc, &agent.origin(), profile),
+            submit: true,
+            bind_task: Some(emulator.task_url()),
+        })
+        .await?;
+    let outcome = &report.outcome;
+    let path = dir.join(format!("walk_{}.json", &outcome.sha256[..12]));
+    std::fs::write(&path, &outcome.canonical)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    println!(
+        "== {} ({}; {} mode, wire {}), its A2A Task bound to the task ledger (--bind-task)",
+        sc.name,
+        sc.about,
+        sc.mode.as_str(),
+        sc.wire.as_str()
+    );
+    print!("{}", human_summary(outcome, Some(&path)));
+    if let Some(sub) = &report.submission {
+        println!("{}", submission_line(sub));
+    }
+    let binding = report
+        .task_binding
+        .context("the task binding walk stored no binding")?;
+    let sent = send_binding(pipeline, binding).await?;
+    print!("{}", binding_lines(&sent));
+    println!();
+    if sent.http_status != Some(201) {
+        bail!(
+            "the task ledger did not accept the demo's binding: {}",
+            sent.describe()
+        );
+    }
+    Ok(())
 }
 
 /// The demo's last step (issue 23): the operator batch anchors the filed records on the

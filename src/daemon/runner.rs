@@ -56,12 +56,14 @@ pub struct RunnerStatus {
 /// Runs the work of one fire and the periodic outbox drain. Errors are texts for the log and
 /// the `daemon_walks` row: the daemon never stops because one job failed.
 pub trait JobRunner: Send + Sync + 'static {
-    /// Walk, store (and, when `submit`, queue and file) one target.
+    /// Walk, store (and, when `submit`, queue and file) one target; with `bind_task` (a
+    /// task-delegation ledger URL) also bind the walk's A2A Task there (spec §5.1).
     fn run_job<'a>(
         &'a self,
         target: &'a str,
         request: &'a WalkRequest,
         submit: bool,
+        bind_task: Option<&'a str>,
     ) -> BoxFut<'a, Result<JobDone, JobFailed>>;
 
     /// The `[alerts]` settings alerts are planned with (none: alerts are off).
@@ -95,11 +97,13 @@ impl JobRunner for crate::pipeline::Pipeline {
         target: &'a str,
         request: &'a WalkRequest,
         submit: bool,
+        bind_task: Option<&'a str>,
     ) -> BoxFut<'a, Result<JobDone, JobFailed>> {
         Box::pin(async move {
             let job = crate::pipeline::WalkJob {
                 request: request.clone(),
                 submit,
+                bind_task: bind_task.map(str::to_string),
             };
             let report = crate::pipeline::Pipeline::run_target_job(self, &job, target)
                 .await
@@ -107,6 +111,11 @@ impl JobRunner for crate::pipeline::Pipeline {
                     text: e.to_string(),
                     store_unwritable: e.unwritable_reason(),
                 })?;
+            // The binding is sent beside the next fires, never in this one's way; a stop
+            // before it is sent leaves it queued for the next drain.
+            if let Some(b) = &report.task_binding {
+                spawn_task_binding(self.clone(), b, target);
+            }
             Ok(JobDone {
                 record_id: report.record_id,
                 sha256: report.outcome.sha256.clone(),
@@ -119,6 +128,15 @@ impl JobRunner for crate::pipeline::Pipeline {
     fn drain(&self) -> BoxFut<'_, Result<Drained, String>> {
         Box::pin(async move {
             let d = self.drain_outbox().await.map_err(|e| e.to_string())?;
+            match self.send_due_task_bindings().await {
+                Ok(b) if b != Default::default() => tracing::info!(
+                    sent = b.sent,
+                    settled_unknown = b.settled_unknown,
+                    "task bindings drained"
+                ),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "cannot drain the task bindings"),
+            }
             Ok(Drained {
                 attempted: d.attempted,
                 filed: d.filed,
@@ -155,4 +173,30 @@ impl JobRunner for crate::pipeline::Pipeline {
     fn alerts(&self) -> Option<std::sync::Arc<crate::alerts::config::AlertsConfig>> {
         crate::pipeline::Pipeline::alerts(self)
     }
+}
+
+/// Send a walk's queued task binding in a task of its own and log what the ledger said; a
+/// skipped binding is only logged.
+fn spawn_task_binding(
+    pipeline: crate::pipeline::Pipeline,
+    binding: &crate::store::task_bindings::TaskBinding,
+    target: &str,
+) {
+    use crate::witness::task_bind::BindState;
+    let (id, target) = (binding.id, target.to_string());
+    if binding.state != BindState::Queued {
+        tracing::info!(target = %target, binding = %binding.describe(), "task binding");
+        return;
+    }
+    tokio::spawn(async move {
+        match pipeline.send_task_binding(id).await {
+            Ok(b) => tracing::info!(
+                target = %target,
+                evidence_id = b.evidence_id.as_deref().unwrap_or("-"),
+                binding = %b.describe(),
+                "task binding"
+            ),
+            Err(e) => tracing::warn!(target = %target, error = %e, "task binding: cannot send"),
+        }
+    });
 }

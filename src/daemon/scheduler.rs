@@ -337,7 +337,12 @@ async fn fire_in_slot(
         };
         let result = ctx
             .runner
-            .run_job(&target.name, &target.request, target.submit)
+            .run_job(
+                &target.name,
+                &target.request,
+                target.submit,
+                target.bind_task.as_deref(),
+            )
             .await;
         let (end_state, sha, record_id, submission, detail) = match result {
             Ok(done) => {

@@ -18,6 +18,7 @@ mod reads;
 pub mod signature;
 pub mod state;
 mod submit;
+pub mod task_ledger;
 pub mod validate;
 
 use crate::clock::{Clock, SystemClock};
@@ -207,6 +208,21 @@ impl RunningEmulator {
     /// `https://127.0.0.1:PORT`.
     pub fn base(&self) -> String {
         self.server.base()
+    }
+
+    /// `https://127.0.0.1:PORT/witness/task`: the task-delegation ledger a walk binds its A2A
+    /// Task to (`--bind-task --task-ledger`).
+    pub fn task_url(&self) -> String {
+        format!("{}/witness/task", self.server.base())
+    }
+
+    /// Every task observation accepted (`POST /witness/task`), as POSTed, in arrival order.
+    /// Panics if the state file cannot be read.
+    pub fn task_observations(&self) -> Vec<String> {
+        self.shared
+            .state()
+            .task_observations()
+            .expect("read the intake state")
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -421,7 +437,9 @@ async fn route(shared: &Shared, req: Req) -> Resp {
     }
     let answer = match (method, path) {
         ("GET", "/witness") => reads::describe(shared, &req.base),
-        (m, "/witness" | "/witness/pending") if m != "GET" => Ok((
+        ("POST", "/witness/task") => task_ledger::post(shared, &req),
+        ("GET", "/witness/task") => task_ledger::describe(shared, &req.base),
+        (m, "/witness" | "/witness/pending" | "/witness/task") if m != "GET" => Ok((
             405,
             serde_json::json!({"error": "method not allowed", "allow": CORS_ALLOW_METHODS}),
         )),

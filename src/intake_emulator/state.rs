@@ -52,6 +52,15 @@ CREATE TABLE IF NOT EXISTS day_salts (
     day  TEXT PRIMARY KEY,
     salt TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS task_observations (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    evidence_id  TEXT NOT NULL,     -- not unique: every accepted POST is kept
+    task_id      TEXT NOT NULL,
+    witness_id   TEXT NOT NULL,
+    body         TEXT NOT NULL,     -- exactly as POSTed
+    received_at  TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS task_observations_evidence ON task_observations (evidence_id);
 CREATE TABLE IF NOT EXISTS networks (
     day     TEXT NOT NULL,
     net_key TEXT NOT NULL,          -- salted hash of a /24 or /48; no address is kept
@@ -227,6 +236,48 @@ impl State {
             .query_map([], |r| r.get::<_, String>(0))?
             .collect::<Result<Vec<_>, _>>()?;
         texts.iter().map(|t| parse_stored(t)).collect()
+    }
+
+    /// Keep an accepted task observation (`POST /witness/task`); how many POSTs of this
+    /// evidence_id it now holds.
+    pub fn store_task_observation(
+        &self,
+        evidence_id: &str,
+        task_id: &str,
+        witness_id: &str,
+        body: &str,
+        received_at: &str,
+    ) -> Result<u64, EmulatorError> {
+        self.conn.execute(
+            "INSERT INTO task_observations (evidence_id, task_id, witness_id, body, received_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![evidence_id, task_id, witness_id, body, received_at],
+        )?;
+        Ok(self.conn.query_row(
+            "SELECT COUNT(*) FROM task_observations WHERE evidence_id = ?1",
+            [evidence_id],
+            |r| r.get::<_, i64>(0),
+        )? as u64)
+    }
+
+    /// Task observations accepted, duplicates included.
+    pub fn task_observation_count(&self) -> Result<u64, EmulatorError> {
+        Ok(self
+            .conn
+            .query_row("SELECT COUNT(*) FROM task_observations", [], |r| {
+                r.get::<_, i64>(0)
+            })? as u64)
+    }
+
+    /// Every accepted task observation body, in arrival order.
+    pub fn task_observations(&self) -> Result<Vec<String>, EmulatorError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT body FROM task_observations ORDER BY seq")?;
+        let rows = stmt
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<Vec<String>, _>>()?;
+        Ok(rows)
     }
 
     /// Records held, pending and anchored.

@@ -94,6 +94,7 @@ pub(super) async fn witness_walk(
         RequestProfile::parse(a.choice("request_profile", &RequestProfile::NAMES, "spec")?)
             .expect("listed");
     let submit_asked = a.boolean("submit", true)?;
+    let bind_asked = a.boolean("bind_task", false)?;
     let who = identity(state, a.string("witness_name")?, a.string("vantage")?)?;
 
     // Private addresses only where the operator's config names the host (never a model's pick).
@@ -137,7 +138,13 @@ pub(super) async fn witness_walk(
         Cap::store_only(state.store_only_cap)
     };
     let (walk_id, used) = ledger.begin(now, &origin, cap).await?;
-    let job = WalkJob { request, submit };
+    // Binding publishes like filing does: only where the operator lets a model file.
+    let bind_task = (bind_asked && allow_submit).then(|| state.config.task_ledger.clone());
+    let job = WalkJob {
+        request,
+        submit,
+        bind_task,
+    };
     let report = match run_with_progress(state, &job, &ctx).await {
         Some(Ok(report)) => report,
         Some(Err(e)) => {
@@ -180,6 +187,23 @@ pub(super) async fn witness_walk(
     } else {
         None
     };
+    let task_binding = match report.task_binding.clone() {
+        Some(b) if b.state == crate::witness::task_bind::BindState::Queued => Some(
+            state
+                .pipeline
+                .send_task_binding(b.id)
+                .await
+                .unwrap_or(b)
+                .to_json(),
+        ),
+        Some(b) => Some(b.to_json()),
+        None if bind_asked => Some(json!({
+            "ledger_url": state.config.task_ledger,
+            "state": "skipped",
+            "summary": "not bound: the operator's config does not let a model file or bind (mcp.allow_submit = false)",
+        })),
+        None => None,
+    };
     let outcome = &report.outcome;
     let record = outcome.record();
     let sub = submission.map(submission_json);
@@ -212,6 +236,7 @@ pub(super) async fn witness_walk(
         })).collect::<Vec<_>>(),
         "nodes": nodes_json(outcome),
         "card_signature": record.get("card_signature").cloned().unwrap_or(Value::Null),
+        "card_verification": outcome.card_verification.clone().unwrap_or(Value::Null),
         "terms": record.get("terms").cloned().unwrap_or(Value::Null),
         "record": record,
         "record_canonical": String::from_utf8_lossy(&outcome.canonical),
@@ -228,6 +253,7 @@ pub(super) async fn witness_walk(
         },
         "submission": sub,
         "submit_note": submit_note,
+        "task_binding": task_binding,
         "walks_today": {
             "used": used,
             "cap": cap.limit,
@@ -322,6 +348,17 @@ fn walk_text(v: &Value, record_id: i64) -> String {
         )),
         (None, Some(note)) => out.push(note.to_string()),
         (None, None) => {}
+    }
+    if let Some(summary) = v["task_binding"]["summary"].as_str() {
+        let b = &v["task_binding"];
+        out.push(format!(
+            "task binding ({}): {summary}{}",
+            b["ledger_url"].as_str().unwrap_or_default(),
+            b["evidence_id"]
+                .as_str()
+                .map(|e| format!("; evidence_id {e}"))
+                .unwrap_or_default()
+        ));
     }
     let w = &v["walks_today"];
     out.push(format!(

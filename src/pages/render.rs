@@ -681,6 +681,49 @@ fn daily_bars(
 }
 
 /// A record's page.
+/// `verified` of a card-signature block in words.
+fn verified_word(block: &serde_json::Value) -> &'static str {
+    match block.get("verified").and_then(serde_json::Value::as_bool) {
+        Some(true) => "verified",
+        Some(false) => "does not verify",
+        None => "not established",
+    }
+}
+
+/// A signed card's two checks: the record's (the reference walker's, §4.3) and conduct-walker's
+/// own, kept beside the record. Nothing for an unsigned card.
+fn card_signature_section(
+    in_record: &serde_json::Value,
+    own: Option<&serde_json::Value>,
+) -> Markup {
+    if in_record.get("present") != Some(&serde_json::Value::Bool(true)) {
+        return html! {};
+    }
+    let reason = |b: &serde_json::Value| {
+        b["verified_reason"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    html! {
+        section class="box" id="card-signature" {
+            h2 { "Card signature" }
+            p id="card-signature-record" {
+                "In the record (the reference walker's check: ES256 in two forms, key at the jku): "
+                strong { (verified_word(in_record)) } ". " (reason(in_record))
+            }
+            @if let Some(own) = own {
+                p id="card-signature-own" {
+                    "conduct-walker's own check (every algorithm, pinned keys, canonicalisation profiles; not in the record): "
+                    strong { (verified_word(own)) } ". " (reason(own))
+                    @if let Some(p) = own["profile"].as_str() { " Profile: " code { (p) } "." }
+                    @if let Some(n) = own["uncovered_count"].as_u64() { " Members the signature does not cover: " (n) "." }
+                }
+            }
+        }
+    }
+}
+
 pub fn record(store: &Store, prefix: &str, served_by: &str) -> Result<String, StoreError> {
     let rec = store.get_by_prefix(prefix)?;
     let conn = store.connection();
@@ -723,6 +766,8 @@ pub fn record(store: &Store, prefix: &str, served_by: &str) -> Result<String, St
     let pretty = serde_json::to_string_pretty(&value).unwrap_or_default();
     let v = row.meta.verdict.as_ref();
     let ledger_life = super::ledger::record_life(conn, row.id, &row.sha256)?;
+    let own_card_check = crate::store::card_verification::get(conn, row.id)?;
+    let binding = crate::store::task_bindings::for_record(conn, row.id)?;
     let body = html! {
         h1 { "Record " code { (row.sha256.get(..12).unwrap_or(&row.sha256)) } }
         p class="links" {
@@ -765,6 +810,7 @@ pub fn record(store: &Store, prefix: &str, served_by: &str) -> Result<String, St
                 }
             }
         }
+        (card_signature_section(&value["card_signature"], own_card_check.as_ref()))
         @if let Some((sha, stored)) = &revealed {
             section class="box" id="commitment" {
                 h2 { "Commitment" }
@@ -800,6 +846,7 @@ pub fn record(store: &Store, prefix: &str, served_by: &str) -> Result<String, St
                 }
             }
         }
+        @if let Some(b) = &binding { (task_binding_section(b)) }
         (ledger_life)
         @if let Some(list) = value["assertions"].as_array() {
             section {
@@ -840,6 +887,29 @@ pub fn record(store: &Store, prefix: &str, served_by: &str) -> Result<String, St
         served_by,
         body,
     ))
+}
+
+/// The record's task binding (spec §5.1): skipped and why, or the observation's identities and
+/// what the task-delegation ledger answered.
+fn task_binding_section(b: &crate::store::task_bindings::TaskBinding) -> Markup {
+    let answer = b
+        .answer_json()
+        .map(|a| serde_json::to_string_pretty(&a).unwrap_or_default());
+    html! {
+        section class="box" id="task-binding" {
+            h2 { "Task binding" }
+            p { code { (b.ledger_url) } " · " strong { (b.describe()) } }
+            dl {
+                @if let Some(t) = &b.task_id { dt { "task id" } dd { code { (t) } } }
+                @if let Some(e) = &b.evidence_id { dt { "evidence_id" } dd { code { (e) } } }
+                @if let Some(w) = &b.witness_id { dt { "witness (W)" } dd { code { (w) } } }
+                @if let Some(p) = &b.requester_id { dt { "requester (P, a key made for this binding)" } dd { code { (p) } } }
+                @if let Some(at) = &b.sent_at { dt { "sent at" } dd { (at) } }
+                @if let Some(at) = &b.answered_at { dt { "settled at" } dd { (at) } }
+            }
+            @if let Some(a) = &answer { pre class="json" { (a) } }
+        }
+    }
 }
 
 /// Each witness's last outcome (and failed assertions) on one UTC day.

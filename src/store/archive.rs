@@ -591,6 +591,10 @@ impl Store {
                 [first, last],
             )?;
             conn.execute(
+                "DELETE FROM card_verifications WHERE record_id BETWEEN ?1 AND ?2",
+                [first, last],
+            )?;
+            conn.execute(
                 "DELETE FROM records WHERE id BETWEEN ?1 AND ?2",
                 [first, last],
             )?;

@@ -10,6 +10,7 @@
 //! ([`meta::derive`]); callers hand over only the bytes, the signature and the key.
 
 pub mod archive;
+pub mod card_verification;
 pub mod codec;
 pub mod daemon_walks;
 pub mod group;
@@ -20,6 +21,7 @@ pub mod outbox;
 pub mod schema;
 pub mod status;
 pub mod summary;
+pub mod task_bindings;
 pub mod transfer;
 pub mod verify;
 

@@ -53,6 +53,14 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "alerts",
         sql: include_str!("migrations/0010_alerts.sql"),
     },
+    Migration {
+        name: "card_verifications",
+        sql: include_str!("migrations/0011_card_verifications.sql"),
+    },
+    Migration {
+        name: "task_bindings",
+        sql: include_str!("migrations/0012_task_bindings.sql"),
+    },
 ];
 
 /// The schema version this binary writes and understands.

@@ -91,3 +91,23 @@ pub const REPLAY_MISMATCH_MEANS: &str = "the live agent now differs from the anc
 /// §4.2 the record schema and purpose prefix.
 pub const SCHEMA: &str = "jidec-path-v1";
 pub const PURPOSE_PREFIX: &str = "a2a-conduct-walk-v1: ";
+
+/// The published reference walker whose records ours match byte for byte (conduct-walk.md "How
+/// to read this", item 4), and the SDK it runs with. Bump with the oracle's pin
+/// (tests/reference/requirements.txt) when a new version is followed: README "Conformance".
+pub const REFERENCE_WALKER: &str = "a2a-conduct-walk 1.5.0";
+pub const REFERENCE_SDK: &str = "a2a-sdk 1.3.0";
+/// What `conduct-walker --version` prints (a literal: `concat!` takes no consts).
+pub const VERSION_TEXT: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (records match the reference walker a2a-conduct-walk 1.5.0 run with a2a-sdk 1.3.0)"
+);
+
+#[cfg(test)]
+mod version_tests {
+    #[test]
+    fn version_text_names_the_reference_pin() {
+        assert!(super::VERSION_TEXT.contains(super::REFERENCE_WALKER));
+        assert!(super::VERSION_TEXT.contains(super::REFERENCE_SDK));
+    }
+}

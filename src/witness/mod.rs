@@ -4,6 +4,8 @@ pub mod filing;
 pub mod intake;
 pub mod keys;
 pub mod lanes;
+pub mod task_bind;
+pub mod task_ledger;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;

@@ -126,6 +126,7 @@ impl World {
             .run_job(&WalkJob {
                 request: request.clone(),
                 submit: true,
+                bind_task: None,
             })
             .await
             .unwrap();

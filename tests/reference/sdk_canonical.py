@@ -26,18 +26,23 @@ logging.disable(logging.CRITICAL)
 warnings.simplefilter("ignore")
 
 
+def why(e):
+    """An exception as text a strict JSON reader takes (lone surrogates escaped)."""
+    return f"{type(e).__name__}: {e}".encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def form(text):
     try:
         card = json.loads(text)
     except Exception as e:  # noqa: BLE001 - any refusal of the reader is "not JSON"
-        return {"not_json": f"{type(e).__name__}: {e}"}
+        return {"not_json": why(e)}
     try:
         if isinstance(card, dict):
             card = {k: v for k, v in card.items() if k != "signatures"}
         message = ParseDict(card, AgentCard(), ignore_unknown_fields=True)
         canonical = _canonicalize_agent_card(message)
     except Exception as e:  # noqa: BLE001 - every refusal means "no form"
-        return {"refused": f"{type(e).__name__}: {e}"}
+        return {"refused": why(e)}
     return {"form_hex": canonical.encode("utf-8", "surrogatepass").hex()}
 
 
@@ -50,7 +55,7 @@ def main():
         try:
             text = bytes.fromhex(line).decode("utf-8")
         except UnicodeDecodeError as e:
-            out.write(json.dumps({"not_json": f"UnicodeDecodeError: {e}"}) + "\n")
+            out.write(json.dumps({"not_json": why(e)}) + "\n")
             continue
         out.write(json.dumps(form(text)) + "\n")
     out.flush()

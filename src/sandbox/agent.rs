@@ -1,7 +1,7 @@
 //! A sandbox A2A/MCP agent whose behaviour is a set of knobs, and the named scenarios built from
 //! them (honest, and each way an agent can misbehave that the walk must notice).
 
-use super::https::{Body, HttpsServer, Req, Resp, SandboxCa, handler};
+use super::https::{Body, Handler, HttpsServer, Req, Resp, SandboxCa, handler};
 use crate::walk::spec::{EXT, PERMA};
 use crate::walk::{Mode, Wire};
 use serde_json::{Value, json};
@@ -277,6 +277,15 @@ struct Counts {
 }
 
 impl SandboxAgent {
+    /// The request handler of an agent behaving as `behaviour`, with its own fresh counts: for
+    /// a server that wraps it (tests/reference_oracle.rs serves one fixed `date` header and
+    /// starts each walk from the agent's first card fetch, so two walkers see the same bytes).
+    pub fn handler(behaviour: Behaviour) -> Handler {
+        let counts = Arc::new(Counts::default());
+        let behaviour = Arc::new(behaviour);
+        handler(move |req| respond(&behaviour, &counts, req))
+    }
+
     pub async fn start(ca: &SandboxCa, behaviour: Behaviour) -> std::io::Result<Self> {
         let counts = Arc::new(Counts::default());
         let seen = counts.clone();

@@ -53,6 +53,10 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "alerts",
         sql: include_str!("migrations/0010_alerts.sql"),
     },
+    Migration {
+        name: "filing",
+        sql: include_str!("migrations/0011_filing.sql"),
+    },
 ];
 
 /// The schema version this binary writes and understands.

@@ -323,7 +323,7 @@ impl Facts<'_> {
                     Outcome::AwaitingLookup,
                     format!("waiting for a lookup ({why})"),
                     format!(
-                        "not known whether the intake stored it ({why}): before anything is sent again the intake is asked (GET <intake>/<sha256>) whether it holds these exact bytes, at {}; only a 404 leads to a resend",
+                        "not known whether the intake stored it ({why}): before anything is sent again the intake is asked (GET <intake>/<sha256>) whether it holds these exact bytes, at {}, by `conduct-walker outbox drain` or the daemon; only a 404 leads to a resend",
                         self.next_attempt_at.unwrap_or("the next drain")
                     ),
                 )

@@ -1310,6 +1310,44 @@ mod tests {
         assert_eq!(attempts_logged(&w, sid).await.len(), 3);
     }
 
+    /// Every face that files (the daemon's fires and drains, `walk --submit`, `reveal`, `demo`,
+    /// `outbox drain`, the MCP walk tool) reaches the intake through [`Pipeline::attempt`]: the
+    /// crate's only caller of the intake client's POST and lookup, and the only place that
+    /// builds a submission body. A second path would skip the rule that an unknown outcome is
+    /// looked up, never resent blind (issue 34).
+    #[test]
+    fn the_intake_client_is_called_from_one_place() {
+        fn sources(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    sources(&path, out);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    out.push(path);
+                }
+            }
+        }
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        sources(&root.join("src"), &mut files);
+        for needle in [
+            concat!("intake::", "submit("),
+            concat!("intake::", "lookup("),
+            concat!("IntakeSubmission", " {"),
+        ] {
+            let mut callers: Vec<String> = files
+                .iter()
+                .filter(|f| std::fs::read_to_string(f).unwrap().contains(needle))
+                .map(|f| f.strip_prefix(root).unwrap().display().to_string())
+                // The definitions, and the emulated intake's own reading of a body.
+                .filter(|f| f != "src/witness/intake.rs" && f != "src/wire.rs")
+                .filter(|f| !f.starts_with("src/intake_emulator/"))
+                .collect();
+            callers.sort();
+            assert_eq!(callers, ["src/pipeline.rs"], "{needle}");
+        }
+    }
+
     #[tokio::test]
     async fn a_row_another_task_is_filing_is_not_touched() {
         let w = world();

@@ -126,6 +126,8 @@ struct PostLog {
     dropped: u64,
     drop_rate: f64,
     rng: rand::rngs::StdRng,
+    /// How long a POST's answer waits after the request was handled.
+    delay: Duration,
 }
 
 impl PostLog {
@@ -135,6 +137,7 @@ impl PostLog {
             dropped: 0,
             drop_rate: 0.0,
             rng: rand::SeedableRng::seed_from_u64(0),
+            delay: Duration::ZERO,
         }
     }
 }
@@ -376,6 +379,13 @@ impl RunningEmulator {
         log.rng = rand::SeedableRng::seed_from_u64(seed);
     }
 
+    /// Fault: answer each `POST /witness` only `delay` after it was handled (stored): a slow
+    /// network back, which widens the moment a walker can be stopped between the intake's
+    /// write and its answer.
+    pub fn delay_answers(&self, delay: Duration) {
+        self.shared.posts().delay = delay;
+    }
+
     /// `POST /witness` requests received so far, by the sha256 of their `record_canonical`
     /// (whatever the answer, dropped or not).
     pub fn posts_per_sha(&self) -> std::collections::BTreeMap<String, u64> {
@@ -466,16 +476,26 @@ async fn route(shared: &Shared, req: Req) -> Resp {
             Err(e) => internal(&e),
         };
         // Counted once the request was handled, as the intake would log it.
-        let mut log = shared.posts();
-        if let Some(sha) = sha {
-            *log.by_sha.entry(sha).or_default() += 1;
+        let (drop, delay) = {
+            let mut log = shared.posts();
+            if let Some(sha) = sha {
+                *log.by_sha.entry(sha).or_default() += 1;
+            }
+            let draw: f64 = rand::Rng::random(&mut log.rng);
+            let drop = log.drop_rate > 0.0 && draw < log.drop_rate;
+            if drop {
+                log.dropped += 1;
+            }
+            (drop, log.delay)
+        };
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
         }
-        let draw: f64 = rand::Rng::random(&mut log.rng);
-        if log.drop_rate > 0.0 && draw < log.drop_rate {
-            log.dropped += 1;
-            return Resp::close_without_answer();
-        }
-        return answer;
+        return if drop {
+            Resp::close_without_answer()
+        } else {
+            answer
+        };
     }
     if (method, path) == ("GET", "/emulator/posts") {
         let log = shared.posts();

@@ -15,7 +15,7 @@ mod daemon_support;
 use conduct_walker::intake_emulator::{Emulator, EmulatorConfig, Limits, RunningEmulator};
 use conduct_walker::net::{NetPolicy, Transport, TransportConfig};
 use conduct_walker::sandbox::SandboxCa;
-use daemon_support::{Daemon, config, free_port, runtime, submitting_agents};
+use daemon_support::{Daemon, config, free_port, metric, runtime, submitting_agents};
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -72,8 +72,11 @@ fn submissions(d: &Daemon) -> (Vec<(String, String)>, u64) {
     (rows, store.count().unwrap())
 }
 
-/// The rows not settled yet: (state, last answer, next attempt, last error).
-fn unsettled(d: &Daemon) -> Vec<(String, Option<String>, Option<String>, Option<String>)> {
+/// A row not settled yet: state, last answer, next attempt, last error.
+type Unsettled = (String, Option<String>, Option<String>, Option<String>);
+
+/// The rows not settled yet.
+fn unsettled(d: &Daemon) -> Vec<Unsettled> {
     let Some(store) = d.store() else {
         return vec![("no store".into(), None, None, None)];
     };
@@ -156,6 +159,19 @@ fn killed_daemon_with_lost_answers_files_every_record_once() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+    // `/metrics` counts the lookups by result as the store does.
+    let scraped: BTreeMap<String, u64> = metric(
+        &d.get_text("/metrics"),
+        "conduct_walker_intake_lookups_total",
+    )
+    .into_iter()
+    .map(|(labels, v)| (labels, v as u64))
+    .collect();
+    let stored: BTreeMap<String, u64> = lookups(&d)
+        .into_iter()
+        .map(|(result, n)| (format!("result=\"{result}\""), n))
+        .collect();
+    assert_eq!(scraped, stored);
     d.stop();
 
     let (subs, records) = submissions(&d);

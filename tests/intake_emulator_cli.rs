@@ -210,7 +210,8 @@ async fn operator_key_file_anchor_hooks_and_verify() {
 /// closes the connection; `walk --submit` leaves the row waiting for a lookup, `outbox list`
 /// says so and why, `outbox drain` finds the record at the intake instead of sending it again,
 /// and `GET /emulator/posts` shows one POST.
-#[tokio::test]
+// Multi-thread: the sandbox agent serves from this runtime while the test waits on the binaries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drop_answers_leaves_a_record_waiting_for_a_lookup_that_outbox_drain_settles() {
     use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa};
     let dir = tempfile::TempDir::new().unwrap();
@@ -337,13 +338,8 @@ async fn drop_answers_leaves_a_record_waiting_for_a_lookup_that_outbox_drain_set
 fn drop_answers_takes_a_share_from_0_to_1() {
     for bad in ["1.5", "-0.1", "ten"] {
         let out = Command::new(BIN)
-            .args([
-                "intake-emulator",
-                "--listen",
-                "127.0.0.1:0",
-                "--drop-answers",
-                bad,
-            ])
+            .args(["intake-emulator", "--listen", "127.0.0.1:0"])
+            .arg(format!("--drop-answers={bad}"))
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{bad}");

@@ -48,8 +48,8 @@ pub struct IntakeEmulatorArgs {
     pub net: NetArgs,
 }
 
-/// A share from 0 to 1.
-fn drop_rate(text: &str) -> Result<f64, String> {
+/// A share from 0 to 1 (`--drop-answers`).
+pub(crate) fn drop_rate(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
         _ => Err(format!(

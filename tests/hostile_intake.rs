@@ -242,7 +242,7 @@ type Read = Arc<dyn Fn(&str, Option<&str>) -> Resp + Send + Sync>;
 struct LookupWorld {
     agent: SandboxAgent,
     _intake: HttpsServer,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     clock: Arc<conduct_walker::clock::ManualClock>,
     pipeline: Pipeline,
     /// POSTs received, by sha.
@@ -320,7 +320,7 @@ async fn lookup_world(
     LookupWorld {
         agent,
         _intake: intake,
-        _dir: dir,
+        dir,
         clock,
         pipeline,
         posts,
@@ -349,6 +349,13 @@ impl LookupWorld {
             .await
             .unwrap()
             .remove(0)
+    }
+
+    /// The record's status page, rendered from the store as `records serve` does.
+    fn page(&self, sha: &str) -> String {
+        let db = self.dir.path().join("walker.db");
+        let store = conduct_walker::store::Store::open_read_only(&db).unwrap();
+        conduct_walker::pages::render::record(&store, sha, "test").unwrap()
     }
 
     fn posts(&self, sha: &str) -> usize {
@@ -391,6 +398,14 @@ async fn a_lost_answer_is_looked_up_and_the_record_filed_without_a_second_post()
         0,
         "no lookup before its time"
     );
+    // The record's page says why it waits and what comes next.
+    let page = w.page(&sha);
+    assert!(
+        page.contains("class=\"lookup\"")
+            && page.contains("not known whether the intake stored it (no complete answer")
+            && page.contains("only a 404 leads to a resend"),
+        "{page}"
+    );
     // Before its time a drain does nothing; then the lookup files it.
     assert_eq!(w.pipeline.drain_outbox().await.unwrap().looked_up, 0);
     w.clock.advance(chrono::Duration::seconds(40));
@@ -418,6 +433,14 @@ async fn a_lost_answer_is_looked_up_and_the_record_filed_without_a_second_post()
         [("found", 1), ("not_found", 0), ("lookup_failed", 0)]
     );
     assert_eq!(row.summary().outcome, Outcome::FiledCounted);
+    // The page shows it filed, with the lookup in the attempt log.
+    let page = w.page(&sha);
+    assert!(page.contains("found at the intake (answer lost)"), "{page}");
+    assert!(!page.contains("class=\"lookup\""), "{page}");
+    assert!(
+        page.contains("found (pending, same sha256 and bytes): filed, not sent again"),
+        "{page}"
+    );
 }
 
 #[tokio::test]

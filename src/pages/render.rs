@@ -835,6 +835,10 @@ pub fn record(store: &Store, prefix: &str, served_by: &str) -> Result<String, St
             @for (s, tries) in subs.iter().zip(&answers) {
                 div class="box submission" {
                     p { code { (s.intake_url) } " · lane " (s.lane) " · " strong { (filing(std::slice::from_ref(s))) } " · state " (s.state) " · " (s.attempts) " attempt(s)" }
+                    @if s.state == crate::witness::filing::SubmissionState::Sending {
+                        // Why the row waits and for what (issue 34): a lookup, never a blind resend.
+                        p class="lookup" { (s.summary().text) }
+                    }
                     @if !tries.is_empty() {
                         table class="attempts" {
                             tr { th { "at" } th { "answer" } th { "status" } th { "body" } }

@@ -61,6 +61,10 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "task_bindings",
         sql: include_str!("migrations/0012_task_bindings.sql"),
     },
+    Migration {
+        name: "filing",
+        sql: include_str!("migrations/0013_filing.sql"),
+    },
 ];
 
 /// The schema version this binary writes and understands.

@@ -540,12 +540,13 @@ impl Pipeline {
             )),
             _ => None,
         };
-        let card_verification = outcome.card_verification.clone();
+        let beside = crate::store::beside::Beside {
+            card_verification: outcome.card_verification.clone(),
+            terms: outcome.terms.clone(),
+        };
         let then: Then<(Option<Submission>, Option<TaskBinding>)> =
             Box::new(move |conn, id, new| {
-                if let Some(block) = &card_verification {
-                    crate::store::card_verification::put(conn, id, block)?;
-                }
+                crate::store::beside::put(conn, id, &beside)?;
                 if let Some((cfg, target, obs)) = &alerting
                     && new
                 {
@@ -1053,6 +1054,7 @@ impl Pipeline {
             card: None,
             witness_intake: intake.clone(),
             card_verification: None,
+            terms: None,
         };
         self.store_and_file(outcome, intake, submit, witness_name)
             .await

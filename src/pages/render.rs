@@ -766,7 +766,7 @@ pub fn record(store: &Store, prefix: &str, served_by: &str) -> Result<String, St
     let pretty = serde_json::to_string_pretty(&value).unwrap_or_default();
     let v = row.meta.verdict.as_ref();
     let ledger_life = super::ledger::record_life(conn, row.id, &row.sha256)?;
-    let own_card_check = crate::store::card_verification::get(conn, row.id)?;
+    let own_card_check = crate::store::beside::get(conn, row.id)?.card_verification;
     let binding = crate::store::task_bindings::for_record(conn, row.id)?;
     let body = html! {
         h1 { "Record " code { (row.sha256.get(..12).unwrap_or(&row.sha256)) } }

@@ -400,8 +400,10 @@ impl Pipeline {
             job.submit,
             &request.witness.name,
             on_stage,
-            alert_target,
-            binding,
+            WithRecord {
+                alert_target,
+                binding,
+            },
         )
         .await
     }
@@ -470,8 +472,7 @@ impl Pipeline {
             submit,
             witness_name,
             &|_| {},
-            None,
-            None,
+            WithRecord::default(),
         )
         .await
     }
@@ -483,9 +484,12 @@ impl Pipeline {
         submit: bool,
         witness_name: &str,
         on_stage: OnStage<'_>,
-        alert_target: Option<String>,
-        binding: Option<NewBinding>,
+        with_record: WithRecord,
     ) -> Result<JobReport, PipelineError> {
+        let WithRecord {
+            alert_target,
+            binding,
+        } = with_record;
         on_stage(Stage::Signing);
         let signed = self
             .inner
@@ -536,10 +540,12 @@ impl Pipeline {
                 {
                     crate::alerts::outbox::observe(conn, cfg, target, obs)?;
                 }
-                // The binding belongs to this walk's record: a record already stored keeps its own.
+                // A record has at most one binding: a walk whose record was already stored (the
+                // same bytes) reports the binding that record has, if any.
                 let binding = match &binding {
                     Some(b) if new => Some(task_bindings::insert(conn, id, b, &now)?),
-                    _ => None,
+                    Some(_) => task_bindings::for_record(conn, id)?,
+                    None => None,
                 };
                 let Some(mut plan) = plan else {
                     return Ok((None, binding));
@@ -999,6 +1005,15 @@ impl Pipeline {
         self.with_store(move |s| outbox::for_record(s.connection(), record_id))
             .await
     }
+}
+
+/// What is committed in a record's transaction beside the record and its outbox row.
+#[derive(Default)]
+struct WithRecord {
+    /// The configured target whose alerts the walk steps (daemon walks).
+    alert_target: Option<String>,
+    /// The walk's task binding (spec §5.1), when asked.
+    binding: Option<NewBinding>,
 }
 
 struct Plan {

@@ -5,6 +5,7 @@
 //! from PyPI) accepted by the emulator.
 
 mod common;
+mod daemon_support;
 mod provision_support;
 
 use conduct_walker::intake_emulator::{Emulator, EmulatorConfig, RunningEmulator};
@@ -485,8 +486,6 @@ async fn ledger_server(
 #[tokio::test]
 async fn a_failing_ledger_never_fails_the_walk_and_is_never_sent_twice() {
     let w = World::new().await;
-    let agent = w.agent("task-reply").await;
-    let origin = agent.origin();
     let (html, html_hits) = ledger_server(&w.ca, Duration::ZERO, || {
         Resp::bytes(500, "text/html", "<h1>".repeat(400))
     })
@@ -521,6 +520,9 @@ async fn a_failing_ledger_never_fails_the_walk_and_is_never_sent_twice() {
         (closed, &[], "no answer, not resent"),
     ];
     for (ledger, extra, expected) in &cases {
+        // An agent each: two walks of one agent in the same second are the same record.
+        let agent = w.agent("task-reply").await;
+        let origin = agent.origin();
         let intake = w.emulator.url();
         let mut args = vec![
             "--bind-task",
@@ -546,8 +548,9 @@ async fn a_failing_ledger_never_fails_the_walk_and_is_never_sent_twice() {
     }
     // A ledger that is not https is refused before anything is walked (exit 2), like any
     // operator URL.
+    let agent = w.agent("task-reply").await;
     let out = output(w.walk(
-        &origin,
+        &agent.origin(),
         &[
             "--bind-task",
             "--task-ledger",
@@ -863,4 +866,253 @@ async fn the_reference_walkers_binding_is_accepted_by_the_emulator() {
         // keys in the same order.
         assert_eq!(w.emulator.task_observations()[before], obs.body(), "{said}");
     }
+}
+
+const CONFIG_BASE: &str = "[witness]\nname = \"w\"\nvantage = \"v\"\n";
+
+fn parse_config(
+    text: &str,
+) -> Result<conduct_walker::config::Config, conduct_walker::config::ConfigError> {
+    conduct_walker::config::parse(Path::new("/etc/cw/walker.toml"), text)
+}
+
+#[test]
+fn bind_task_is_a_per_target_option_with_the_ledger_in_witness_task_ledger() {
+    let target = |extra: &str| {
+        format!(
+            "[[target]]\nname = \"t\"\norigin = \"https://agent.example\"\nmode = \"a2a\"\nschedule = \"@daily\"\n{extra}"
+        )
+    };
+    // Off by default; on, it binds to the spec's ledger unless witness.task_ledger says.
+    let c = parse_config(&format!("{CONFIG_BASE}{}", target(""))).unwrap();
+    assert_eq!(c.targets[0].bind_task, None);
+    let c = parse_config(&format!("{CONFIG_BASE}{}", target("bind_task = true\n"))).unwrap();
+    assert_eq!(
+        c.targets[0].bind_task.as_deref(),
+        Some(task_bind::DEFAULT_TASK_LEDGER)
+    );
+    assert!(!c.named_urls().iter().any(|u| u.contains("witness/task")));
+    let own = "https://ledger.example/witness/task";
+    let c = parse_config(&format!(
+        "{CONFIG_BASE}task_ledger = \"{own}\"\n{}",
+        target("bind_task = true\n")
+    ))
+    .unwrap();
+    assert_eq!(c.targets[0].bind_task.as_deref(), Some(own));
+    assert_eq!(c.task_ledger, own);
+    // A ledger the file names is a named host (private addresses admitted only at named hosts).
+    assert!(c.named_urls().contains(&own.to_string()));
+    // print-config spells both out.
+    let shown = c.effective_toml();
+    assert!(shown.contains("bind_task = true"), "{shown}");
+    assert!(
+        shown.contains(&format!("task_ledger = \"{own}\"")),
+        "{shown}"
+    );
+    let c = parse_config(&format!("{CONFIG_BASE}{}", target(""))).unwrap();
+    assert!(
+        c.effective_toml().contains(&format!(
+            "task_ledger = \"{}\"",
+            task_bind::DEFAULT_TASK_LEDGER
+        )),
+        "the default is filled in"
+    );
+    // Refused, each with its line: an mcp target (no A2A Task to bind), a ledger not https.
+    for (text, what) in [
+        (
+            format!(
+                "{CONFIG_BASE}[[target]]\norigin = \"https://agent.example\"\nschedule = \"@daily\"\nbind_task = true\n"
+            ),
+            "bind_task needs mode = \"a2a\"",
+        ),
+        (
+            format!(
+                "{CONFIG_BASE}task_ledger = \"http://ledger.example/witness/task\"\n{}",
+                target("bind_task = true\n")
+            ),
+            "https",
+        ),
+    ] {
+        let Err(conduct_walker::config::ConfigError::Invalid { problems, .. }) =
+            parse_config(&text)
+        else {
+            panic!("{text} was accepted");
+        };
+        let shown: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+        assert!(
+            shown.iter().any(|p| p.contains(what) && p.contains("line")),
+            "{text}: {shown:?}"
+        );
+    }
+    // `config check` says the same through the binary.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("walker.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "{CONFIG_BASE}[[target]]\norigin = \"https://agent.example\"\nschedule = \"@daily\"\nbind_task = true\n"
+        ),
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["config", "check", "--config"])
+        .arg(&path)
+        .env_remove("CREDENTIALS_DIRECTORY")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("bind_task needs mode = \"a2a\""),
+        "{}",
+        text(&out)
+    );
+}
+
+#[tokio::test]
+async fn the_mcp_walk_tool_binds_the_task_when_asked_and_allowed() {
+    use conduct_walker::mcp::{Options, WitnessServer};
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+    let w = World::new().await;
+    let agent = w.agent("task-reply").await;
+    let hosts: Vec<String> = [agent.origin(), w.emulator.base()]
+        .iter()
+        .map(|o| format!("{:?}", o.trim_start_matches("https://")))
+        .collect();
+    let config = |mcp: &str| {
+        let text = format!(
+            "[witness]\nname = \"mcp binding\"\nvantage = \"loopback\"\nkey = \"witness.pem\"\n\
+             intake = \"{}\"\ntask_ledger = \"{}\"\n\n\
+             [network]\nextra_ca = [\"ca.pem\"]\nallow_private_network = true\nallow_hosts = [{}]\n\n\
+             [daemon]\ndatabase = \"walker.db\"\n\n[mcp]\n{mcp}\n",
+            w.emulator.url(),
+            w.emulator.task_url(),
+            hosts.join(", ")
+        );
+        let path = w.dir.path().join("walker.toml");
+        std::fs::write(&path, text).unwrap();
+        conduct_walker::config::load(&path).unwrap()
+    };
+    let walk = |config: conduct_walker::config::Config, bind: bool| {
+        let origin = agent.origin();
+        async move {
+            let server = WitnessServer::new(Options {
+                config,
+                clock: Arc::new(conduct_walker::clock::SystemClock),
+            })
+            .unwrap();
+            let (server_side, client_side) = tokio::io::duplex(1 << 20);
+            tokio::spawn(async move {
+                let running = server.serve(server_side).await.unwrap();
+                let _ = running.waiting().await;
+            });
+            let client = ().serve(client_side).await.unwrap();
+            let args = json!({"origin": origin, "mode": "a2a", "bind_task": bind, "submit": false});
+            let Value::Object(args) = args else {
+                unreachable!()
+            };
+            let r = client
+                .call_tool(CallToolRequestParams::new("witness_walk").with_arguments(args))
+                .await
+                .unwrap();
+            assert_eq!(r.is_error, Some(false), "{r:?}");
+            r.structured_content.unwrap()
+        }
+    };
+    let v = walk(config(""), true).await;
+    let b = &v["task_binding"];
+    assert_eq!(b["state"], "answered", "{v}");
+    assert_eq!(b["http_status"], 201);
+    assert_eq!(b["ledger_url"], w.emulator.task_url().as_str());
+    assert_eq!(b["answer"]["evidence_id"], b["evidence_id"]);
+    assert_eq!(received(&w.emulator).len(), 1);
+    // Not asked: nothing bound.
+    let v = walk(config(""), false).await;
+    assert_eq!(v["task_binding"], Value::Null);
+    // Asked where the operator does not let a model file: not bound, and said so.
+    let v = walk(config("allow_submit = false"), true).await;
+    assert_eq!(v["task_binding"]["state"], "skipped", "{v}");
+    assert!(
+        v["task_binding"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("mcp.allow_submit = false")
+    );
+    assert_eq!(received(&w.emulator).len(), 1);
+}
+
+/// The daemon binds each fire's task of a `bind_task` target, once per record, beside its
+/// fires; the records stay the walks' records.
+#[test]
+fn the_daemon_binds_each_walk_of_a_bind_task_target_once() {
+    use daemon_support::{Daemon, any_port, free_port, runtime, start_intake};
+    let rt = runtime();
+    let ca = SandboxCa::generate();
+    let dir = tempfile::tempdir().unwrap();
+    let emulator = start_intake(&rt, &ca, dir.path(), any_port(), None);
+    let agent = rt
+        .block_on(SandboxAgent::start(
+            &ca,
+            scenario("task-reply").unwrap().behaviour,
+        ))
+        .unwrap();
+    ca.write_pem(&dir.path().join("ca.pem")).unwrap();
+    let key = SigningKey::from_bytes(&rand::random::<[u8; 32]>());
+    write_pkcs8_v1(&dir.path().join("witness.pem"), &key);
+    let listen: std::net::SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    std::fs::write(
+        dir.path().join("walker.toml"),
+        format!(
+            "[witness]\nname = \"daemon binding\"\nvantage = \"loopback\"\nkey = \"witness.pem\"\n\
+             task_ledger = \"{}\"\n\n[network]\nextra_ca = [\"ca.pem\"]\nallow_private_network = true\n\n\
+             [daemon]\ndatabase = \"walker.db\"\nlisten = \"{listen}\"\njitter_secs = 0\ndrain_interval_secs = 1\n\n\
+             [[target]]\nname = \"tasks\"\norigin = \"{}\"\nmode = \"a2a\"\nsubmit = false\nbind_task = true\n\
+             schedule = \"* * * * * *\"\n",
+            emulator.task_url(),
+            agent.origin()
+        ),
+    )
+    .unwrap();
+    let mut daemon = Daemon::start_in(dir, listen);
+    daemon.wait_for("three answered bindings", Duration::from_secs(60), |d| {
+        d.store().is_some_and(|s| {
+            s.connection()
+                .query_row(
+                    "SELECT count(*) FROM task_bindings WHERE state = 'answered'",
+                    [],
+                    |r| r.get::<_, i64>(0),
+                )
+                .unwrap_or(0)
+                >= 3
+        })
+    });
+    daemon.stop();
+    let store = daemon.store().unwrap();
+    let bindings: Vec<TaskBinding> = (1..=store.count().unwrap() as i64)
+        .filter_map(|id| {
+            conduct_walker::store::task_bindings::for_record(store.connection(), id).unwrap()
+        })
+        .collect();
+    let got = received(&emulator);
+    let mut ids: Vec<&str> = got.iter().map(|o| o.evidence_id.as_str()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), got.len(), "no observation was sent twice");
+    // Each observation the ledger got is a stored binding's; each binding answered was got (a
+    // stop may cut a send after it left: that row stays sending, never resent).
+    let stored: Vec<&str> = bindings
+        .iter()
+        .filter_map(|b| b.evidence_id.as_deref())
+        .collect();
+    assert!(ids.iter().all(|id| stored.contains(id)), "{}", daemon.log());
+    let answered = bindings
+        .iter()
+        .filter(|b| b.state == BindState::Answered)
+        .count();
+    assert!(answered >= 3 && answered <= got.len(), "{bindings:?}");
+    for o in &got {
+        assert_eq!(task_bind::check(o), Ok(()));
+        assert_eq!(o.witness_id, task_bind::did_key(&key.verifying_key()));
+    }
+    assert!(daemon.log().contains("task binding"), "{}", daemon.log());
 }

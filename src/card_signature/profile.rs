@@ -343,6 +343,46 @@ pub(crate) fn type_name(v: &Value) -> &'static str {
     }
 }
 
+/// Whether a2a-sdk (protobuf's `ParseDict` with unknown fields ignored) reads a non-object
+/// `value` of a message field as an empty message instead of refusing the card: it iterates the
+/// value as if it were a dict's names, so a string's characters and an array's strings are
+/// unknown names and ignored, unless one is a field's name (then it indexes the value and
+/// fails); anything else (a number, a boolean, a non-string element) is refused.
+fn sdk_reads_as_empty_message(msg: &Msg, value: &Value) -> bool {
+    match value {
+        Value::String(_) => true,
+        Value::Array(items) => items.iter().all(|item| {
+            item.as_str()
+                .is_some_and(|name| !msg.fields.iter().any(|f| f.json == name || f.proto == name))
+        }),
+        _ => false,
+    }
+}
+
+/// Stands for a string or member name that held a lone surrogate when a card is projected for
+/// the a2a-sdk form (`walk_block::sdk_form`): a noncharacter no card string carries through our
+/// reader unchanged. The SDK's parser refuses every name holding a lone surrogate that it looks
+/// up (a message's members, a map's keys, a Struct's keys) and every string it keeps.
+pub(crate) const LONE_SURROGATE_MARK: &str = "\u{fdd0}lone-surrogate\u{fdd1}";
+
+fn lone_surrogate_refused(at: &Seg, name: &str) -> CardInvalid {
+    CardInvalid::NotIJson(format!(
+        "a lone surrogate in the member name at {}",
+        Seg::Key(at, name).render()
+    ))
+}
+
+/// Whether a Struct value holds a name that held a lone surrogate (the SDK encodes every key).
+fn struct_names_hold_mark(v: &Value) -> bool {
+    match v {
+        Value::Object(map) => map
+            .iter()
+            .any(|(k, v)| k.contains(LONE_SURROGATE_MARK) || struct_names_hold_mark(v)),
+        Value::Array(items) => items.iter().any(struct_names_hold_mark),
+        _ => false,
+    }
+}
+
 impl Projector<'_> {
     /// Project one message. The result may be empty; the caller decides whether that is kept.
     fn message<'a>(
@@ -358,6 +398,10 @@ impl Projector<'_> {
                     found: type_name(value),
                 });
             }
+            if self.mode == Mode::Sdk && sdk_reads_as_empty_message(msg, value) {
+                self.rec.record(at, UncoveredWhy::OutsideSchema);
+                return Ok(Vec::new());
+            }
             return Err(CardInvalid::WrongType {
                 pointer: at.render(),
                 message: context,
@@ -371,6 +415,9 @@ impl Projector<'_> {
         let mut camel: [Option<(&'a str, &'a Value)>; MAX_FIELDS] = [None; MAX_FIELDS];
         let mut snake: [Option<(&'a str, &'a Value)>; MAX_FIELDS] = [None; MAX_FIELDS];
         for (name, v) in obj {
+            if self.mode == Mode::Sdk && name.contains(LONE_SURROGATE_MARK) {
+                return Err(lone_surrogate_refused(at, name));
+            }
             if let Some(i) = msg.fields.iter().position(|f| f.json == name.as_str()) {
                 camel[i] = Some((name.as_str(), v));
             } else if let Some(i) = msg.fields.iter().position(|f| f.proto == name.as_str()) {
@@ -405,6 +452,13 @@ impl Projector<'_> {
             let Some((name, v)) = chosen else { continue };
             if msg.oneof {
                 oneof_set.push(field.json);
+                // The SDK sets a oneof member once per spelling and refuses the second.
+                if self.mode == Mode::Sdk
+                    && camel.is_some_and(|(_, v)| !v.is_null())
+                    && snake.is_some_and(|(_, v)| !v.is_null())
+                {
+                    oneof_set.push(field.proto);
+                }
             }
             let here = Seg::Key(at, name);
             if let Some(projected) = self.field(msg, field, v, &here)? {
@@ -487,6 +541,9 @@ impl Projector<'_> {
                 };
                 let mut out = Vec::with_capacity(entries.len());
                 for (key, item) in entries {
+                    if self.mode == Mode::Sdk && key.contains(LONE_SURROGATE_MARK) {
+                        return Err(lone_surrogate_refused(at, key));
+                    }
                     let here = Seg::Key(at, key);
                     if let Some(x) = self.element(msg, field, item, &here)? {
                         out.push((key.as_str(), x));
@@ -532,6 +589,9 @@ impl Projector<'_> {
             Kind::Msg(inner) => Ok(Pv::Obj(self.message(inner, v, at, msg.name)?)),
             Kind::Struct => match v {
                 Value::Object(_) if self.mode == Mode::SpecLiteral => Ok(Pv::of(v)),
+                Value::Object(_) if struct_names_hold_mark(v) => {
+                    Err(lone_surrogate_refused(at, "(a Struct key)"))
+                }
                 Value::Object(_) => Ok(clean_empty(v, at, self.rec).unwrap_or(Pv::Obj(Vec::new()))),
                 _ => Err(self.wrong_type(msg, field, v, at, "an object (a Struct)")),
             },

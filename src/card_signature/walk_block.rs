@@ -9,7 +9,7 @@
 
 use super::es256::Es256Check;
 use super::header::{HeaderSummary, python_json_object, python_lenient_b64url_decode};
-use super::profile::{Profile, canonicalize_card};
+use super::profile::{LONE_SURROGATE_MARK, Profile, canonicalize_card};
 use super::served_form::served_rfc8785_without_signatures;
 use crate::canonical::{python_float_repr, python_int_repr, python_repr_str};
 use crate::digest::sha256_hex;
@@ -151,16 +151,105 @@ fn forms(card: JsonRef<'_>) -> (Vec<Form>, Option<&'static str>) {
     (forms, served_gap)
 }
 
-/// The a2a-sdk 1.3.0 form, absent when the SDK would refuse to parse `bare` into an AgentCard.
-fn sdk_form(card: JsonRef<'_>) -> Option<String> {
-    // A lone surrogate cannot be held by a protobuf string.
-    if card.holds_lone_surrogate() {
-        return None;
-    }
-    let mut bare = card.to_value();
+/// The `a2a-sdk-proto` form (a2a-sdk 1.3.0's canonical form of `bare`), absent when the SDK
+/// would refuse to parse `bare` into an AgentCard (§4.3 C.2). The reference oracle's
+/// differential holds it against the SDK itself.
+pub fn sdk_form(card: JsonRef<'_>) -> Option<String> {
+    let mut bare = sdk_input(card);
     bare.as_object_mut()?.remove("signatures");
     let canonical = canonicalize_card(&bare, Profile::Sdk).ok()?;
-    String::from_utf8(canonical.bytes).ok()
+    // A lone surrogate is refused wherever the parser meets it: a string or name the AgentCard
+    // keeps (protobuf cannot hold it), or a member name it looks up, even one it then ignores
+    // or drops (the last step of an uncovered member's pointer). Inside the value of a member
+    // the parser ignores, it does no harm.
+    let met_by_parser = canonical.uncovered.iter().any(|u| {
+        u.pointer
+            .rsplit('/')
+            .next()
+            .is_some_and(|last| last.contains(LONE_SURROGATE_MARK))
+    });
+    let text = String::from_utf8(canonical.bytes).ok()?;
+    if met_by_parser || text.contains(LONE_SURROGATE_MARK) {
+        return None;
+    }
+    // The SDK's form of an AgentCard with nothing set is JSON null.
+    Some(if text == "{}" {
+        "null".to_string()
+    } else {
+        text
+    })
+}
+
+/// The card as the SDK's parser meets it: Python's dict, in document order (duplicates: first
+/// position, last value). Where a member is written in both spellings (`default_input_modes`
+/// and `defaultInputModes`), protobuf's parser sets the field twice and the later one wins; the
+/// projector reads the camelCase spelling, so it is given the later value.
+fn sdk_input(value: JsonRef<'_>) -> Value {
+    if value.holds_lone_surrogate() && value.is_string() {
+        return Value::String(LONE_SURROGATE_MARK.to_string());
+    }
+    if let Some(items) = value.as_array() {
+        return Value::Array(items.iter().map(sdk_input).collect());
+    }
+    let Some(object) = value.as_object() else {
+        return value.to_value();
+    };
+    // One pass over the members as written: first position, last value. Names holding a lone
+    // surrogate are told apart by their position.
+    let mut order: Vec<(String, JsonRef<'_>)> = Vec::new();
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (i, (name, member)) in object.members_with_names().enumerate() {
+        let name = if name.holds_lone_surrogate() {
+            format!("{LONE_SURROGATE_MARK}{i}")
+        } else {
+            name.as_str().unwrap_or_default().to_string()
+        };
+        match at.get(&name) {
+            Some(&j) => order[j].1 = member,
+            None => {
+                at.insert(name.clone(), order.len());
+                order.push((name, member));
+            }
+        }
+    }
+    let mut map = Map::new();
+    for (name, member) in &order {
+        map.insert(name.clone(), sdk_input(*member));
+    }
+    for (i, (name, _)) in order.iter().enumerate() {
+        let camel = snake_to_camel(name);
+        if camel == *name {
+            continue;
+        }
+        if let Some(&camel_at) = at.get(&camel)
+            && camel_at < i
+        {
+            let later = map.get(name).cloned();
+            let earlier = map.get(&camel).cloned();
+            if let (Some(later), Some(earlier)) = (later, earlier) {
+                map.insert(camel.clone(), later);
+                map.insert(name.clone(), earlier);
+            }
+        }
+    }
+    Value::Object(map)
+}
+
+/// protobuf's JSON name of a field name (`default_input_modes` → `defaultInputModes`).
+fn snake_to_camel(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut upper = false;
+    for c in name.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// One row of §4.3 C.4.

@@ -352,6 +352,11 @@ pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
                 "conduct-walker: not filed: the card names no params.witness_intake and no --intake was given"
             );
         }
+        if args.bind_task && report.task_binding.is_none() {
+            eprintln!(
+                "conduct-walker: task binding: none: this walk's record was already stored (the same bytes, from an earlier walk that did not bind)"
+            );
+        }
         binding = report.task_binding.map(|b| (pipeline, b));
         (report.outcome, report.signed, report.submission)
     } else {

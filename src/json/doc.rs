@@ -527,6 +527,19 @@ impl<'a> ObjectRef<'a> {
         })
     }
 
+    /// Members as written with each name as a node (to ask about its text's origin).
+    pub(crate) fn members_with_names(
+        &self,
+    ) -> impl Iterator<Item = (JsonRef<'a>, JsonRef<'a>)> + use<'a> {
+        let node = self.value.node();
+        let mut children = Items {
+            doc: self.value.doc,
+            next: self.value.at + 1,
+            remaining: node.a * 2,
+        };
+        std::iter::from_fn(move || Some((children.next()?, children.next()?)))
+    }
+
     /// The value of `key` (the last member of that name).
     pub fn get(&self, key: &str) -> Option<JsonRef<'a>> {
         self.members()

@@ -193,7 +193,7 @@ fn witness_walk() -> Tool {
                     "sent_at": nullable("string"),
                     "answered_at": nullable("string"),
                     "http_status": nullable("integer"),
-                    "answer": { "anyOf": [{ "type": "object" }, { "type": "array", "items": {} }, { "type": "string" }, { "type": "number" }, { "type": "boolean" }, { "type": "null" }], "description": "The ledger's JSON answer, or {\"raw\": first 500 characters}; null before an answer." },
+                    "answer": { "anyOf": [{ "type": "object", "additionalProperties": true }, { "type": "null" }], "description": "The ledger's JSON object answer, or {\"raw\": first 500 characters} of any other answer; null before an answer." },
                 },
                 "required": ["ledger_url", "state", "summary"],
             })),

@@ -271,3 +271,100 @@ pub fn by_state(conn: &Connection) -> Result<Vec<(BindState, u64)>, StoreError> 
         })
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{NewRecord, Store};
+
+    fn store_with_record() -> (tempfile::TempDir, Store, i64) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("walker.db")).unwrap();
+        let rec = store
+            .insert_record(&NewRecord {
+                // A real record (the reference's sample walk): the store checks what it keeps.
+                canonical: std::fs::read(crate::sandbox::shared_vectors(
+                    "walks/walk_97b7e4883e8b.json",
+                ))
+                .unwrap(),
+                signature_b64: None,
+                public_key_b64: None,
+                kept_full: None,
+            })
+            .unwrap();
+        (dir, store, rec.row.id)
+    }
+
+    fn queued() -> NewBinding {
+        NewBinding::Queued {
+            ledger_url: "https://ledger.example/witness/task".into(),
+            task_id: "t".into(),
+            evidence_id: "e".repeat(64),
+            witness_id: "did:key:zW".into(),
+            requester_id: "did:key:zP".into(),
+            body: "{}".into(),
+        }
+    }
+
+    /// Queued → claimed once (a second claim fails) → an answer; a record keeps its first
+    /// binding; a row left sending settles as unknown only once its send is older than the
+    /// cutoff, and a late answer still replaces unknown.
+    #[test]
+    fn a_binding_is_claimed_once_and_an_interrupted_send_settles_as_unknown() {
+        let (_dir, store, record) = store_with_record();
+        let c = store.connection();
+        let b = insert(c, record, &queued(), "2026-12-01T12:00:00Z").unwrap();
+        assert_eq!(b.state, BindState::Queued);
+        assert_eq!(queued_ids(c), [b.id]);
+        // A second binding for the same record keeps the first.
+        let again = insert(
+            c,
+            record,
+            &NewBinding::Skipped {
+                ledger_url: "x".into(),
+                reason: "r".into(),
+            },
+            "2026-12-01T12:00:01Z",
+        )
+        .unwrap();
+        assert_eq!(again, b);
+        assert!(claim(c, b.id, "2026-12-01T12:00:02Z").unwrap());
+        assert!(
+            !claim(c, b.id, "2026-12-01T12:00:03Z").unwrap(),
+            "only one claimant"
+        );
+        assert!(queued_ids(c).is_empty());
+        assert_eq!(settle_interrupted(c, "2026-12-01T12:00:02Z").unwrap(), 0);
+        assert_eq!(settle_interrupted(c, "2026-12-01T12:05:00Z").unwrap(), 1);
+        let row = get(c, b.id).unwrap();
+        assert_eq!(row.state, BindState::Unknown);
+        assert!(
+            row.describe()
+                .starts_with("unknown: the process stopped while sending")
+        );
+        // Nothing makes an unknown row queued again.
+        assert!(!claim(c, b.id, "2026-12-01T12:06:00Z").unwrap());
+        answered(
+            c,
+            b.id,
+            "2026-12-01T12:06:00Z",
+            201,
+            &serde_json::json!({"ok": true}),
+        )
+        .unwrap();
+        let row = get(c, b.id).unwrap();
+        assert_eq!(
+            (row.state, row.http_status),
+            (BindState::Answered, Some(201))
+        );
+        assert_eq!(row.answer_json(), Some(serde_json::json!({"ok": true})));
+        assert_eq!(row.note, None);
+        let counts = by_state(c).unwrap();
+        assert_eq!(counts.len(), BindState::ALL.len());
+        assert!(counts.contains(&(BindState::Answered, 1)));
+    }
+
+    fn queued_ids(c: &Connection) -> Vec<i64> {
+        super::queued(c).unwrap()
+    }
+}

@@ -289,7 +289,10 @@ fn full_record(
 
     // §4.4 establishes.
     let establishes = if privacy == Privacy::Commitment {
-        vec![commitment_line(&ctx.walked_at)]
+        // The kept full record: the commitment line, then a verified card's line (ref 1.5.0).
+        let mut lines = vec![commitment_line(&ctx.walked_at)];
+        lines.extend(card.card_establishes.iter().cloned());
+        lines
     } else {
         let mut lines = vec![
             format!(

@@ -204,7 +204,7 @@ pub fn canonical(value: &Value) -> Vec<u8> {
 
 /// `evidence_id`: sha256 (lower-case hex) of canonical(preimage).
 pub fn evidence_id(preimage: &Value) -> String {
-    crate::digest::sha256_hex(&canonical(preimage))
+    crate::digest::sha256_hex(canonical(preimage))
 }
 
 fn sign_b64(key: &SigningKey, value: &Value) -> String {
@@ -443,9 +443,13 @@ fn verify_b64(key: &VerifyingKey, value: &Value, sig_b64: &str) -> Result<(), St
 }
 
 /// A ledger's answer as kept: its JSON body, or `{"raw": <first 500 characters>}` when the
-/// body is not JSON.
+/// body is not a JSON object (a ledger answers objects; anything else is shown as its text, so
+/// every face reads one shape).
 pub fn kept_answer(body: &[u8]) -> Value {
-    crate::json::parse_lenient(body).unwrap_or_else(|_| raw_answer(body))
+    match crate::json::parse_lenient(body) {
+        Ok(answer @ Value::Object(_)) => answer,
+        _ => raw_answer(body),
+    }
 }
 
 /// `{"raw": <first 500 characters>}` of an answer (bytes that are not UTF-8 read as U+FFFD).
@@ -766,5 +770,6 @@ mod tests {
         let kept = kept_answer(html.as_bytes());
         assert_eq!(kept["raw"].as_str().unwrap().chars().count(), 500);
         assert_eq!(kept_answer(b"\xff\xfe"), json!({"raw": "\u{fffd}\u{fffd}"}));
+        assert_eq!(kept_answer(b"[1, 2]"), json!({"raw": "[1, 2]"}));
     }
 }

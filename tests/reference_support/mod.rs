@@ -722,27 +722,20 @@ impl SdkForm {
     }
 }
 
-/// Our `a2a-sdk-proto` form of a card text, as the walk computes it (conduct-walk.md §4.3 C.2):
-/// the text read as the reference reads a card, absent when a string holds a lone surrogate
-/// (a protobuf string cannot), else `Profile::Sdk` of the card without `signatures`.
+/// Our `a2a-sdk-proto` form of a card text, exactly as the walk computes it (conduct-walk.md
+/// §4.3 C.2): the text read as the reference reads a card, then `walk_block::sdk_form`.
 pub fn our_sdk_form(text: &[u8]) -> SdkForm {
-    use conduct_walker::card_signature::{Profile, canonicalize_card};
     let doc = match conduct_walker::json::read(text, conduct_walker::json::ReadOptions::LENIENT) {
         Ok(doc) => doc,
         Err(e) => return SdkForm::NotJson(e.to_string()),
     };
     let root = doc.root();
-    if root.holds_lone_surrogate() {
-        return SdkForm::Refused("a lone surrogate".into());
-    }
-    let mut bare = root.to_value();
-    let Some(map) = bare.as_object_mut() else {
+    if !root.is_object() {
         return SdkForm::Refused("not an object".into());
-    };
-    map.remove("signatures");
-    match canonicalize_card(&bare, Profile::Sdk) {
-        Ok(c) => SdkForm::Form(c.bytes),
-        Err(e) => SdkForm::Refused(e.to_string()),
+    }
+    match conduct_walker::card_signature::walk_block::sdk_form(root) {
+        Some(form) => SdkForm::Form(form.into_bytes()),
+        None => SdkForm::Refused("the walk computes no form".into()),
     }
 }
 

@@ -644,3 +644,74 @@ async fn generated_signed_cards_match_the_reference_record() {
     );
     assert_no_differences("generated signed cards", &outcomes);
 }
+
+/// A card listing the terms extension (card-signature-and-terms.md), its standing proposal
+/// served by the agent, walked by both walkers: neither spec puts anything of it in the walk
+/// record, so the records must be identical like any other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cards_listing_terms_match_the_reference_record() {
+    use conduct_walker::terms::{TERMS_EXTENSION_URI, sow};
+    let ca = SandboxCa::generate();
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let ca_pem = tmp.path().join("ca.pem");
+    ca.write_pem(&ca_pem).expect("write the CA");
+    let stage = Stage::start(&ca, loopback(), &[]).await;
+    let intake = CapturingIntake::start(&ca).await;
+    let origin = stage.origin();
+    let standing = std::fs::read(conduct_walker::sandbox::shared_vectors(
+        "sow/standing-proposal.signed.json",
+    ))
+    .expect("the standing proposal vector");
+    let digest = sow::terms_digest(&conduct_walker::jcs::parse_i_json(&standing).unwrap()).unwrap();
+    let mut outcomes = Vec::new();
+    for (name, proposal_digest, mode) in [
+        ("terms-verified", digest.clone(), "a2a"),
+        (
+            "terms-digest-mismatch",
+            format!("sha256:{}", "0".repeat(64)),
+            "a2a",
+        ),
+        ("terms-verified-mcp", digest.clone(), "mcp"),
+    ] {
+        let mut card = conduct_walker::sandbox::Behaviour::default().card(&origin);
+        card["capabilities"]["extensions"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({
+                "uri": TERMS_EXTENSION_URI,
+                "params": {"sow_spec": "0.18.0-draft", "proposals": [{
+                    "url": format!("{origin}/terms/standing.json"),
+                    "digest": proposal_digest,
+                    "offering": "echo"
+                }]}
+            }));
+        let card = serde_json::to_vec(&card).unwrap();
+        let honest = SandboxAgent::handler(conduct_walker::sandbox::Behaviour::default());
+        let standing = standing.clone();
+        stage.set(Arc::new(move |req| {
+            if req.method == "GET" && req.path == conduct_walker::walk::spec::CARD_PATH {
+                let card = card.clone();
+                return Box::pin(async move { Resp::bytes(200, "application/json", card) });
+            }
+            if req.path == "/terms/standing.json" {
+                let body = standing.clone();
+                return Box::pin(async move { Resp::bytes(200, "application/json", body) });
+            }
+            honest(req)
+        }));
+        let inputs = Inputs::new(&origin, mode, "1.0");
+        let dir = tmp.path().join(name);
+        let ours = run_ours(&inputs, &ca_pem, &[], &dir).await;
+        let reference = run_reference(&inputs, &ca_pem, &dir, Some(&intake.url())).await;
+        if let (Some(o), Some(r)) = (&ours.record, &reference.record) {
+            for d in differences(o, r).unwrap_or_default() {
+                eprintln!("  {name}: {d}");
+            }
+        }
+        outcomes.push(Outcome {
+            case: name.to_string(),
+            result: compare_runs(&inputs, &ours, &reference, &intake).map(|()| Identical::Yes),
+        });
+    }
+    assert_no_differences("cards listing the terms extension", &outcomes);
+}

@@ -690,12 +690,20 @@ impl SdkForm {
     /// A short class of the outcome, for counting differences by kind.
     pub fn class(&self) -> String {
         match self {
+            SdkForm::Form(b) if b.as_slice() == b"null" => "the form null".into(),
+            SdkForm::Form(b) if b.as_slice() == b"{}" => "the form {}".into(),
             SdkForm::Form(_) => "a form".into(),
             SdkForm::NotJson(_) => "not JSON".into(),
             SdkForm::Refused(why) => {
                 let head = why.split([':', '(']).next().unwrap_or(why);
                 // "invalid card: wrong scalar type at <pointer>: <what>" → "<what>".
-                let head = if head.starts_with("invalid card") {
+                let head = if head.starts_with("ParseError") {
+                    // The innermost cause, without the field path or the value quoted.
+                    let inner = why.rsplit("field: ").next().unwrap_or(why);
+                    let inner = inner.split(" at ").next().unwrap_or(inner);
+                    let inner = inner.split(" which is ").next().unwrap_or(inner);
+                    format!("ParseError: {}", inner.chars().take(90).collect::<String>())
+                } else if head.starts_with("invalid card") {
                     why.splitn(3, ": ").nth(2).unwrap_or(why).to_string()
                 } else {
                     head.to_string()

@@ -933,18 +933,7 @@ impl Pipeline {
         let alerts = self.inner.alerts.clone();
         self.with_store(move |s| {
             let next_attempt_at = t.retry_at.map(rfc3339_seconds);
-            let attempt = AttemptResult {
-                state: t.state,
-                answer: t.answer,
-                status,
-                body: &body,
-                error: t.error.as_deref(),
-                reason_code: t.reason_code.as_deref(),
-                counted: t.counted,
-                count_reason: t.count_reason.as_deref(),
-                filed_day: t.filed_day.as_deref(),
-                next_attempt_at: next_attempt_at.as_deref(),
-            };
+            let attempt = attempt_result(&t, status, &body, next_attempt_at.as_deref());
             outbox::record_attempt_then(s.connection(), submission_id, &now, &attempt, |c| {
                 if let (Some(cfg), Some(p)) = (&alerts, &full) {
                     crate::alerts::outbox::plan_health(c, cfg, p)?;
@@ -968,18 +957,7 @@ impl Pipeline {
     ) -> Result<Submission, PipelineError> {
         self.with_store(move |s| {
             let next_attempt_at = t.retry_at.map(rfc3339_seconds);
-            let attempt = AttemptResult {
-                state: t.state,
-                answer: t.answer,
-                status,
-                body: &body,
-                error: t.error.as_deref(),
-                reason_code: t.reason_code.as_deref(),
-                counted: t.counted,
-                count_reason: t.count_reason.as_deref(),
-                filed_day: t.filed_day.as_deref(),
-                next_attempt_at: next_attempt_at.as_deref(),
-            };
+            let attempt = attempt_result(&t, status, &body, next_attempt_at.as_deref());
             outbox::record_attempt_then(s.connection(), submission_id, &now, &attempt, |c| {
                 outbox::count_lookup(c, submission_id)
             })?;
@@ -1158,6 +1136,27 @@ fn lookup_words(lookup: &intake::Lookup) -> String {
 /// The pipeline carries out what `witness::filing` decides: these run it over a real store with
 /// a transport whose address policy refuses every loopback address, so nothing leaves the
 /// process (no network), and check what each decision did to the row.
+/// The outbox row's fields for one attempt or lookup, from its transition.
+fn attempt_result<'a>(
+    t: &'a Transition,
+    status: u16,
+    body: &'a str,
+    next_attempt_at: Option<&'a str>,
+) -> AttemptResult<'a> {
+    AttemptResult {
+        state: t.state,
+        answer: t.answer,
+        status,
+        body,
+        error: t.error.as_deref(),
+        reason_code: t.reason_code.as_deref(),
+        counted: t.counted,
+        count_reason: t.count_reason.as_deref(),
+        filed_day: t.filed_day.as_deref(),
+        next_attempt_at,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -94,9 +94,16 @@ pub async fn card_findings(
         let Some(report) = crate::terms::verify_for_walk(&value, transport).await else {
             return findings;
         };
-        findings.terms = Some(report.record_block());
-        findings.terms_establishes = report.establishes();
-        findings.terms_does_not_establish = report.does_not_establish();
+        // Beside the record, with the lines it would have added to the record's arrays.
+        let mut terms = report.record_block();
+        if let Some(block) = terms.as_object_mut() {
+            block.insert("establishes".into(), report.establishes().into());
+            block.insert(
+                "does_not_establish".into(),
+                report.does_not_establish().into(),
+            );
+        }
+        findings.terms = Some(terms);
     }
     findings
 }

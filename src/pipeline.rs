@@ -2,8 +2,9 @@
 //! classify and store the answer. Used by `walk --db/--submit`, `reveal`, `demo` and the daemon.
 //!
 //! Order matters: nothing is sent before the record and its outbox row are committed, and a row
-//! is marked `sending` (committed) before its request leaves, so a killed process resumes by
-//! resending the same bytes, which the intake answers as a duplicate (one stored copy).
+//! is marked `sending` (committed) before its request leaves. A row left `sending` (a killed
+//! process, or an attempt with no complete answer) is looked up at the intake before anything
+//! is sent again: only a 404 leads to a second POST (issue 34).
 
 use crate::clock::{Clock, walked_at as rfc3339_seconds};
 use crate::net::Transport;
@@ -13,7 +14,9 @@ use crate::store::task_bindings::{self, NewBinding, TaskBinding};
 use crate::store::{KeptFull, NewRecord, Store, StoreError};
 use crate::walk::{WalkOutcome, WalkRequest};
 use crate::wire::IntakeSubmission;
-use crate::witness::filing::{self, AnswerKind, Facts, Step, SubmissionState, Summary, Transition};
+use crate::witness::filing::{
+    self, AfterLookup, AnswerKind, Facts, Step, SubmissionState, Summary, Transition,
+};
 use crate::witness::intake::{self, IntakeProbe};
 use crate::witness::lanes::{self, Lane, Limits, Usage};
 use crate::witness::{Signed, sign};
@@ -166,7 +169,10 @@ pub struct BindingDrain {
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DrainReport {
+    /// POSTs sent.
     pub attempted: u32,
+    /// Lookups (`GET <intake>/<sha256>`) made for rows whose earlier answer was lost.
+    pub looked_up: u32,
     pub filed: u32,
     pub deferred: u32,
     pub refused: u32,
@@ -178,6 +184,8 @@ pub struct PipelineStatus {
     pub lanes_used_today: Vec<(String, String, u32)>,
     pub submissions_by_answer: Vec<(String, u64)>,
     pub submissions_by_outcome: Vec<(filing::Outcome, u64)>,
+    /// Lookups (`GET <intake>/<sha256>`) by result: found, not_found, lookup_failed.
+    pub lookups_by_result: Vec<(AnswerKind, u64)>,
 }
 
 /// The pipeline; cheap to clone.
@@ -217,9 +225,12 @@ enum Filing {
     /// Not touched: the row is no longer due (settled, or waiting for its retry time) by the
     /// time it was claimed.
     NotDue,
-    /// A row left `sending` by a stopped process: the intake already had the record, so it
-    /// was recorded as filed without a second POST.
+    /// A row left `sending` (a stopped process, a lost answer): the intake already had the
+    /// record, so it was recorded as filed without a second POST.
     FoundAtIntake,
+    /// A row left `sending`: the lookup had no usable answer either, so it stays `sending`
+    /// and is asked again after a backoff (never sent blind).
+    LookupFailed,
 }
 
 /// Holds a row in [`Inner::in_flight`] until dropped.
@@ -529,12 +540,13 @@ impl Pipeline {
             )),
             _ => None,
         };
-        let card_verification = outcome.card_verification.clone();
+        let beside = crate::store::beside::Beside {
+            card_verification: outcome.card_verification.clone(),
+            terms: outcome.terms.clone(),
+        };
         let then: Then<(Option<Submission>, Option<TaskBinding>)> =
             Box::new(move |conn, id, new| {
-                if let Some(block) = &card_verification {
-                    crate::store::card_verification::put(conn, id, block)?;
-                }
+                crate::store::beside::put(conn, id, &beside)?;
                 if let Some((cfg, target, obs)) = &alerting
                     && new
                 {
@@ -758,11 +770,20 @@ impl Pipeline {
     /// One attempt at filing one outbox row; the row as it stands afterwards. The decisions
     /// are [`filing::next_step`] and [`filing::classify`]; this carries them out.
     async fn attempt(&self, submission_id: i64) -> Result<(Submission, Filing), PipelineError> {
+        let (row, filing, _) = self.attempt_and_say(submission_id).await?;
+        Ok((row, filing))
+    }
+
+    /// [`Pipeline::attempt`], also saying whether the intake was looked up on the way.
+    async fn attempt_and_say(
+        &self,
+        submission_id: i64,
+    ) -> Result<(Submission, Filing, bool), PipelineError> {
         let Some(_claim) = InFlightClaim::take(&self.inner.in_flight, submission_id) else {
             let row = self
                 .with_store(move |s| outbox::get(s.connection(), submission_id))
                 .await?;
-            return Ok((row, Filing::AlreadyInFlight));
+            return Ok((row, Filing::AlreadyInFlight, false));
         };
         let now_t = self.inner.clock.now();
         let now = rfc3339_seconds(now_t);
@@ -792,27 +813,63 @@ impl Pipeline {
         };
         loop {
             match filing::next_step(&view, now_t, &limits, usage) {
-                Step::NotDue => return Ok((row, Filing::NotDue)),
+                Step::NotDue => {
+                    let looked_up = view.looked_up;
+                    return Ok((row, Filing::NotDue, looked_up));
+                }
                 Step::LookUp => {
-                    // A process stopped between its POST and the answer: ask before sending again.
+                    // The request may have left (a stopped process, a lost answer): ask the
+                    // intake before sending again; only its 404 leads on to a send.
                     let record_id = row.record_id;
-                    let sha = self
-                        .with_store(move |s| Ok(s.get_by_id(record_id)?.row.sha256))
+                    let (sha, canonical, lookups) = self
+                        .with_store(move |s| {
+                            let rec = s.get_by_id(record_id)?;
+                            let lookups = outbox::lookups(s.connection(), submission_id)?;
+                            Ok((rec.row.sha256, rec.canonical, lookups))
+                        })
                         .await?;
-                    if intake::lookup(&self.inner.transport, &row.intake_url, &sha)
-                        .await
-                        .is_some()
-                    {
-                        let body = "found at the intake (GET /witness/<sha256>) after an interrupted attempt; not sent again";
-                        let t = Transition::found_at_intake(now_t);
-                        let row = self
-                            .record_attempt(submission_id, now, t, 200, body.into(), None)
+                    let (lookup, ex) =
+                        intake::lookup(&self.inner.transport, &row.intake_url, &sha, &canonical)
+                            .await;
+                    let tries = (row.attempts as u32)
+                        .saturating_add(lookups)
+                        .saturating_add(1);
+                    let said = format!(
+                        "GET {}/<sha256>: {}",
+                        row.intake_url.trim_end_matches('/'),
+                        lookup_words(&lookup)
+                    );
+                    match filing::after_lookup(&lookup, tries, now_t, rand::random::<f64>()) {
+                        AfterLookup::Filed(t) => {
+                            let row = self
+                                .record_lookup(submission_id, now, t, ex.status, said)
+                                .await?;
+                            return Ok((row, Filing::FoundAtIntake, true));
+                        }
+                        AfterLookup::AskAgain(t) => {
+                            let row = self
+                                .record_lookup(submission_id, now, t, ex.status, said)
+                                .await?;
+                            return Ok((row, Filing::LookupFailed, true));
+                        }
+                        AfterLookup::Send => {
+                            let (n1, status) = (now.clone(), ex.status);
+                            self.with_store(move |s| {
+                                outbox::record_not_found(
+                                    s.connection(),
+                                    submission_id,
+                                    &n1,
+                                    status,
+                                    &said,
+                                )
+                            })
                             .await?;
-                        return Ok((row, Filing::FoundAtIntake));
+                            view.looked_up = true;
+                        }
                     }
-                    view.looked_up = true;
                 }
                 Step::Defer(until) => {
+                    let looked_up = view.looked_up;
                     let body = "not sent: our own count says this lane is full today";
                     let t = Transition::deferred(until);
                     let full = crate::alerts::health::lane_exhausted_by_limits(
@@ -825,7 +882,7 @@ impl Pipeline {
                     let row = self
                         .record_attempt(submission_id, now, t, 0, body.into(), full)
                         .await?;
-                    return Ok((row, Filing::DeferredLocally));
+                    return Ok((row, Filing::DeferredLocally, looked_up));
                 }
                 Step::Send => break,
             }
@@ -858,7 +915,7 @@ impl Pipeline {
         let row = self
             .record_attempt(submission_id, now, t, ex.status, logged, full)
             .await?;
-        Ok((row, Filing::Sent))
+        Ok((row, Filing::Sent, view.looked_up))
     }
 
     /// Log an attempt's outcome on the submission (its attempt log and state) and read the row
@@ -899,6 +956,38 @@ impl Pipeline {
         .await
     }
 
+    /// Log a lookup that settled a row (found) or left it waiting (failed), counted on its row
+    /// in the same transaction; the row as it now stands.
+    async fn record_lookup(
+        &self,
+        submission_id: i64,
+        now: String,
+        t: Transition,
+        status: u16,
+        body: String,
+    ) -> Result<Submission, PipelineError> {
+        self.with_store(move |s| {
+            let next_attempt_at = t.retry_at.map(rfc3339_seconds);
+            let attempt = AttemptResult {
+                state: t.state,
+                answer: t.answer,
+                status,
+                body: &body,
+                error: t.error.as_deref(),
+                reason_code: t.reason_code.as_deref(),
+                counted: t.counted,
+                count_reason: t.count_reason.as_deref(),
+                filed_day: t.filed_day.as_deref(),
+                next_attempt_at: next_attempt_at.as_deref(),
+            };
+            outbox::record_attempt_then(s.connection(), submission_id, &now, &attempt, |c| {
+                outbox::count_lookup(c, submission_id)
+            })?;
+            outbox::get(s.connection(), submission_id)
+        })
+        .await
+    }
+
     /// File one outbox row if it is still due when claimed (what a drain does with each row
     /// of its snapshot); the row as it stands afterwards.
     pub async fn file_submission(&self, submission_id: i64) -> Result<Submission, PipelineError> {
@@ -913,10 +1002,11 @@ impl Pipeline {
             .await?;
         let mut report = DrainReport::default();
         for row in due {
-            let (after, filing) = self.attempt(row.id).await?;
+            let (after, filing, looked_up) = self.attempt_and_say(row.id).await?;
+            report.looked_up += u32::from(looked_up);
             match filing {
                 Filing::Sent => report.attempted += 1,
-                Filing::DeferredLocally | Filing::FoundAtIntake => {}
+                Filing::DeferredLocally | Filing::FoundAtIntake | Filing::LookupFailed => {}
                 // The task filing it reports it.
                 Filing::AlreadyInFlight | Filing::NotDue => continue,
             }
@@ -964,6 +1054,7 @@ impl Pipeline {
             card: None,
             witness_intake: intake.clone(),
             card_verification: None,
+            terms: None,
         };
         self.store_and_file(outcome, intake, submit, witness_name)
             .await
@@ -983,6 +1074,7 @@ impl Pipeline {
             lanes_used_today: outbox::lanes_used(conn, &self.today())?,
             submissions_by_answer: outbox::by_answer(conn)?,
             submissions_by_outcome: outbox::by_outcome(conn)?,
+            lookups_by_result: crate::store::summary::lookups_by_result(conn)?,
         })
     }
 
@@ -1047,6 +1139,19 @@ impl Plan {
             self.note = Some("kept local: this witness already filed a record for this endpoint today (only the first is counted)".into());
         }
         Ok(())
+    }
+}
+
+/// A lookup's result in a few words, for the attempt log.
+fn lookup_words(lookup: &intake::Lookup) -> String {
+    match lookup {
+        intake::Lookup::Found { status, .. } => {
+            format!("found ({status}, same sha256 and bytes): filed, not sent again")
+        }
+        intake::Lookup::NotFound => "404, not at the intake: sending".to_string(),
+        intake::Lookup::Failed { error, .. } => {
+            format!("{error}; still unknown, asked again later (not sent)")
+        }
     }
 }
 
@@ -1355,16 +1460,90 @@ mod tests {
         assert!((24..=36).contains(&wait), "{wait}");
         assert_eq!(after.summary().outcome, filing::Outcome::QueuedForRetry);
 
-        // Left `sending` by a stopped process: looked up (no answer), then sent again.
+        // Left `sending` by a stopped process: looked up first. The lookup gets no answer
+        // either, so nothing is sent: the row stays `sending`, asked again after a backoff
+        // that counts the attempts and lookups so far (2 + 0 + 1: 120 s ± 20 %).
         let sid2 = sid;
         w.pipeline
             .with_store(move |s| outbox::mark_sending(s.connection(), sid2, NOW))
             .await
             .unwrap();
+        let looked_at = w.clock.now();
         let (after, filing) = w.pipeline.attempt(sid).await.unwrap();
-        assert_eq!(filing, Filing::Sent);
-        assert_eq!((after.state, after.attempts), (SubmissionState::Queued, 3));
-        assert_eq!(attempts_logged(&w, sid).await.len(), 2);
+        assert_eq!(filing, Filing::LookupFailed);
+        assert_eq!(
+            (after.state, after.last_answer, after.attempts),
+            (SubmissionState::Sending, Some(AnswerKind::LookupFailed), 2)
+        );
+        assert!(
+            after.last_error.as_deref().unwrap().starts_with("lookup: "),
+            "{after:?}"
+        );
+        let next: chrono::DateTime<chrono::Utc> =
+            after.next_attempt_at.as_deref().unwrap().parse().unwrap();
+        assert!((96..=144).contains(&(next - looked_at).num_seconds()));
+        assert_eq!(after.summary().outcome, filing::Outcome::AwaitingLookup);
+        assert_eq!(
+            attempts_logged(&w, sid).await,
+            [("retry".to_string(), 0), ("lookup_failed".to_string(), 0)]
+        );
+        // Not due before its time: a drain leaves it alone.
+        assert_eq!(
+            w.pipeline.drain_outbox().await.unwrap(),
+            DrainReport::default()
+        );
+        let lookups = w
+            .pipeline
+            .with_store(move |s| outbox::lookups(s.connection(), sid))
+            .await
+            .unwrap();
+        assert_eq!(lookups, 1);
+        // Due: looked up again (and again no answer), never sent blind.
+        w.clock.set(next);
+        let report = w.pipeline.drain_outbox().await.unwrap();
+        assert_eq!(
+            (report.attempted, report.looked_up, report.deferred),
+            (0, 1, 1)
+        );
+        assert_eq!(attempts_logged(&w, sid).await.len(), 3);
+    }
+
+    /// Every face that files (the daemon's fires and drains, `walk --submit`, `reveal`, `demo`,
+    /// `outbox drain`, the MCP walk tool) reaches the intake through [`Pipeline::attempt`]: the
+    /// crate's only caller of the intake client's POST and lookup, and the only place that
+    /// builds a submission body. A second path would skip the rule that an unknown outcome is
+    /// looked up, never resent blind (issue 34).
+    #[test]
+    fn the_intake_client_is_called_from_one_place() {
+        fn sources(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    sources(&path, out);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    out.push(path);
+                }
+            }
+        }
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        sources(&root.join("src"), &mut files);
+        for needle in [
+            concat!("intake::", "submit("),
+            concat!("intake::", "lookup("),
+            concat!("IntakeSubmission", " {"),
+        ] {
+            let mut callers: Vec<String> = files
+                .iter()
+                .filter(|f| std::fs::read_to_string(f).unwrap().contains(needle))
+                .map(|f| f.strip_prefix(root).unwrap().display().to_string())
+                // The definitions, and the emulated intake's own reading of a body.
+                .filter(|f| f != "src/witness/intake.rs" && f != "src/wire.rs")
+                .filter(|f| !f.starts_with("src/intake_emulator/"))
+                .collect();
+            callers.sort();
+            assert_eq!(callers, ["src/pipeline.rs"], "{needle}");
+        }
     }
 
     #[tokio::test]

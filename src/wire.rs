@@ -29,9 +29,6 @@ pub struct Record {
     pub purpose: String,
     pub replay: Replay,
     pub schema: &'static str,
-    /// A2A Terms extension findings (conduct-walker addition; outside the assertions).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub terms: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vantage_limitation: Option<String>,
     pub verdict: VerdictWire,
@@ -276,7 +273,6 @@ mod tests {
                 mismatch_means: "x",
             },
             schema: "jidec-path-v1",
-            terms: Some(json!({"proposals": [{"digest_ok": true}]})),
             vantage_limitation: Some("vl".into()),
             verdict: VerdictWire {
                 n_pass: 7,

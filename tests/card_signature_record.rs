@@ -187,14 +187,16 @@ async fn the_own_check_is_kept_beside_the_record_and_shown_on_its_page() {
     assert!(record["card_signature"].get("uncovered_count").is_none());
 
     let store = Store::open(&w.db).unwrap();
-    let own = conduct_walker::store::card_verification::get(store.connection(), signed.record_id)
+    let own = conduct_walker::store::beside::get(store.connection(), signed.record_id)
         .unwrap()
+        .card_verification
         .expect("the own check is stored");
     assert_eq!(own["verified"], json!(true), "{own}");
     assert_eq!(own["profile"], "served-rfc8785");
     assert_eq!(
-        conduct_walker::store::card_verification::get(store.connection(), unsigned.record_id)
-            .unwrap(),
+        conduct_walker::store::beside::get(store.connection(), unsigned.record_id)
+            .unwrap()
+            .card_verification,
         None
     );
 

@@ -106,7 +106,7 @@ fn ten_agents_on_an_accelerated_schedule_file_exactly_the_expected_records() {
     // The same submissions by where they stand (the outcome every face shows): every outcome
     // listed, and the filed ones are the accepted ones.
     let by_outcome = metric(&m, "conduct_walker_submissions");
-    assert_eq!(by_outcome.len(), 9, "{m}");
+    assert_eq!(by_outcome.len(), 10, "{m}");
     let filed: f64 = by_outcome
         .iter()
         .filter(|(l, _)| l.contains("\"filed_counted\"") || l.contains("\"filed_not_counted\""))

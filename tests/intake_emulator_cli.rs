@@ -205,3 +205,148 @@ async fn operator_key_file_anchor_hooks_and_verify() {
     drop(child);
     assert_eq!(std::fs::read_to_string(&key_path).unwrap(), key);
 }
+
+/// Issue 34 through the binaries: `intake-emulator --drop-answers 1` stores the record and
+/// closes the connection; `walk --submit` leaves the row waiting for a lookup, `outbox list`
+/// says so and why, `outbox drain` finds the record at the intake instead of sending it again,
+/// and `GET /emulator/posts` shows one POST.
+// Multi-thread: the sandbox agent serves from this runtime while the test waits on the binaries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drop_answers_leaves_a_record_waiting_for_a_lookup_that_outbox_drain_settles() {
+    use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa};
+    let dir = tempfile::TempDir::new().unwrap();
+    let (_child, url, transport) = start_emulator(
+        dir.path(),
+        &[
+            "--drop-answers".as_ref(),
+            "1".as_ref(),
+            "--seed".as_ref(),
+            "9".as_ref(),
+        ],
+    );
+    let agent_ca = SandboxCa::generate();
+    let agent = SandboxAgent::start(&agent_ca, Behaviour::default())
+        .await
+        .unwrap();
+    // One file with both roots: the agent's and the emulator's.
+    let both = dir.path().join("both.pem");
+    std::fs::write(
+        &both,
+        format!(
+            "{}\n{}",
+            agent_ca.cert_pem(),
+            std::fs::read_to_string(dir.path().join("ca.pem")).unwrap()
+        ),
+    )
+    .unwrap();
+    let db = dir.path().join("walker.db");
+    let net = |cmd: &mut Command| {
+        cmd.arg("--allow-private-network")
+            .arg("--ca-cert")
+            .arg(&both)
+            .env_remove("STATE_DIRECTORY");
+    };
+    let mut walk = Command::new(BIN);
+    walk.args(["walk", "--origin", &agent.origin(), "--mode", "a2a"])
+        .args(["--witness-name", "drop test", "--vantage", "loopback"])
+        .args(["--submit", "--intake", &url, "--db"])
+        .arg(&db)
+        .arg("--out")
+        .arg(dir.path().join("r.json"));
+    net(&mut walk);
+    let out = walk.output().unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("waiting for a lookup"), "{said}");
+
+    let list = Command::new(BIN)
+        .args(["outbox", "list", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&list.stdout).to_string();
+    assert!(
+        listed.contains("sending") && listed.contains("waiting for a lookup (no complete answer"),
+        "{listed}"
+    );
+    assert!(listed.contains("1 waiting for a lookup"), "{listed}");
+    let json = Command::new(BIN)
+        .args(["outbox", "list", "--json", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let row: serde_json::Value = serde_json::from_str(
+        String::from_utf8_lossy(&json.stdout)
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(row["outcome"], "awaiting_lookup", "{row}");
+    assert!(
+        row["summary"]
+            .as_str()
+            .unwrap()
+            .contains("GET <intake>/<sha256>"),
+        "{row}"
+    );
+
+    // Its backoff over (set due), a drain asks and finds it: filed, nothing POSTed again.
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute("UPDATE submissions SET next_attempt_at = NULL", [])
+        .unwrap();
+    let mut drain = Command::new(BIN);
+    drain.args(["outbox", "drain", "--db"]).arg(&db);
+    net(&mut drain);
+    let host = url
+        .strip_prefix("https://")
+        .and_then(|u| u.split('/').next())
+        .unwrap()
+        .to_string();
+    drain.args(["--allow-host", &host]);
+    let drained = drain.output().unwrap();
+    let said = String::from_utf8_lossy(&drained.stdout).to_string();
+    assert!(
+        said.contains("sent 0: 1 filed") && said.contains("looked up 1"),
+        "{said}{}",
+        String::from_utf8_lossy(&drained.stderr)
+    );
+    let state: (String, String) = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row("SELECT state, last_answer FROM submissions", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!(state, ("filed".to_string(), "found".to_string()));
+    let base = url.trim_end_matches("/witness");
+    let ex = transport
+        .fetch(&HttpRequest::get(format!("{base}/emulator/posts"), &[]))
+        .await;
+    let posts: serde_json::Value = serde_json::from_slice(&ex.body).unwrap();
+    assert_eq!(posts["dropped_answers"], 1, "{posts}");
+    let counts: Vec<u64> = posts["posts"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(counts, [1], "{posts}");
+}
+
+#[test]
+fn drop_answers_takes_a_share_from_0_to_1() {
+    for bad in ["1.5", "-0.1", "ten"] {
+        let out = Command::new(BIN)
+            .args(["intake-emulator", "--listen", "127.0.0.1:0"])
+            .arg(format!("--drop-answers={bad}"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("is not a share from 0 to 1"),
+            "{bad}: {stderr}"
+        );
+    }
+}

@@ -89,3 +89,40 @@ fn sandbox_prints_origins_and_a_config_the_daemon_and_walk_accept() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0));
 }
+
+/// `sandbox --drop-answers`: the demo's intake loses that share of its answers (issue 34), and
+/// says so with where the POSTs are counted.
+#[test]
+fn sandbox_drop_answers_is_announced() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(BIN)
+        .args([
+            "sandbox",
+            "--drop-answers",
+            "0.1",
+            "--seed",
+            "3",
+            "--out-dir",
+        ])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut printed = String::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        printed.push_str(&line);
+        printed.push('\n');
+        if line.starts_with("Serving until") {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        printed.contains("answers dropped:  0.1 of POST /witness (seed 3)")
+            && printed.contains("/emulator/posts"),
+        "{printed}"
+    );
+}

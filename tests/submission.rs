@@ -221,6 +221,64 @@ async fn a_submission_killed_in_flight_is_not_resent_and_keeps_its_acceptance() 
     );
 }
 
+/// Issue 34: the intake checks its caps before its dedupe (§6.2), so a blind resend of a record
+/// it already holds, at the lane's last place, is refused with 429 although the record is
+/// filed. The lost answer is looked up instead: filed, counted against the lane, sent once.
+#[tokio::test]
+async fn a_lost_answer_at_the_lanes_last_place_is_found_not_resent_into_a_429() {
+    let limits = EmulatorLimits {
+        daily_per_ip: 1,
+        ..EmulatorLimits::default()
+    };
+    let w = world_with(limits, &[]).await;
+    let p = pipeline(&w, None, true);
+    w.emulator.drop_answers(1.0, 7);
+    let r = p.run_job(&job(&w, Privacy::Full)).await.unwrap();
+    let sha = r.outcome.sha256.clone();
+    let sub = r.submission.unwrap();
+    assert_eq!(
+        (sub.state, sub.answer_kind),
+        (SubmissionState::Sending, Some(AnswerKind::Unknown))
+    );
+    assert!(w.emulator.stored(&sha).is_some(), "stored, answer lost");
+    assert_eq!(w.emulator.dropped_answers(), 1);
+    w.emulator.drop_answers(0.0, 0);
+
+    w.clock.advance(chrono::Duration::seconds(40));
+    let d = p.drain_outbox().await.unwrap();
+    assert_eq!((d.looked_up, d.attempted, d.filed), (1, 0, 1), "{d:?}");
+    let row = p.submissions_of(r.record_id).await.unwrap().remove(0);
+    assert_eq!(
+        (row.state, row.last_answer, row.counted),
+        (SubmissionState::Filed, Some(AnswerKind::Found), Some(true))
+    );
+    assert_eq!(w.emulator.posts_per_sha().get(&sha), Some(&1), "sent once");
+
+    // Our own count knows the lane's one place is used: the next walk waits, unsent.
+    let r2 = p.run_job(&job(&w, Privacy::Full)).await.unwrap();
+    let sub2 = r2.submission.unwrap();
+    assert_eq!(
+        (sub2.state, sub2.answer_kind),
+        (SubmissionState::Queued, Some(AnswerKind::LaneFull))
+    );
+    assert_eq!(w.emulator.posts_per_sha().get(&r2.outcome.sha256), None);
+
+    // What a blind resend of the filed record would have got: a refusal by the cap.
+    let canonical = String::from_utf8(r.outcome.canonical.clone()).unwrap();
+    let (answer, _) = intake::submit(
+        &w.transport,
+        &w.emulator.url(),
+        &IntakeSubmission {
+            record_canonical: canonical,
+            signature_ed25519_b64: None,
+            public_key_ed25519_b64: None,
+        },
+        &sha,
+    )
+    .await;
+    assert!(matches!(answer, Answer::LaneFull { .. }), "{answer:?}");
+}
+
 #[tokio::test]
 async fn a_full_lane_defers_to_the_next_utc_day() {
     let limits = EmulatorLimits {
@@ -711,11 +769,15 @@ async fn an_interrupted_attempt_is_looked_up_before_it_is_resent() {
         .unwrap();
     let report = p.drain_outbox().await.unwrap();
     assert_eq!(report.attempted, 0, "nothing was POSTed again");
+    assert_eq!(report.looked_up, 1);
     let rows = p.submissions_of(r.record_id).await.unwrap();
     assert_eq!(rows[0].state, SubmissionState::Filed);
-    assert_eq!(rows[0].last_answer, Some(AnswerKind::Duplicate));
+    // Found by the lookup, with the intake's own count (it stored this walk's POST).
+    assert_eq!(rows[0].last_answer, Some(AnswerKind::Found));
+    assert_eq!(rows[0].counted, Some(true));
     assert_eq!(rows[0].attempts, 1);
     assert_eq!(w.emulator.stored_count(), 1);
+    assert_eq!(w.emulator.posts_per_sha().get(&r.outcome.sha256), Some(&1));
 }
 
 /// An acceptance is never overwritten by a later answer.

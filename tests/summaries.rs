@@ -85,6 +85,7 @@ fn scrape(conn: &Connection) -> String {
         .unwrap(),
         submissions_by_answer: outbox::by_answer(conn).unwrap(),
         submissions_by_outcome: outbox::by_outcome(conn).unwrap(),
+        lookups_by_result: conduct_walker::store::summary::lookups_by_result(conn).unwrap(),
     });
     render(&snap)
 }

@@ -208,3 +208,73 @@ async fn connection_refused_is_status_zero() {
     assert!(ex.transport_error.is_some());
     assert!(ex.body.is_empty());
 }
+
+/// Issue 34: whether a failed request may have reached the server, as a submission needs to
+/// know before it may be sent again. No connection (nothing listening, the address rules, a
+/// TLS handshake that fails) means never; a connection closed after the request was read, or
+/// an answer over the cap, means maybe.
+#[tokio::test]
+async fn a_failed_request_says_whether_it_may_have_reached_the_server() {
+    use conduct_walker::net::Reached;
+    let ca = SandboxCa::generate();
+    let closing = HttpsServer::start(&ca, handler(|_| Resp::close_without_answer()))
+        .await
+        .unwrap();
+    let oversized = HttpsServer::start(
+        &ca,
+        handler(|_| Resp::bytes(200, "application/json", vec![b' '; 2 * 1024 * 1024])),
+    )
+    .await
+    .unwrap();
+    let answering = HttpsServer::start(&ca, handler(|_| Resp::json(201, &serde_json::json!({}))))
+        .await
+        .unwrap();
+    // A server whose certificate no root here signed: the handshake fails.
+    let stranger = HttpsServer::start(&SandboxCa::generate(), handler(|_| Resp::empty(200)))
+        .await
+        .unwrap();
+    let free = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let nothing = format!("https://127.0.0.1:{free}");
+    let t = transport_for(
+        &ca,
+        &[
+            &closing.base(),
+            &oversized.base(),
+            &answering.base(),
+            &stranger.base(),
+            &nothing,
+        ],
+        |_| {},
+    );
+    let post = |base: &str| HttpRequest::post(format!("{base}/witness"), &[], b"{}".to_vec());
+    for (what, base, status, reached) in [
+        ("nothing listening", nothing.clone(), 0, Reached::Never),
+        ("TLS handshake refused", stranger.base(), 0, Reached::Never),
+        (
+            "refused by the address rules",
+            "https://10.0.0.1".to_string(),
+            0,
+            Reached::Never,
+        ),
+        (
+            "closed without an answer",
+            closing.base(),
+            0,
+            Reached::Maybe,
+        ),
+        ("answer over the cap", oversized.base(), 0, Reached::Maybe),
+        ("answered", answering.base(), 201, Reached::Maybe),
+    ] {
+        let (ex, r) = t.fetch_noting_reach(&post(&base)).await;
+        assert_eq!(
+            (ex.status, r),
+            (status, reached),
+            "{what}: {:?}",
+            ex.transport_error
+        );
+    }
+}

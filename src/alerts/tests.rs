@@ -1017,6 +1017,7 @@ fn observation_from_walk_tells_transport_from_conduct() {
         card: None,
         witness_intake: None,
         card_verification: None,
+        terms: None,
     };
     let at = t0();
     // The card could not be fetched at all: unreachable, not a conduct failure.

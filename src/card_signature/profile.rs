@@ -349,11 +349,14 @@ pub(crate) fn type_name(v: &Value) -> &'static str {
 /// unknown names and ignored, unless one is a field's name (then it indexes the value and
 /// fails); anything else (a number, a boolean, a non-string element) is refused.
 fn sdk_reads_as_empty_message(msg: &Msg, value: &Value) -> bool {
+    // A name holding a lone surrogate cannot be looked up: refused.
     match value {
-        Value::String(_) => true,
+        Value::String(s) => !s.contains(LONE_SURROGATE_MARK),
         Value::Array(items) => items.iter().all(|item| {
-            item.as_str()
-                .is_some_and(|name| !msg.fields.iter().any(|f| f.json == name || f.proto == name))
+            item.as_str().is_some_and(|name| {
+                !name.contains(LONE_SURROGATE_MARK)
+                    && !msg.fields.iter().any(|f| f.json == name || f.proto == name)
+            })
         }),
         _ => false,
     }

@@ -34,9 +34,28 @@ pub struct IntakeEmulatorArgs {
     /// both routes answer 401.
     #[arg(long, value_name = "FILE")]
     pub ledger_key_file: Option<PathBuf>,
+    /// Lose this share (0 to 1) of the answers to `POST /witness`: the record is processed
+    /// (stored, when valid), then the connection is closed without an answer, as a flaky
+    /// network or a proxy timeout does. POSTs per record are counted at `GET /emulator/posts`.
+    #[arg(long, value_name = "RATE", value_parser = drop_rate)]
+    pub drop_answers: Option<f64>,
+    /// Seed of the choice of which answers --drop-answers loses (the same seed drops the same
+    /// POSTs in the same order).
+    #[arg(long, value_name = "S", default_value_t = 0, requires = "drop_answers")]
+    pub seed: u64,
     /// Trust roots and address rules for key_url fetches.
     #[command(flatten)]
     pub net: NetArgs,
+}
+
+/// A share from 0 to 1 (`--drop-answers`).
+pub(crate) fn drop_rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
+        _ => Err(format!(
+            "{text:?} is not a share from 0 to 1 (0.1 drops one answer in ten)"
+        )),
+    }
 }
 
 pub async fn run(args: IntakeEmulatorArgs) -> anyhow::Result<ExitCode> {
@@ -59,6 +78,9 @@ pub async fn run(args: IntakeEmulatorArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.ledger_key_file {
         running.set_operator_key(&operator_key(path)?);
     }
+    if let Some(rate) = args.drop_answers {
+        running.drop_answers(rate, args.seed);
+    }
 
     // Best effort: a closed stdout (a parent that read only the URL) must not stop the server.
     let ca_line = match &args.tls_ca_out {
@@ -69,9 +91,18 @@ pub async fn run(args: IntakeEmulatorArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let mut out = std::io::stdout().lock();
+    let drop_line = match args.drop_answers {
+        Some(rate) => format!(
+            "dropping answers: {rate} of POST /witness stored, then closed without an answer (seed {}); POSTs per record at {}/emulator/posts",
+            args.seed,
+            running.base()
+        ),
+        None => "dropping answers: none".to_string(),
+    };
     let _ = writeln!(out, "intake emulator: {}", running.url())
         .and_then(|_| writeln!(out, "state: {}", args.state.display()))
         .and_then(|_| writeln!(out, "{ca_line}"))
+        .and_then(|_| writeln!(out, "{drop_line}"))
         .and_then(|_| out.flush());
     drop(out);
 

@@ -23,9 +23,11 @@ pub enum OutboxCommand {
         #[arg(long)]
         json: bool,
     },
-    /// File every submission that is due now (queued past its retry time, or left `sending`
-    /// by a process that stopped), within the intakes' lanes, and record each answer. Exit 0
-    /// when nothing due is left unfiled, 1 when some stay queued or were refused.
+    /// File every submission that is due now (queued past its retry time, or `sending` past
+    /// its retry time: a process stopped mid-request, or the intake's answer was lost), within
+    /// the intakes' lanes, and record each answer. A `sending` row is looked up first
+    /// (`GET <intake>/<sha256>`) and sent again only on a 404. Exit 0 when nothing due is left
+    /// unfiled, 1 when some stay queued or were refused.
     Drain {
         #[command(flatten)]
         db: DbArg,
@@ -52,13 +54,13 @@ fn list(db: &DbArg, as_json: bool) -> anyhow::Result<ExitCode> {
         }
     }
     if !as_json {
-        let due = rows
-            .iter()
-            .filter(|(_, r)| r.state == crate::witness::filing::SubmissionState::Queued)
-            .count();
+        use crate::witness::filing::SubmissionState;
+        let count = |state| rows.iter().filter(|(_, r)| r.state == state).count();
         println!(
-            "{} unsettled submission(s), {due} queued; `conduct-walker outbox drain --db {}` files what is due",
+            "{} unsettled submission(s), {} queued, {} waiting for a lookup (sent, the intake's answer lost: asked before any resend); `conduct-walker outbox drain --db {}` files what is due",
             rows.len(),
+            count(SubmissionState::Queued),
+            count(SubmissionState::Sending),
             db.path()?.display()
         );
     }
@@ -86,10 +88,15 @@ fn row_line(sha: &str, r: &Submission) -> String {
         (None, _, Some(error)) => line.push_str(&format!("  last error: {error}")),
         (None, _, None) => {}
     }
+    if r.state == crate::witness::filing::SubmissionState::Sending {
+        // Why it waits, and for what: the intake is asked before anything is sent again.
+        line.push_str(&format!("  {}", r.summary().short));
+    }
     line
 }
 
 fn row_json(sha: &str, r: &Submission) -> serde_json::Value {
+    let summary = r.summary();
     json!({
         "sha256": sha,
         "state": r.state,
@@ -102,6 +109,8 @@ fn row_json(sha: &str, r: &Submission) -> serde_json::Value {
         "last_status": r.last_status,
         "last_error": r.last_error,
         "reason_code": r.reason_code,
+        "outcome": summary.outcome,
+        "summary": summary.text,
     })
 }
 
@@ -119,8 +128,8 @@ async fn drain(db: &DbArg, net: &NetArgs) -> anyhow::Result<ExitCode> {
     let bindings = pipeline.send_due_task_bindings().await?;
     pipeline.checkpoint().await?;
     println!(
-        "sent {}: {} filed, {} refused, {} still queued",
-        report.attempted, report.filed, report.refused, report.deferred
+        "sent {}: {} filed, {} refused, {} still queued; looked up {} whose answer was lost",
+        report.attempted, report.filed, report.refused, report.deferred, report.looked_up
     );
     if bindings != Default::default() {
         println!(

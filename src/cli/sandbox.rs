@@ -20,6 +20,14 @@ pub struct SandboxArgs {
     /// Schedule of every target in the written config (cron in UTC, seconds first allowed).
     #[arg(long, value_name = "CRON", default_value = "*/30 * * * * *")]
     pub schedule: String,
+    /// Make the local intake lose this share (0 to 1) of its answers to `POST /witness`: it
+    /// stores the record, then closes the connection, so the daemon's lookups can be watched
+    /// (`outbox list`, the record pages, `/metrics`).
+    #[arg(long, value_name = "RATE", value_parser = super::intake::drop_rate)]
+    pub drop_answers: Option<f64>,
+    /// Seed of the choice of which answers --drop-answers loses.
+    #[arg(long, value_name = "S", default_value_t = 0, requires = "drop_answers")]
+    pub seed: u64,
 }
 
 /// Start the agents and the intake, write `ca.pem` and `walker.toml`, print where they are and
@@ -49,6 +57,9 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
         )
     };
     let emulator = Emulator::start(emulator_config, &ca, "127.0.0.1:0".parse()?).await?;
+    if let Some(rate) = args.drop_answers {
+        emulator.drop_answers(rate, args.seed);
+    }
 
     let all = scenarios();
     let mut agents = Vec::new();
@@ -98,6 +109,13 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
     println!("conduct-walker sandbox: loopback agents with a CA made for this run");
     println!("  CA certificate:   {}", ca_path.display());
     println!("  intake emulator:  {}", emulator.url());
+    if let Some(rate) = args.drop_answers {
+        println!(
+            "  answers dropped:  {rate} of POST /witness (seed {}); POSTs per record at {}/emulator/posts",
+            args.seed,
+            emulator.base()
+        );
+    }
     println!("  agents:");
     for t in &targets {
         println!(

@@ -474,13 +474,20 @@ pub fn binding_lines(b: &crate::store::task_bindings::TaskBinding) -> String {
 
 /// One line saying where a submission stands.
 /// Where a submission stayed queued: how a witness without the daemon retries it.
+/// A row whose answer was lost waits for a lookup instead (issue 34).
 fn queued_hint(s: &SubmissionReport, db: &std::path::Path) -> Option<String> {
-    (s.state == crate::witness::filing::SubmissionState::Queued).then(|| {
-        format!(
+    use crate::witness::filing::SubmissionState;
+    match s.state {
+        SubmissionState::Queued => Some(format!(
             "  queued in {0}: `conduct-walker outbox drain --db {0}` files it once it is due (the daemon does so by itself)",
             db.display()
-        )
-    })
+        )),
+        SubmissionState::Sending => Some(format!(
+            "  waiting for a lookup in {0}: the intake may hold it; `conduct-walker outbox drain --db {0}` asks it (GET <intake>/<sha256>) once due and sends again only on a 404 (the daemon does so by itself)",
+            db.display()
+        )),
+        _ => None,
+    }
 }
 
 pub fn submission_line(s: &SubmissionReport) -> String {

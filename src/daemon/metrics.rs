@@ -203,7 +203,7 @@ pub fn render(s: &Snapshot) -> String {
             &mut out,
             "conduct_walker_submissions_total",
             "counter",
-            "Intake answers by kind (accepted, duplicate, refused, lane_full, retry).",
+            "Submissions by their last answer (accepted, duplicate, refused, lane_full, retry, unknown, found, lookup_failed).",
         );
         for (answer, n) in &r.submissions_by_answer {
             let _ = writeln!(
@@ -222,6 +222,18 @@ pub fn render(s: &Snapshot) -> String {
             let _ = writeln!(
                 out,
                 "conduct_walker_submissions{{outcome=\"{outcome}\"}} {n}"
+            );
+        }
+        header(
+            &mut out,
+            "conduct_walker_intake_lookups_total",
+            "counter",
+            "Lookups (GET <intake>/<sha256>) made after an attempt whose answer was lost or a stopped process, by result: found (filed, not sent again), not_found (sent), lookup_failed (asked again later).",
+        );
+        for (result, n) in &r.lookups_by_result {
+            let _ = writeln!(
+                out,
+                "conduct_walker_intake_lookups_total{{result=\"{result}\"}} {n}"
             );
         }
         header(

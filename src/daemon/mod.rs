@@ -289,8 +289,9 @@ pub async fn run_with(
                 let runner = fire_ctx.runner.clone();
                 drain_task = Some(tokio::spawn(async move {
                     match runner.drain().await {
-                        Ok(d) if d.attempted > 0 => tracing::info!(
+                        Ok(d) if d.attempted > 0 || d.looked_up > 0 => tracing::info!(
                             attempted = d.attempted,
+                            looked_up = d.looked_up,
                             filed = d.filed,
                             deferred = d.deferred,
                             refused = d.refused,

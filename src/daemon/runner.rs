@@ -36,6 +36,8 @@ impl std::fmt::Display for JobFailed {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Drained {
     pub attempted: u32,
+    /// Lookups made for rows whose earlier answer was lost.
+    pub looked_up: u32,
     pub filed: u32,
     pub deferred: u32,
     pub refused: u32,
@@ -51,6 +53,8 @@ pub struct RunnerStatus {
     pub submissions_by_answer: Vec<(String, u64)>,
     /// (where submissions stand, count): the outcome every face shows.
     pub submissions_by_outcome: Vec<(crate::witness::filing::Outcome, u64)>,
+    /// Lookups (`GET <intake>/<sha256>`) by result: found, not_found, lookup_failed.
+    pub lookups_by_result: Vec<(crate::witness::filing::AnswerKind, u64)>,
 }
 
 /// Runs the work of one fire and the periodic outbox drain. Errors are texts for the log and
@@ -139,6 +143,7 @@ impl JobRunner for crate::pipeline::Pipeline {
             }
             Ok(Drained {
                 attempted: d.attempted,
+                looked_up: d.looked_up,
                 filed: d.filed,
                 deferred: d.deferred,
                 refused: d.refused,
@@ -153,6 +158,7 @@ impl JobRunner for crate::pipeline::Pipeline {
             lanes_used_today: s.lanes_used_today,
             submissions_by_answer: s.submissions_by_answer,
             submissions_by_outcome: s.submissions_by_outcome,
+            lookups_by_result: s.lookups_by_result,
         })
     }
 
@@ -163,6 +169,7 @@ impl JobRunner for crate::pipeline::Pipeline {
             lanes_used_today: s.lanes_used_today,
             submissions_by_answer: s.submissions_by_answer,
             submissions_by_outcome: s.submissions_by_outcome,
+            lookups_by_result: s.lookups_by_result,
         })
     }
 

@@ -117,9 +117,37 @@ struct Shared {
     transport: Transport,
     ledger_host: String,
     ledger: Mutex<ledger::LedgerCtl>,
+    posts: Mutex<PostLog>,
+}
+
+/// Every `POST /witness` by the sha256 of its `record_canonical`, and the answers dropped on
+/// purpose ([`RunningEmulator::drop_answers`]): what a crash test compares a store with.
+struct PostLog {
+    by_sha: std::collections::BTreeMap<String, u64>,
+    dropped: u64,
+    drop_rate: f64,
+    rng: rand::rngs::StdRng,
+    /// How long a POST's answer waits after the request was handled.
+    delay: Duration,
+}
+
+impl PostLog {
+    fn new() -> PostLog {
+        PostLog {
+            by_sha: Default::default(),
+            dropped: 0,
+            drop_rate: 0.0,
+            rng: rand::SeedableRng::seed_from_u64(0),
+            delay: Duration::ZERO,
+        }
+    }
 }
 
 impl Shared {
+    fn posts(&self) -> MutexGuard<'_, PostLog> {
+        self.posts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The ledger's settings and fault state. Lock order: this one first, then `state`.
     fn ledger(&self) -> MutexGuard<'_, ledger::LedgerCtl> {
         self.ledger.lock().unwrap_or_else(|e| e.into_inner())
@@ -177,6 +205,7 @@ impl Emulator {
             ledger: Mutex::new(ledger::LedgerCtl::new(hex::encode(
                 rand::random::<[u8; 32]>(),
             ))),
+            posts: Mutex::new(PostLog::new()),
         });
         let for_handler = shared.clone();
         let handler: crate::sandbox::Handler = Arc::new(move |req| {
@@ -357,6 +386,33 @@ impl RunningEmulator {
         hooks::stamp(&self.shared, n, stamp)
     }
 
+    /// Fault: for this share (0 to 1) of `POST /witness`, process the request (store it, when
+    /// it is valid), then close the connection without answering: the answer a flaky network
+    /// or a proxy timeout loses. Which POSTs lose their answer follows from `seed`.
+    pub fn drop_answers(&self, rate: f64, seed: u64) {
+        let mut log = self.shared.posts();
+        log.drop_rate = rate.clamp(0.0, 1.0);
+        log.rng = rand::SeedableRng::seed_from_u64(seed);
+    }
+
+    /// Fault: answer each `POST /witness` only `delay` after it was handled (stored): a slow
+    /// network back, which widens the moment a walker can be stopped between the intake's
+    /// write and its answer.
+    pub fn delay_answers(&self, delay: Duration) {
+        self.shared.posts().delay = delay;
+    }
+
+    /// `POST /witness` requests received so far, by the sha256 of their `record_canonical`
+    /// (whatever the answer, dropped or not).
+    pub fn posts_per_sha(&self) -> std::collections::BTreeMap<String, u64> {
+        self.shared.posts().by_sha.clone()
+    }
+
+    /// How many answers [`RunningEmulator::drop_answers`] dropped.
+    pub fn dropped_answers(&self) -> u64 {
+        self.shared.posts().dropped
+    }
+
     /// Fault: `/witness/<sha>` reads lag writes by `lag` (zero stops).
     pub fn delay_visibility(&self, lag: Duration) {
         self.shared.ledger().lag_ms = lag.as_millis() as i64;
@@ -430,10 +486,39 @@ async fn route(shared: &Shared, req: Req) -> Resp {
         return answer.unwrap_or_else(|e| internal(&e));
     }
     if (method, path) == ("POST", "/witness") {
-        return match submit::post_witness(shared, &req).await {
+        let sha = posted_sha(&req.body);
+        let answer = match submit::post_witness(shared, &req).await {
             Ok((status, body)) => json_resp(status, &in_order(body, POST_WITNESS_ORDER)),
             Err(e) => internal(&e),
         };
+        // Counted once the request was handled, as the intake would log it.
+        let (drop, delay) = {
+            let mut log = shared.posts();
+            if let Some(sha) = sha {
+                *log.by_sha.entry(sha).or_default() += 1;
+            }
+            let draw: f64 = rand::Rng::random(&mut log.rng);
+            let drop = log.drop_rate > 0.0 && draw < log.drop_rate;
+            if drop {
+                log.dropped += 1;
+            }
+            (drop, log.delay)
+        };
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        return if drop {
+            Resp::close_without_answer()
+        } else {
+            answer
+        };
+    }
+    if (method, path) == ("GET", "/emulator/posts") {
+        let log = shared.posts();
+        return json_resp(
+            200,
+            &serde_json::json!({"posts": log.by_sha, "dropped_answers": log.dropped}),
+        );
     }
     let answer = match (method, path) {
         ("GET", "/witness") => reads::describe(shared, &req.base),
@@ -514,6 +599,13 @@ fn internal(e: &EmulatorError) -> Resp {
         500,
         &serde_json::json!({"error": "internal", "why": e.to_string()}),
     )
+}
+
+/// The sha256 of a POST's `record_canonical`, when the body has one.
+fn posted_sha(body: &[u8]) -> Option<String> {
+    let v: Value = crate::json::parse_lenient(body).ok()?;
+    let record = v.get("record_canonical")?.as_str()?;
+    Some(crate::digest::sha256_hex(record.as_bytes()))
 }
 
 fn is_decimal(s: &str) -> bool {

@@ -155,7 +155,7 @@ fn witness_walk() -> Tool {
             },
             "card_signature": nullable_object("The record's card_signature block, the reference walker's check (null in a commitment record).", json!({ "type": "object" })),
             "card_verification": nullable_object("conduct-walker's own check of a signed card (every algorithm, pinned keys, profiles, uncovered members): kept beside the record, not in it; null for an unsigned card.", json!({ "type": "object" })),
-            "terms": nullable_object("The record's terms block, when the card lists the terms extension.", json!({ "type": "object" })),
+            "terms": nullable_object("conduct-walker's check of the card's A2A Terms listing (its block and the lines it would add), kept beside the record, not in it; null when the card lists no terms extension.", json!({ "type": "object" })),
             "record": { "type": "object", "description": "The filed record, parsed." },
             "record_canonical": { "type": "string", "description": "The filed record's exact canonical bytes (UTF-8); sha256 is their hash." },
             "identity": {

@@ -237,7 +237,7 @@ pub(super) async fn witness_walk(
         "nodes": nodes_json(outcome),
         "card_signature": record.get("card_signature").cloned().unwrap_or(Value::Null),
         "card_verification": outcome.card_verification.clone().unwrap_or(Value::Null),
-        "terms": record.get("terms").cloned().unwrap_or(Value::Null),
+        "terms": outcome.terms.clone().unwrap_or(Value::Null),
         "record": record,
         "record_canonical": String::from_utf8_lossy(&outcome.canonical),
         "identity": {

@@ -224,6 +224,12 @@ impl Transport {
         self.session().fetch(request).await
     }
 
+    /// [`Transport::fetch`], also saying whether a failed request may have reached the server
+    /// (what a submission needs to know before it may be sent again).
+    pub async fn fetch_noting_reach(&self, request: &HttpRequest) -> (Exchange, Reached) {
+        self.session().fetch_noting_reach(request).await
+    }
+
     /// Check a URL against the rules without sending anything; returns the addresses a request
     /// would connect to. Used to refuse operator input up front with a clear message.
     pub async fn check_destination(&self, raw_url: &str) -> Result<Vec<SocketAddr>, String> {
@@ -359,16 +365,38 @@ fn parse_https(raw: &str) -> Result<Target, String> {
     })
 }
 
+/// Whether a request may have reached the server: what a failed exchange leaves unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reached {
+    /// Refused by the rules, not resolved, not connected (refused, unreachable, TLS handshake
+    /// failed): the request was never written.
+    Never,
+    /// Connected, so the request may have been written, whatever came back (or did not).
+    Maybe,
+}
+
 impl Session {
     /// Send one request and observe it. Never fails: refusals, timeouts and errors become a
     /// status-0 exchange whose `x-transport-error` says what happened.
     pub async fn fetch(&self, request: &HttpRequest) -> Exchange {
+        self.fetch_noting_reach(request).await.0
+    }
+
+    /// [`Session::fetch`], also saying whether the request may have reached the server.
+    pub async fn fetch_noting_reach(&self, request: &HttpRequest) -> (Exchange, Reached) {
         let started = Instant::now();
         let deadline = self.transport.inner.deadline;
         let reading_sse = std::sync::atomic::AtomicBool::new(false);
-        let outcome = tokio::time::timeout(deadline, self.fetch_inner(request, &reading_sse)).await;
+        let sending = std::sync::atomic::AtomicBool::new(false);
+        let outcome =
+            tokio::time::timeout(deadline, self.fetch_inner(request, &reading_sse, &sending)).await;
+        let reached = if sending.load(std::sync::atomic::Ordering::Relaxed) {
+            Reached::Maybe
+        } else {
+            Reached::Never
+        };
         let duration_ms = started.elapsed().as_millis() as u64;
-        match outcome {
+        let ex = match outcome {
             Ok(Ok((status, headers, body))) => Exchange {
                 request: request.clone(),
                 status,
@@ -395,7 +423,8 @@ impl Session {
                 };
                 Exchange::failure(request.clone(), text, duration_ms)
             }
-        }
+        };
+        (ex, reached)
     }
 
     async fn client_for(&self, target: &Target) -> Result<reqwest::Client, String> {
@@ -431,7 +460,13 @@ impl Session {
 
     /// Check the destination, then send `request` with the headers every exchange carries;
     /// the answer's head (its body is the caller's to read, under the caller's caps).
-    async fn send(&self, request: &HttpRequest) -> Result<reqwest::Response, String> {
+    /// `sending` is set once the request may be written (cleared again when the connection
+    /// was never made).
+    async fn send(
+        &self,
+        request: &HttpRequest,
+        sending: &std::sync::atomic::AtomicBool,
+    ) -> Result<reqwest::Response, String> {
         let target = self.transport.parse_target(&request.url)?;
         let client = self.client_for(&target).await?;
         let method = reqwest::Method::from_bytes(request.method.as_bytes())
@@ -448,15 +483,24 @@ impl Session {
         if let Some(body) = &request.body {
             builder = builder.body(body.clone());
         }
-        builder.send().await.map_err(|e| error_chain(&e))
+        use std::sync::atomic::Ordering::Relaxed;
+        sending.store(true, Relaxed);
+        builder.send().await.map_err(|e| {
+            if e.is_connect() {
+                // No connection (refused, unreachable, TLS handshake): nothing was written.
+                sending.store(false, Relaxed);
+            }
+            error_chain(&e)
+        })
     }
 
     async fn fetch_inner(
         &self,
         request: &HttpRequest,
         reading_sse: &std::sync::atomic::AtomicBool,
+        sending: &std::sync::atomic::AtomicBool,
     ) -> Result<(u16, Vec<(String, String)>, Vec<u8>), String> {
-        let mut response = self.send(request).await?;
+        let mut response = self.send(request, sending).await?;
         let status = response.status().as_u16();
         let headers = collect_headers(response.headers());
         let cap = self.transport.inner.body_cap;
@@ -548,7 +592,8 @@ impl Session {
         total_cap: u64,
     ) -> Result<BodyStream, String> {
         let until = tokio::time::Instant::now() + deadline;
-        let response = tokio::time::timeout_at(until, self.send(request))
+        let sending = std::sync::atomic::AtomicBool::new(false);
+        let response = tokio::time::timeout_at(until, self.send(request, &sending))
             .await
             .map_err(|_| timed_out(deadline.as_secs()))??;
         if let Some(len) = response.content_length()

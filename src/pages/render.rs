@@ -766,7 +766,7 @@ pub fn record(store: &Store, prefix: &str, served_by: &str) -> Result<String, St
     let pretty = serde_json::to_string_pretty(&value).unwrap_or_default();
     let v = row.meta.verdict.as_ref();
     let ledger_life = super::ledger::record_life(conn, row.id, &row.sha256)?;
-    let own_card_check = crate::store::card_verification::get(conn, row.id)?;
+    let own_card_check = crate::store::beside::get(conn, row.id)?.card_verification;
     let binding = crate::store::task_bindings::for_record(conn, row.id)?;
     let body = html! {
         h1 { "Record " code { (row.sha256.get(..12).unwrap_or(&row.sha256)) } }
@@ -835,6 +835,10 @@ pub fn record(store: &Store, prefix: &str, served_by: &str) -> Result<String, St
             @for (s, tries) in subs.iter().zip(&answers) {
                 div class="box submission" {
                     p { code { (s.intake_url) } " · lane " (s.lane) " · " strong { (filing(std::slice::from_ref(s))) } " · state " (s.state) " · " (s.attempts) " attempt(s)" }
+                    @if s.state == crate::witness::filing::SubmissionState::Sending {
+                        // Why the row waits and for what (issue 34): a lookup, never a blind resend.
+                        p class="lookup" { (s.summary().text) }
+                    }
                     @if !tries.is_empty() {
                         table class="attempts" {
                             tr { th { "at" } th { "answer" } th { "status" } th { "body" } }

@@ -136,6 +136,9 @@ pub enum Body {
         bytes: Vec<u8>,
         hold: Duration,
     },
+    /// No answer at all: the connection is closed after the request was read (what a proxy
+    /// timeout or a reset does after the server did its work). Status and headers are unused.
+    CloseWithoutAnswer,
 }
 
 /// A response as the handler returns it. Headers are sent as given (repeats allowed).
@@ -175,7 +178,29 @@ impl Resp {
         self.headers.push((name.to_string(), value.to_string()));
         self
     }
+
+    /// Close the connection without answering ([`Body::CloseWithoutAnswer`]).
+    pub fn close_without_answer() -> Self {
+        Resp {
+            status: 0,
+            headers: Vec::new(),
+            body: Body::CloseWithoutAnswer,
+        }
+    }
 }
+
+/// The service's error when a handler chose [`Body::CloseWithoutAnswer`]: hyper then closes the
+/// connection without writing a response.
+#[derive(Debug)]
+struct ClosedWithoutAnswer;
+
+impl std::fmt::Display for ClosedWithoutAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("closed without an answer")
+    }
+}
+
+impl std::error::Error for ClosedWithoutAnswer {}
 
 pub type HandlerFuture = Pin<Box<dyn Future<Output = Resp> + Send>>;
 pub type Handler = Arc<dyn Fn(Req) -> HandlerFuture + Send + Sync>;
@@ -365,7 +390,7 @@ async fn accept_loop(
                     let service = hyper::service::service_fn(move |request| {
                         let handler = handler.clone();
                         let base = base.clone();
-                        async move { Ok::<_, Infallible>(serve_one(request, handler, base).await) }
+                        async move { serve_one(request, handler, base).await }
                     });
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(tls), service)
@@ -381,7 +406,7 @@ async fn serve_one(
     request: hyper::Request<hyper::body::Incoming>,
     handler: Handler,
     base: String,
-) -> hyper::Response<BoxBody<Bytes, Infallible>> {
+) -> Result<hyper::Response<BoxBody<Bytes, Infallible>>, ClosedWithoutAnswer> {
     let (parts, body) = request.into_parts();
     let body = body
         .collect()
@@ -441,11 +466,12 @@ async fn serve_one(
             });
             StreamBody::new(stream).boxed()
         }
+        Body::CloseWithoutAnswer => return Err(ClosedWithoutAnswer),
     };
-    builder.body(body).unwrap_or_else(|_| {
+    Ok(builder.body(body).unwrap_or_else(|_| {
         hyper::Response::builder()
             .status(500)
             .body(http_body_util::Full::new(Bytes::new()).boxed())
             .expect("static response")
-    })
+    }))
 }

@@ -591,7 +591,7 @@ impl Store {
                 [first, last],
             )?;
             conn.execute(
-                "DELETE FROM card_verifications WHERE record_id BETWEEN ?1 AND ?2",
+                "DELETE FROM record_beside WHERE record_id BETWEEN ?1 AND ?2",
                 [first, last],
             )?;
             conn.execute(

@@ -10,7 +10,7 @@
 //! ([`meta::derive`]); callers hand over only the bytes, the signature and the key.
 
 pub mod archive;
-pub mod card_verification;
+pub mod beside;
 pub mod codec;
 pub mod daemon_walks;
 pub mod group;

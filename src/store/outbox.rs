@@ -11,6 +11,8 @@ const SENDING: SubmissionState = SubmissionState::Sending;
 const FILED: SubmissionState = SubmissionState::Filed;
 const REFUSED: SubmissionState = SubmissionState::Refused;
 const ACCEPTED: AnswerKind = AnswerKind::Accepted;
+/// A lookup found the record our POST left at the intake: it used the lane like an acceptance.
+const FOUND: AnswerKind = AnswerKind::Found;
 
 /// A new outbox row.
 #[derive(Debug, Clone)]
@@ -119,12 +121,13 @@ pub fn for_record(conn: &Connection, record_id: i64) -> Result<Vec<Submission>, 
     Ok(rows)
 }
 
-/// Rows to try now: queued and due, or left `sending` by a process that stopped mid-request
-/// (resending the same bytes is idempotent at the intake).
+/// Rows to try now: queued and due, or `sending` and due (left by a process that stopped
+/// mid-request, due at once; or waiting out the backoff after a lost answer): those are looked
+/// up before anything is sent again.
 pub fn due(conn: &Connection, now: &str) -> Result<Vec<Submission>, StoreError> {
     let sql = format!(
-        "SELECT {COLUMNS} FROM submissions WHERE state = ?2 \
-         OR (state = ?3 AND (next_attempt_at IS NULL OR next_attempt_at <= ?1)) ORDER BY id"
+        "SELECT {COLUMNS} FROM submissions WHERE state IN (?2, ?3) \
+         AND (next_attempt_at IS NULL OR next_attempt_at <= ?1) ORDER BY id"
     );
     let mut stmt = conn.prepare(&sql)?;
     let rows = stmt
@@ -153,7 +156,8 @@ pub fn already_planned_today(
     Ok(found.is_some())
 }
 
-/// Records this store had accepted (201) by an intake on a UTC day: `(all lanes, this lane)`.
+/// Records this store had accepted (201, or found by a lookup after a lost 201) by an intake on
+/// a UTC day: `(all lanes, this lane)`.
 pub fn accepted_on(
     conn: &Connection,
     intake_url: &str,
@@ -162,16 +166,18 @@ pub fn accepted_on(
 ) -> Result<(u32, u32), StoreError> {
     Ok(conn.query_row(
         "SELECT count(*), coalesce(sum(lane = ?2), 0) FROM submissions \
-         WHERE intake_url = ?1 AND filed_day = ?3 AND last_answer = ?4",
-        params![intake_url, lane, day, ACCEPTED],
+         WHERE intake_url = ?1 AND filed_day = ?3 AND last_answer IN (?4, ?5)",
+        params![intake_url, lane, day, ACCEPTED, FOUND],
         |r| Ok((r.get::<_, i64>(0)? as u32, r.get::<_, i64>(1)? as u32)),
     )?)
 }
 
-/// Mark a row as being sent (before the request leaves).
+/// Mark a row as being sent (before the request leaves). Its retry time is cleared: a process
+/// stopped before the answer is recorded leaves it due at once, for a lookup.
 pub fn mark_sending(conn: &Connection, id: i64, now: &str) -> Result<(), StoreError> {
     conn.prepare_cached(
-        "UPDATE submissions SET state = ?3, attempts = attempts + 1, updated_at = ?2 WHERE id = ?1",
+        "UPDATE submissions SET state = ?3, attempts = attempts + 1, next_attempt_at = NULL, \
+         updated_at = ?2 WHERE id = ?1",
     )?
     .execute(params![id, now, SENDING])?;
     Ok(())
@@ -260,6 +266,41 @@ pub fn record_attempt_then(
     Ok(())
 }
 
+/// Lookups (`GET <intake>/<sha256>`) made for a row (migration 11; not in [`Submission`], which
+/// read-only faces also read from stores older than that).
+pub fn lookups(conn: &Connection, id: i64) -> Result<u32, StoreError> {
+    Ok(conn
+        .prepare_cached("SELECT lookups FROM submissions WHERE id = ?1")?
+        .query_row([id], |r| r.get::<_, i64>(0))? as u32)
+}
+
+/// Count a lookup on its row, inside the transaction that records its result (the `then` of
+/// [`record_attempt_then`], or [`record_not_found`]).
+pub fn count_lookup(conn: &Connection, id: i64) -> Result<(), StoreError> {
+    conn.prepare_cached("UPDATE submissions SET lookups = lookups + 1 WHERE id = ?1")?
+        .execute([id])?;
+    Ok(())
+}
+
+/// Log a lookup's 404 (the record is not at the intake) and count it: the row's state does not
+/// change here, the POST that follows records its own answer.
+pub fn record_not_found(
+    conn: &Connection,
+    id: i64,
+    now: &str,
+    status: u16,
+    body: &str,
+) -> Result<(), StoreError> {
+    let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
+    conn.prepare_cached(
+        "INSERT INTO submission_attempts (submission_id, attempted_at, answer, status, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![id, now, AnswerKind::NotFound, status, body])?;
+    count_lookup(conn, id)?;
+    tx.commit()?;
+    Ok(())
+}
+
 /// Every row not settled (neither filed nor refused), oldest first, with its record's sha256:
 /// what `conduct-walker outbox list` shows.
 pub fn unsettled(conn: &Connection) -> Result<Vec<(String, Submission)>, StoreError> {
@@ -289,11 +330,11 @@ pub fn depth(conn: &Connection) -> Result<u64, StoreError> {
 /// `(intake, lane, accepted today)` for a UTC day.
 pub fn lanes_used(conn: &Connection, day: &str) -> Result<Vec<(String, String, u32)>, StoreError> {
     let mut stmt = conn.prepare(
-        "SELECT intake_url, lane, count(*) FROM submissions WHERE filed_day = ?1 AND last_answer = ?2 \
-         GROUP BY intake_url, lane ORDER BY intake_url, lane",
+        "SELECT intake_url, lane, count(*) FROM submissions WHERE filed_day = ?1 \
+         AND last_answer IN (?2, ?3) GROUP BY intake_url, lane ORDER BY intake_url, lane",
     )?;
     let rows = stmt
-        .query_map(params![day, ACCEPTED], |r| {
+        .query_map(params![day, ACCEPTED, FOUND], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as u32))
         })?
         .collect::<Result<Vec<_>, _>>()?;

@@ -54,12 +54,16 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("migrations/0010_alerts.sql"),
     },
     Migration {
-        name: "card_verifications",
-        sql: include_str!("migrations/0011_card_verifications.sql"),
+        name: "record_beside",
+        sql: include_str!("migrations/0011_record_beside.sql"),
     },
     Migration {
         name: "task_bindings",
         sql: include_str!("migrations/0012_task_bindings.sql"),
+    },
+    Migration {
+        name: "filing",
+        sql: include_str!("migrations/0013_filing.sql"),
     },
 ];
 

@@ -373,19 +373,21 @@ pub fn outbox_by_state(
     Ok(out.into_values().collect())
 }
 
-/// Accepted submissions per UTC day and lane since `from_day`: `(day, lane, count)`.
+/// Accepted submissions (or found by a lookup after a lost acceptance) per UTC day and lane
+/// since `from_day`: `(day, lane, count)`.
 pub fn lanes_by_day(
     conn: &Connection,
     from_day: &str,
 ) -> Result<Vec<(String, String, u64)>, StoreError> {
+    use crate::witness::filing::AnswerKind;
     let mut stmt = conn.prepare_cached(
         "SELECT filed_day, lane, count(*) FROM submissions \
-         WHERE filed_day >= ?1 AND last_answer = ?2 GROUP BY filed_day, lane \
+         WHERE filed_day >= ?1 AND last_answer IN (?2, ?3) GROUP BY filed_day, lane \
          ORDER BY filed_day, lane",
     )?;
     let rows = stmt
         .query_map(
-            rusqlite::params![from_day, crate::witness::filing::AnswerKind::Accepted],
+            rusqlite::params![from_day, AnswerKind::Accepted, AnswerKind::Found],
             |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as u64)),
         )?
         .collect::<Result<Vec<_>, _>>()?;

@@ -113,6 +113,33 @@ pub fn submissions(conn: &Connection) -> Result<Vec<(SubmissionKey, u64)>, Store
     )
 }
 
+/// The results a lookup (`GET <intake>/<sha256>`, issue 34) can log, in `/metrics` order.
+pub const LOOKUP_RESULTS: [AnswerKind; 3] = [
+    AnswerKind::Found,
+    AnswerKind::NotFound,
+    AnswerKind::LookupFailed,
+];
+
+/// Lookups by result, every result listed (zero included), from migration 11's summary row.
+pub fn lookups_by_result(conn: &Connection) -> Result<Vec<(AnswerKind, u64)>, StoreError> {
+    if !super::schema::has_table(conn, "summary_lookups")? {
+        return recount::lookups_by_result(conn);
+    }
+    let counted: BTreeMap<String, u64> = read_all(
+        conn,
+        "SELECT result, n FROM summary_lookups ORDER BY 1",
+        |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)),
+    )?;
+    Ok(every_lookup_result(counted))
+}
+
+fn every_lookup_result(counted: BTreeMap<String, u64>) -> Vec<(AnswerKind, u64)> {
+    LOOKUP_RESULTS
+        .iter()
+        .map(|&k| (k, counted.get(k.as_str()).copied().unwrap_or(0)))
+        .collect()
+}
+
 fn submission_group(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SubmissionKey, u64)> {
     Ok((
         (
@@ -211,6 +238,16 @@ pub mod recount {
         )?;
         let rows = stmt.query_map([], super::super::daemon_walks::consent_from)?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Every lookup in the attempt log.
+    pub fn lookups_by_result(conn: &Connection) -> Result<Vec<(AnswerKind, u64)>, StoreError> {
+        let mut stmt = conn.prepare_cached(
+            "SELECT answer, count(*) FROM submission_attempts \
+             WHERE answer IN ('found', 'not_found', 'lookup_failed') GROUP BY answer",
+        )?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)))?;
+        Ok(super::every_lookup_result(rows.collect::<Result<_, _>>()?))
     }
 
     pub fn submissions(conn: &Connection) -> Result<Vec<(SubmissionKey, u64)>, StoreError> {

@@ -69,6 +69,8 @@ pub struct WalkOutcome {
     /// conduct-walker's own verification of a signed card, kept beside the record (store,
     /// pages, MCP), never in it.
     pub card_verification: Option<Value>,
+    /// conduct-walker's check of the card's A2A Terms listing, kept beside the record.
+    pub terms: Option<Value>,
 }
 
 impl WalkOutcome {
@@ -183,8 +185,6 @@ pub fn reference_card_findings(
         attribution_lines: built.does_not_establish,
         verification: None,
         terms: None,
-        terms_establishes: Vec::new(),
-        terms_does_not_establish: Vec::new(),
     }
 }
 
@@ -387,5 +387,6 @@ pub fn finish(
         card,
         witness_intake,
         card_verification: findings.verification.clone(),
+        terms: findings.terms.clone(),
     }
 }

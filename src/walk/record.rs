@@ -85,10 +85,9 @@ pub struct CardFindings {
     /// conduct-walker's own verification of a signed card (richer than the record's block):
     /// kept beside the record, never in it.
     pub verification: Option<Value>,
-    /// The `terms` block and the lines it adds to the two arrays.
+    /// conduct-walker's check of the A2A Terms extension listing (its block and the lines it
+    /// would add): kept beside the record, never in it, since the reference writes no such key.
     pub terms: Option<Value>,
-    pub terms_establishes: Vec<String>,
-    pub terms_does_not_establish: Vec<String>,
 }
 
 /// The evaluated walk, ready to become a record.
@@ -321,7 +320,6 @@ fn full_record(
             lines.push(format!("that this walk was taken under the a2a-contract-v0 terms whose contract_sha256 is {contract} (walk.context.contract_sha256); it does not establish that the terms were honored, which is what settlement decides"));
         }
         lines.extend(card.card_establishes.iter().cloned());
-        lines.extend(card.terms_establishes.iter().cloned());
         lines
     };
 
@@ -342,7 +340,6 @@ fn full_record(
         does_not_establish.push(DNE_IDENTITY.to_string());
     }
     does_not_establish.extend(card.attribution_lines.iter().cloned());
-    does_not_establish.extend(card.terms_does_not_establish.iter().cloned());
 
     let params = ev.declaration.params();
     let record = Record {
@@ -391,7 +388,6 @@ fn full_record(
         mode: if hash_only { "hash-only" } else { "full" },
         establishes,
         does_not_establish,
-        terms: card.terms.clone(),
     };
     canonical::to_bytes_of(&record)
 }

@@ -12,15 +12,27 @@
 //!                              next_step: NotDue (wait) ─────┤
 //!                              next_step: Defer(midnight) ───┤ (lane full by our own count)
 //!                              next_step: Send               │
-//!                                                ▼           │
-//!                                             sending        │ classify: retry, lane_full
-//!                                                │ POST ─────┤ (backoff / next UTC midnight)
-//!                      (process killed: LookUp)  │           │
-//!                                                ├─ classify: accepted, duplicate ─► filed
-//!                                                └─ classify: refused ─────────────► refused
+//!                                                ▼           │ answered, not stored:
+//!                                             sending        │ retry, lane_full
+//!                                                │ POST ─────┘ (backoff / next UTC midnight)
+//!                                                ├─ answered, stored: accepted, duplicate ─► filed
+//!                                                ├─ answered, refused ────────────────────► refused
+//!                                                └─ unknown (no complete answer), or killed:
+//!                                                     stays sending; next_step: LookUp
+//!                                                     GET <intake>/<sha256> (after_lookup)
+//!                                                     ├─ same sha256 and bytes ──► filed (found)
+//!                                                     ├─ 404 ──► lane check, then Send
+//!                                                     └─ anything else ──► sending, asked again
+//!                                                                          after a backoff
 //! ```
+//!
+//! An attempt has three outcomes (issue 34): the intake answered and did not store the record,
+//! answered and stored it, or nobody knows. Only the first is sent again directly; an unknown
+//! outcome is never resent blind, because a resend of a record the intake already holds is
+//! checked against its caps before its dedupe (§6.2) and can be refused for a record that is
+//! in fact filed.
 
-use super::intake::{Answer, MAX_RETRY_AFTER};
+use super::intake::{Answer, Lookup, MAX_RETRY_AFTER};
 use super::lanes::{self, Lane, Limits, Usage};
 use chrono::{DateTime, Utc};
 use std::fmt;
@@ -94,7 +106,8 @@ text_enum! {
     SubmissionState {
         /// Waiting for its first or next attempt (`next_attempt_at`).
         Queued = "queued",
-        /// Its request may have left: a stopped process asks the intake before sending again.
+        /// Its request may have left and no answer says what the intake did (in flight, the
+        /// process was stopped, or the answer was lost): the intake is asked before any resend.
         Sending = "sending",
         /// The intake holds it (accepted or duplicate): settled.
         Filed = "filed",
@@ -110,12 +123,22 @@ text_enum! {
 text_enum! {
     /// The kind of the last answer (the `submissions.last_answer` and
     /// `submission_attempts.answer` columns); `lane_full` also when our own count held it back.
+    /// The last four are issue 34's: a POST with no complete answer, and what a lookup
+    /// (`GET <intake>/<sha256>`) found.
     AnswerKind {
         Accepted = "accepted",
         Duplicate = "duplicate",
         Refused = "refused",
         LaneFull = "lane_full",
         Retry = "retry",
+        /// No complete answer after the request may have left: a lookup comes next.
+        Unknown = "unknown",
+        /// A lookup found the record (same sha256, same bytes): filed, not sent again.
+        Found = "found",
+        /// A lookup's 404: the record is sent (logged only; the POST's answer follows).
+        NotFound = "not_found",
+        /// A lookup without a usable answer: still unknown, asked again after a backoff.
+        LookupFailed = "lookup_failed",
     }
 }
 
@@ -131,6 +154,8 @@ text_enum! {
         KeptLocal = "kept_local",
         HostOffline = "host_offline",
         NotSent = "not_sent",
+        /// Sent, and what the intake did is not known yet: it is asked before any resend.
+        AwaitingLookup = "awaiting_lookup",
     }
 }
 
@@ -146,6 +171,33 @@ impl SubmissionState {
     }
 }
 
+impl AnswerKind {
+    /// Whether this is a lookup's result (`GET <intake>/<sha256>`), not a POST's answer.
+    pub fn is_lookup(self) -> bool {
+        matches!(
+            self,
+            AnswerKind::Found | AnswerKind::NotFound | AnswerKind::LookupFailed
+        )
+    }
+
+    /// The store counts this answer against the day's lanes: the intake stored the record
+    /// because of our POST (a lookup finds only what an earlier POST of ours left there).
+    pub fn uses_the_lane(self) -> bool {
+        matches!(self, AnswerKind::Accepted | AnswerKind::Found)
+    }
+}
+
+/// What an attempt says the intake did with the record (issue 34).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptOutcome {
+    /// A complete answer that says nothing was stored (429, 503, a redirect, a 4xx refusal).
+    AnsweredNotStored,
+    /// A complete answer that says the record is stored (201, 200 duplicate).
+    AnsweredStored,
+    /// No complete answer after the request may have left: the intake is asked next.
+    Unknown,
+}
+
 impl Answer {
     /// The stored kind of this answer.
     pub fn kind(&self) -> AnswerKind {
@@ -155,6 +207,18 @@ impl Answer {
             Answer::Refused { .. } => AnswerKind::Refused,
             Answer::LaneFull { .. } => AnswerKind::LaneFull,
             Answer::Retry { .. } => AnswerKind::Retry,
+            Answer::Unknown { .. } => AnswerKind::Unknown,
+        }
+    }
+
+    /// Which of the three outcomes this answer is.
+    pub fn outcome(&self) -> AttemptOutcome {
+        match self {
+            Answer::Accepted { .. } | Answer::Duplicate { .. } => AttemptOutcome::AnsweredStored,
+            Answer::Refused { .. } | Answer::LaneFull { .. } | Answer::Retry { .. } => {
+                AttemptOutcome::AnsweredNotStored
+            }
+            Answer::Unknown { .. } => AttemptOutcome::Unknown,
         }
     }
 }
@@ -187,6 +251,15 @@ impl Facts<'_> {
         use SubmissionState as S;
         let err = self.error.unwrap_or("no reason given");
         let (outcome, short, text) = match self.state {
+            S::Filed if self.answer == Some(AnswerKind::Found) => (
+                if self.counted == Some(false) {
+                    Outcome::FiledNotCounted
+                } else {
+                    Outcome::FiledCounted
+                },
+                "found at the intake (answer lost)".to_string(),
+                "filed: an answer was lost, and the intake, asked (GET <intake>/<sha256>), holds these exact bytes; not sent again".to_string(),
+            ),
             S::Filed if self.answer == Some(AnswerKind::Duplicate) => (
                 Outcome::Duplicate,
                 "duplicate".to_string(),
@@ -237,7 +310,25 @@ impl Facts<'_> {
                 "host offline: not filed".to_string(),
                 self.error.unwrap_or("host offline: not filed").to_string(),
             ),
-            S::Queued | S::Sending => match self.answer {
+            S::Sending => {
+                let why = match self.answer {
+                    Some(AnswerKind::Unknown | AnswerKind::LookupFailed) => {
+                        self.error.unwrap_or("no complete answer")
+                    }
+                    // Marked sending, nothing recorded since: in flight now, or the process
+                    // stopped before the answer was committed.
+                    _ => "sent, no answer recorded (in flight, or the process stopped)",
+                };
+                (
+                    Outcome::AwaitingLookup,
+                    format!("waiting for a lookup ({why})"),
+                    format!(
+                        "not known whether the intake stored it ({why}): before anything is sent again the intake is asked (GET <intake>/<sha256>) whether it holds these exact bytes, at {}, by `conduct-walker outbox drain` or the daemon; only a 404 leads to a resend",
+                        self.next_attempt_at.unwrap_or("the next drain")
+                    ),
+                )
+            }
+            S::Queued => match self.answer {
                 Some(AnswerKind::LaneFull) => (
                     Outcome::LaneFull,
                     "lane full (waits for the next UTC day)".to_string(),
@@ -278,7 +369,8 @@ impl Facts<'_> {
 pub enum Step {
     /// Settled, or waiting for its retry time: leave it.
     NotDue,
-    /// Left `sending` by a stopped process: ask the intake (`GET <intake>/<sha256>`) before
+    /// Its request may have left and no answer says what the intake did (a stopped process,
+    /// a lost answer, a failed lookup): ask the intake (`GET <intake>/<sha256>`) before
     /// sending again.
     LookUp,
     /// Our own count says the lane (or the intake's day) is full: do not send; wait until then.
@@ -295,16 +387,17 @@ pub struct Row<'a> {
     pub next_attempt_at: Option<&'a str>,
     pub lane: &'a Lane,
     /// The intake was already asked whether it holds the record (after an interrupted
-    /// attempt) and said no.
+    /// attempt or an unknown outcome) and said no (404).
     pub looked_up: bool,
 }
 
-/// Whether a row is due now: `sending` (an interrupted attempt), or `queued` past its retry
-/// time. A retry time that does not read as a time is due (a damaged row is not parked forever).
+/// Whether a row is due now: `queued` or `sending` past its retry time (a row marked
+/// `sending` has none: a process stopped mid-request is looked up at once; one whose answer
+/// was lost waits its backoff). A retry time that does not read as a time is due (a damaged
+/// row is not parked forever).
 pub fn is_due(row: &Row, now: DateTime<Utc>) -> bool {
     match row.state {
-        SubmissionState::Sending => true,
-        SubmissionState::Queued => row.next_attempt_at.is_none_or(|t| {
+        SubmissionState::Sending | SubmissionState::Queued => row.next_attempt_at.is_none_or(|t| {
             DateTime::parse_from_rfc3339(t).map_or(true, |t| t.with_timezone(&Utc) <= now)
         }),
         _ => false,
@@ -364,13 +457,43 @@ impl Transition {
             ..Transition::new(SubmissionState::Queued, AnswerKind::LaneFull)
         }
     }
+}
 
-    /// [`Step::LookUp`] found the record at the intake: filed, without a second POST.
-    pub fn found_at_intake(now: DateTime<Utc>) -> Transition {
-        Transition {
-            filed_day: Some(lanes::utc_day(now)),
-            ..Transition::new(SubmissionState::Filed, AnswerKind::Duplicate)
-        }
+/// What a lookup (`GET <intake>/<sha256>`) makes of a row waiting for one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AfterLookup {
+    /// The intake holds these exact bytes: filed, without a second POST.
+    Filed(Transition),
+    /// The intake said 404: go on to the lane check, then send.
+    Send,
+    /// Still unknown: the row stays `sending`, asked again at the transition's retry time.
+    AskAgain(Transition),
+}
+
+/// The next step after a lookup. `tries` counts this row's attempts and lookups so far (the
+/// backoff grows with both); `jitter` in [0, 1).
+pub fn after_lookup(lookup: &Lookup, tries: u32, now: DateTime<Utc>, jitter: f64) -> AfterLookup {
+    match lookup {
+        Lookup::Found {
+            counted,
+            count_reason,
+            submitted_day,
+            ..
+        } => AfterLookup::Filed(Transition {
+            counted: *counted,
+            count_reason: count_reason.clone(),
+            // The day the intake stored it is the day its lane counted it.
+            filed_day: Some(submitted_day.clone().unwrap_or_else(|| lanes::utc_day(now))),
+            ..Transition::new(SubmissionState::Filed, AnswerKind::Found)
+        }),
+        Lookup::NotFound => AfterLookup::Send,
+        Lookup::Failed {
+            error, retry_after, ..
+        } => AfterLookup::AskAgain(Transition {
+            error: Some(error.clone()),
+            retry_at: Some(retry_time(tries, *retry_after, now, jitter)),
+            ..Transition::new(SubmissionState::Sending, AnswerKind::LookupFailed)
+        }),
     }
 }
 
@@ -386,8 +509,9 @@ pub fn retry_after_delay(ra: super::intake::RetryAfter, now: DateTime<Utc>) -> s
 }
 
 /// What an intake's answer to the `attempts`-th POST makes of the row (§6.2): filed, refused,
-/// or queued with its retry time (the next UTC midnight for a full lane; exponential backoff
-/// with `jitter` in [0, 1), never sooner than `Retry-After`, for anything else).
+/// queued with its retry time (the next UTC midnight for a full lane; exponential backoff
+/// with `jitter` in [0, 1), never sooner than `Retry-After`, for anything else), or, when the
+/// outcome is unknown, left `sending` to be looked up after the same backoff.
 pub fn classify(answer: &Answer, attempts: u32, now: DateTime<Utc>, jitter: f64) -> Transition {
     use SubmissionState as S;
     let mut t = Transition::new(S::Queued, answer.kind());
@@ -421,19 +545,38 @@ pub fn classify(answer: &Answer, attempts: u32, now: DateTime<Utc>, jitter: f64)
             error, retry_after, ..
         } => {
             t.error = Some(error.clone());
-            let wait = retry_after.map(|ra| retry_after_delay(ra, now));
-            let delay = lanes::backoff(attempts, wait, jitter);
-            // Checked: whatever an intake says (or the clock reads), a date overflow must not
-            // take the walk down; past the end of time the row waits there.
-            t.retry_at = Some(
-                chrono::Duration::from_std(delay)
-                    .ok()
-                    .and_then(|d| now.checked_add_signed(d))
-                    .unwrap_or(DateTime::<Utc>::MAX_UTC),
-            );
+            t.retry_at = Some(retry_time(attempts, *retry_after, now, jitter));
+        }
+        Answer::Unknown {
+            error, retry_after, ..
+        } => {
+            // Left `sending`: its next step is the lookup a kill would leave, after a backoff
+            // (an intake that just failed is not asked again at once, and a store's read may
+            // lag its write).
+            t.state = S::Sending;
+            t.error = Some(format!("no complete answer: {error}"));
+            t.retry_at = Some(retry_time(attempts, *retry_after, now, jitter));
         }
     }
     t
+}
+
+/// When the `tries`-th failed exchange is followed up: exponential backoff with `jitter` in
+/// [0, 1), never sooner than `Retry-After`.
+fn retry_time(
+    tries: u32,
+    retry_after: Option<super::intake::RetryAfter>,
+    now: DateTime<Utc>,
+    jitter: f64,
+) -> DateTime<Utc> {
+    let wait = retry_after.map(|ra| retry_after_delay(ra, now));
+    let delay = lanes::backoff(tries, wait, jitter);
+    // Checked: whatever an intake says (or the clock reads), a date overflow must not take the
+    // walk down; past the end of time the row waits there.
+    chrono::Duration::from_std(delay)
+        .ok()
+        .and_then(|d| now.checked_add_signed(d))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC)
 }
 
 #[cfg(test)]
@@ -485,8 +628,8 @@ mod tests {
         check(AnswerKind::ALL, AnswerKind::as_str);
         check(Outcome::ALL, Outcome::as_str);
         assert_eq!(SubmissionState::ALL.len(), 6);
-        assert_eq!(AnswerKind::ALL.len(), 5);
-        assert_eq!(Outcome::ALL.len(), 9);
+        assert_eq!(AnswerKind::ALL.len(), 9);
+        assert_eq!(Outcome::ALL.len(), 10);
     }
 
     #[test]
@@ -653,9 +796,35 @@ mod tests {
                 (5, 5),
                 Step::LookUp,
             ),
+            // A lost answer's row waits its backoff, then is looked up (never sent blind),
+            // at any lane level.
             case(
                 Sending,
-                Some("2099-01-01T00:00:00Z"),
+                Some("2026-11-30T12:00:30Z"),
+                Lane::Address,
+                "2026-11-30T12:00:29Z",
+                (0, 0),
+                Step::NotDue,
+            ),
+            case(
+                Sending,
+                Some("2026-11-30T12:00:30Z"),
+                Lane::Address,
+                "2026-11-30T12:00:30Z",
+                (0, 0),
+                Step::LookUp,
+            ),
+            case(
+                Sending,
+                Some("2026-11-30T12:00:30Z"),
+                Lane::Address,
+                "2026-11-30T23:59:59Z",
+                (500, 5),
+                Step::LookUp,
+            ),
+            case(
+                Sending,
+                Some("not a time"),
                 Lane::Address,
                 "2026-11-30T12:00:00Z",
                 (0, 0),
@@ -767,14 +936,18 @@ mod tests {
     /// What the row should come to after an answer.
     #[derive(Debug)]
     enum Then {
-        /// Settled, with the answer's kind.
+        /// Answered, stored or refused: settled, with the answer's kind.
         Settled(SubmissionState, AnswerKind),
-        /// Queued again with this kind, retried after exactly this many seconds.
+        /// Answered, not stored: queued again with this kind, retried after exactly this many
+        /// seconds.
         RetryIn(AnswerKind, i64),
+        /// Unknown: left `sending`, looked up (never resent blind) after this many seconds.
+        LookUpIn(i64),
     }
 
     /// Every answer of the hostile-intake corpus (tests/hostile_intake.rs) and of §6.2, as
-    /// [`super::super::intake::classify`] reads it and [`classify`] turns it into a state.
+    /// [`super::super::intake::classify`] reads it, which of the three outcomes it is, and
+    /// what [`classify`] and [`next_step`] make of the row.
     #[test]
     fn classify_table_over_the_hostile_intake_corpus() {
         use AnswerKind as K;
@@ -812,24 +985,35 @@ mod tests {
                 Settled(S::Filed, K::Duplicate),
             ),
             (
+                "dedup, anchored",
+                json_answer(
+                    200,
+                    json!({"sha": SHA, "status": "anchored", "dedup": true}),
+                    &[],
+                ),
+                Settled(S::Filed, K::Duplicate),
+            ),
+            // A complete status line with a body that does not read: the intake may have
+            // stored it.
+            (
                 "acceptance not JSON",
                 exchange(201, b"OK", &[]),
-                RetryIn(K::Retry, 30),
+                LookUpIn(30),
             ),
             (
                 "acceptance naming another record",
                 json_answer(201, json!({"sha": other, "status": "pending"}), &[]),
-                RetryIn(K::Retry, 30),
+                LookUpIn(30),
             ),
             (
                 "dedup naming another record",
                 json_answer(200, json!({"sha": other, "dedup": true}), &[]),
-                RetryIn(K::Retry, 30),
+                LookUpIn(30),
             ),
             (
                 "acceptance naming no record",
                 json_answer(201, json!({"status": "pending"}), &[]),
-                RetryIn(K::Retry, 30),
+                LookUpIn(30),
             ),
             (
                 "redirect",
@@ -859,10 +1043,28 @@ mod tests {
                 RetryIn(K::LaneFull, 12 * 3600),
             ),
             (
+                "429 per-domain cap",
+                json_answer(
+                    429,
+                    json!({"error": "daily_per_domain_cap_reached", "cap": 50}),
+                    &[],
+                ),
+                RetryIn(K::LaneFull, 12 * 3600),
+            ),
+            (
                 "422 with terminal escapes",
                 json_answer(
                     422,
                     json!({"error": hostile, "reason_code": "schema\u{1b}[31m"}),
+                    &[],
+                ),
+                Settled(S::Refused, K::Refused),
+            ),
+            (
+                "422 signature_invalid",
+                json_answer(
+                    422,
+                    json!({"error": "signature_invalid", "reason_code": "signature_invalid"}),
                     &[],
                 ),
                 Settled(S::Refused, K::Refused),
@@ -918,26 +1120,72 @@ mod tests {
                 ),
                 RetryIn(K::Retry, 86_400),
             ),
+            // A 500 may follow the store's write; a gateway's 502/504 may follow the intake's.
             (
                 "500 without Retry-After",
                 exchange(500, b"oops", &[]),
-                RetryIn(K::Retry, 30),
+                LookUpIn(30),
             ),
+            (
+                "502 from a gateway",
+                exchange(502, b"bad gateway", &[]),
+                LookUpIn(30),
+            ),
+            (
+                "504 with Retry-After",
+                exchange(504, b"", &[("retry-after", "90")]),
+                LookUpIn(90),
+            ),
+            // No complete answer: whatever failed, the request may have left.
             (
                 "connection refused",
                 failed("connection refused"),
-                RetryIn(K::Retry, 30),
+                LookUpIn(30),
+            ),
+            (
+                "reset after the request left",
+                failed("error sending request: connection reset by peer"),
+                LookUpIn(30),
+            ),
+            (
+                "answer dropped (closed without a status line)",
+                failed("error sending request: connection closed before message completed"),
+                LookUpIn(30),
+            ),
+            (
+                "timeout",
+                failed(
+                    "timed out: no complete answer within 20 s (the deadline covers connect, headers and body)",
+                ),
+                LookUpIn(30),
+            ),
+            (
+                "truncated body",
+                failed("error decoding response body: end of file before message length reached"),
+                LookUpIn(30),
+            ),
+            (
+                "TLS error after the handshake",
+                failed("error sending request: received fatal alert: DecryptError"),
+                LookUpIn(30),
             ),
             (
                 "oversized answer",
                 failed("response body too large (over 1048576 bytes)"),
-                RetryIn(K::Retry, 30),
+                LookUpIn(30),
             ),
         ];
         let now = at("2026-11-30T12:00:00Z");
+        let lane = Lane::Address;
         for (what, ex, then) in corpus {
             let answer = super::super::intake::classify(&ex, SHA);
             let t = classify(&answer, 1, now, 0.5);
+            let expected_outcome = match &then {
+                Settled(S::Filed, _) => AttemptOutcome::AnsweredStored,
+                Settled(..) | RetryIn(..) => AttemptOutcome::AnsweredNotStored,
+                LookUpIn(_) => AttemptOutcome::Unknown,
+            };
+            assert_eq!(answer.outcome(), expected_outcome, "{what}: {answer:?}");
             match then {
                 Settled(state, kind) => {
                     assert_eq!((t.state, t.answer), (state, kind), "{what}: {t:?}");
@@ -958,12 +1206,412 @@ mod tests {
                     assert!(t.error.is_some(), "{what}: a queued row says why");
                     assert_eq!(t.filed_day, None, "{what}");
                 }
+                LookUpIn(secs) => {
+                    assert_eq!(
+                        (t.state, t.answer),
+                        (S::Sending, K::Unknown),
+                        "{what}: {t:?}"
+                    );
+                    let retry_at = t.retry_at.expect("a lookup time");
+                    assert_eq!(retry_at, now + chrono::Duration::seconds(secs), "{what}");
+                    assert_eq!(t.filed_day, None, "{what}");
+                    // The row as stored: not due before its time, then a lookup whatever the
+                    // lane says (the same step a kill leaves), never a send.
+                    let next = crate::clock::walked_at(retry_at);
+                    let row = Row {
+                        state: t.state,
+                        next_attempt_at: Some(&next),
+                        lane: &lane,
+                        looked_up: false,
+                    };
+                    let limits = Limits::default();
+                    let before = retry_at - chrono::Duration::seconds(1);
+                    assert_eq!(
+                        next_step(&row, before, &limits, Usage::default()),
+                        Step::NotDue,
+                        "{what}"
+                    );
+                    for usage in [(0, 0), (5, 5), (500, 5)] {
+                        let usage = Usage {
+                            global: usage.0,
+                            lane: usage.1,
+                        };
+                        assert_eq!(
+                            next_step(&row, retry_at, &limits, usage),
+                            Step::LookUp,
+                            "{what}"
+                        );
+                    }
+                    let f = Facts {
+                        state: t.state,
+                        answer: Some(t.answer),
+                        counted: None,
+                        count_reason: None,
+                        reason_code: None,
+                        error: t.error.as_deref(),
+                        next_attempt_at: Some(&next),
+                    };
+                    let s = f.summary();
+                    assert_eq!(s.outcome, Outcome::AwaitingLookup, "{what}");
+                    assert!(
+                        s.short
+                            .starts_with("waiting for a lookup (no complete answer"),
+                        "{what}: {}",
+                        s.short
+                    );
+                    assert!(s.text.contains(&next), "{what}: {}", s.text);
+                }
             }
-            if let Some(e) = &t.error {
+            let e = t.error.as_deref();
+            if let Some(e) = e {
                 assert!(!e.chars().any(char::is_control), "{what}: {e:?}");
                 assert!(e.chars().count() <= 300, "{what}");
             }
         }
+    }
+
+    /// A request the transport knows never reached the intake (no connection: refused,
+    /// unreachable, TLS handshake failed, or our own address rules) was not stored: it is
+    /// retried as before, without a lookup.
+    #[test]
+    fn a_request_that_never_connected_is_retried_not_looked_up() {
+        use crate::net::Reached;
+        let now = at("2026-11-30T12:00:00Z");
+        for why in [
+            "error sending request: client error (Connect): tcp connect error: Connection refused (os error 111)",
+            "refused: 10.0.0.1 is a private address",
+            "cannot resolve intake.example: failed to lookup address information",
+        ] {
+            let ex = Exchange::failure(HttpRequest::get("https://i/", &[]), why, 1);
+            let never = super::super::intake::classify_reached(&ex, SHA, Reached::Never);
+            assert_eq!(never.outcome(), AttemptOutcome::AnsweredNotStored, "{why}");
+            let t = classify(&never, 1, now, 0.5);
+            assert_eq!(
+                (t.state, t.answer),
+                (SubmissionState::Queued, AnswerKind::Retry)
+            );
+            assert_eq!(t.retry_at, Some(now + chrono::Duration::seconds(30)));
+            let maybe = super::super::intake::classify_reached(&ex, SHA, Reached::Maybe);
+            assert_eq!(maybe.outcome(), AttemptOutcome::Unknown, "{why}");
+        }
+        // A complete answer is what it says, whatever the flag.
+        let answered = json_answer(201, json!({"sha": SHA, "status": "pending"}), &[]);
+        assert_eq!(
+            super::super::intake::classify_reached(&answered, SHA, Reached::Never).kind(),
+            AnswerKind::Accepted
+        );
+    }
+
+    const CANONICAL: &str = r#"{"schema":"jidec-path-v1","witness":{"name":"w"}}"#;
+
+    fn lookup_sha() -> String {
+        crate::digest::sha256_hex(CANONICAL.as_bytes())
+    }
+
+    /// The stored object of ledger.md §2.3 for [`CANONICAL`], with `bytes` as its
+    /// `record_canonical` and `sha` as its sha.
+    fn stored(sha: &str, bytes: &str) -> Value {
+        json!({"sha": sha, "record_canonical": bytes, "signed": false,
+            "public_key_ed25519_b64": null, "signed_domain": null, "key_url": null, "mode": "full",
+            "v11": true, "disclaimer_present": true, "endpoint": "https://a.example/a2a",
+            "counted": false, "count_reason": "same witness, same endpoint, same day; stored, not counted",
+            "purpose": "a2a-conduct-walk-v1: https://a.example/a2a", "witness_name": "w",
+            "vantage": "v", "submitted_at": "2026-11-29T23:59:59.120Z"})
+    }
+
+    fn pending(sha: &str, bytes: &str) -> Value {
+        let mut v = stored(sha, bytes);
+        v["status"] = json!("pending");
+        v["responses"] = json!([]);
+        v
+    }
+
+    fn anchored(sha: &str, record: Value) -> Value {
+        json!({"status": "anchored", "sha": sha, "ledger_entry": 7,
+            "url": "https://i.example/ledger/7", "record": record, "responses": []})
+    }
+
+    /// What the row should come to after a lookup.
+    #[derive(Debug)]
+    enum Looked {
+        Found(&'static str),
+        NotFound,
+        /// Asked again after this many seconds; the error says this.
+        Again(i64, &'static str),
+    }
+
+    /// Every answer a `GET <intake>/<sha256>` can get (ledger.md §2 and the hostile-intake
+    /// corpus): only the same sha256 with the same bytes is "filed", only a 404 is "send",
+    /// anything else is asked again after a backoff.
+    #[test]
+    fn lookup_table_over_every_answer_kind() {
+        use Looked::*;
+        let sha = lookup_sha();
+        let upper = sha.to_uppercase();
+        let other = "f".repeat(64);
+        let failed = |why: &str| Exchange::failure(HttpRequest::get("https://i/", &[]), why, 1);
+        let hostile = format!("\u{1b}]0;pwned\u{7}{}", "A".repeat(10_000));
+        let corpus: Vec<(&str, Exchange, Looked)> = vec![
+            (
+                "pending, same bytes",
+                json_answer(200, pending(&sha, CANONICAL), &[]),
+                Found("pending"),
+            ),
+            (
+                "pending, upper-case sha",
+                json_answer(200, pending(&upper, CANONICAL), &[]),
+                Found("pending"),
+            ),
+            (
+                "anchored, same bytes",
+                json_answer(200, anchored(&sha, stored(&sha, CANONICAL)), &[]),
+                Found("anchored"),
+            ),
+            (
+                "404 as the intake writes it",
+                json_answer(404, json!({"error": "not found", "sha": sha}), &[]),
+                NotFound,
+            ),
+            (
+                "404 of a path no route claims",
+                json_answer(
+                    404,
+                    json!({"error": "not found", "routes": ["/ledger"]}),
+                    &[],
+                ),
+                NotFound,
+            ),
+            ("404, empty", exchange(404, b"", &[]), NotFound),
+            (
+                "404 naming another record",
+                json_answer(404, json!({"error": "not found", "sha": other}), &[]),
+                Again(30, "not this record's"),
+            ),
+            (
+                "pending with other bytes under this sha",
+                json_answer(200, pending(&sha, "{}"), &[]),
+                Again(30, "other bytes"),
+            ),
+            (
+                "pending naming another record",
+                json_answer(200, pending(&other, CANONICAL), &[]),
+                Again(30, "not this record's"),
+            ),
+            (
+                "anchored, its record naming another",
+                json_answer(200, anchored(&sha, stored(&other, CANONICAL)), &[]),
+                Again(30, "not this record's"),
+            ),
+            (
+                "anchored naming another, its record this one",
+                json_answer(200, anchored(&other, stored(&sha, CANONICAL)), &[]),
+                Again(30, "not this record's"),
+            ),
+            (
+                "anchored with other bytes",
+                json_answer(200, anchored(&sha, stored(&sha, "{ }")), &[]),
+                Again(30, "other bytes"),
+            ),
+            (
+                "anchored, the record copy missing",
+                json_answer(200, anchored(&sha, Value::Null), &[]),
+                Again(30, "no record bytes"),
+            ),
+            (
+                "200, not JSON",
+                exchange(200, b"<html>ok</html>", &[]),
+                Again(30, "not JSON"),
+            ),
+            (
+                "200, no status",
+                json_answer(200, json!({"sha": sha}), &[]),
+                Again(30, "no \"status\""),
+            ),
+            (
+                "200, unknown status",
+                json_answer(200, json!({"sha": sha, "status": "filed"}), &[]),
+                Again(30, "unknown status"),
+            ),
+            (
+                "200 pending, fields missing",
+                json_answer(200, json!({"status": "pending", "sha": sha}), &[]),
+                Again(30, "http 200"),
+            ),
+            (
+                "200, a dedup-shaped answer without the bytes",
+                json_answer(
+                    200,
+                    json!({"sha": sha, "status": "pending", "dedup": true}),
+                    &[],
+                ),
+                Again(30, "http 200"),
+            ),
+            (
+                "200 with a not-found body",
+                json_answer(200, json!({"error": "not found", "sha": sha}), &[]),
+                Again(30, "http 200"),
+            ),
+            (
+                "oversized 200 under the transport's cap",
+                exchange(
+                    200,
+                    &vec![b' '; super::super::intake::MAX_LOOKUP_BODY_BYTES + 1],
+                    &[],
+                ),
+                Again(30, "lookup cap"),
+            ),
+            (
+                "503 with Retry-After",
+                json_answer(503, json!({"error": "busy"}), &[("retry-after", "120")]),
+                Again(120, "http 503: busy"),
+            ),
+            (
+                "429",
+                json_answer(429, json!({"error": "daily_global_cap_reached"}), &[]),
+                Again(30, "http 429"),
+            ),
+            ("500", exchange(500, b"oops", &[]), Again(30, "http 500")),
+            (
+                "redirect",
+                exchange(302, b"", &[("location", "https://elsewhere.example/")]),
+                Again(30, "http 302"),
+            ),
+            ("410", exchange(410, b"", &[]), Again(30, "http 410")),
+            (
+                "hostile error text",
+                json_answer(500, json!({"error": hostile}), &[]),
+                Again(30, "\\u{1b}]0;pwned"),
+            ),
+            (
+                "connection refused",
+                failed("connection refused"),
+                Again(30, "connection refused"),
+            ),
+            (
+                "timeout (a slow intake)",
+                failed("timed out: no complete answer within 20 s"),
+                Again(30, "timed out"),
+            ),
+            (
+                "oversized over the transport's cap",
+                failed("response body too large (over 1048576 bytes)"),
+                Again(30, "too large"),
+            ),
+            (
+                "reset",
+                failed("connection reset by peer"),
+                Again(30, "reset"),
+            ),
+        ];
+        let now = at("2026-11-30T12:00:00Z");
+        for (what, ex, then) in corpus {
+            let lookup = super::super::intake::classify_lookup(&ex, &sha, CANONICAL.as_bytes());
+            let after = after_lookup(&lookup, 1, now, 0.5);
+            match then {
+                Found(status) => {
+                    assert!(
+                        matches!(&lookup, Lookup::Found { status: s, .. } if s == status),
+                        "{what}: {lookup:?}"
+                    );
+                    let AfterLookup::Filed(t) = after else {
+                        panic!("{what}: {after:?}")
+                    };
+                    assert_eq!(
+                        (t.state, t.answer),
+                        (SubmissionState::Filed, AnswerKind::Found)
+                    );
+                    // The intake's own facts: its day (the lane it used), its count.
+                    assert_eq!(t.filed_day.as_deref(), Some("2026-11-29"), "{what}");
+                    assert_eq!(t.counted, Some(false), "{what}");
+                    assert_eq!(t.retry_at, None);
+                }
+                NotFound => {
+                    assert_eq!(lookup, Lookup::NotFound, "{what}");
+                    assert_eq!(after, AfterLookup::Send, "{what}");
+                }
+                Again(secs, says) => {
+                    let AfterLookup::AskAgain(t) = after else {
+                        panic!("{what}: {after:?}")
+                    };
+                    assert_eq!(
+                        (t.state, t.answer),
+                        (SubmissionState::Sending, AnswerKind::LookupFailed),
+                        "{what}"
+                    );
+                    assert_eq!(
+                        t.retry_at,
+                        Some(now + chrono::Duration::seconds(secs)),
+                        "{what}"
+                    );
+                    let e = t.error.unwrap();
+                    assert!(e.contains(says), "{what}: {e}");
+                    assert!(!e.chars().any(char::is_control), "{what}: {e:?}");
+                    assert!(e.chars().count() <= 300, "{what}: {}", e.chars().count());
+                    assert_eq!(t.filed_day, None);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_found_record_without_a_readable_day_uses_the_lane_of_today() {
+        let sha = lookup_sha();
+        let mut body = pending(&sha, CANONICAL);
+        body["submitted_at"] = json!("yesterday");
+        body["counted"] = json!(true);
+        let now = at("2026-11-30T12:00:00Z");
+        let lookup = super::super::intake::classify_lookup(
+            &json_answer(200, body, &[]),
+            &sha,
+            CANONICAL.as_bytes(),
+        );
+        let AfterLookup::Filed(t) = after_lookup(&lookup, 1, now, 0.5) else {
+            panic!("{lookup:?}")
+        };
+        assert_eq!(
+            (t.filed_day.as_deref(), t.counted),
+            (Some("2026-11-30"), Some(true))
+        );
+        assert!(t.answer.uses_the_lane());
+    }
+
+    /// A lookup that keeps failing backs off like a POST that keeps failing, capped at six
+    /// hours, and a row that was looked up and not found is sent (or deferred by its lane).
+    #[test]
+    fn failed_lookups_back_off_and_a_404_goes_on_to_the_lane() {
+        let now = at("2026-11-30T12:00:00Z");
+        let failed = Lookup::Failed {
+            status: 0,
+            error: "lookup: connection refused".into(),
+            retry_after: None,
+        };
+        let wait = |tries| match after_lookup(&failed, tries, now, 0.5) {
+            AfterLookup::AskAgain(t) => (t.retry_at.unwrap() - now).num_seconds(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            (wait(1), wait(2), wait(3), wait(50)),
+            (30, 60, 120, 6 * 3600)
+        );
+        let row = |looked_up| Row {
+            state: SubmissionState::Sending,
+            next_attempt_at: None,
+            lane: &Lane::Address,
+            looked_up,
+        };
+        let full = Usage { global: 5, lane: 5 };
+        assert_eq!(
+            next_step(&row(false), now, &Limits::default(), full),
+            Step::LookUp
+        );
+        assert_eq!(
+            next_step(&row(true), now, &Limits::default(), Usage::default()),
+            Step::Send
+        );
+        assert_eq!(
+            next_step(&row(true), now, &Limits::default(), full),
+            Step::Defer(at("2026-12-01T00:00:00Z"))
+        );
     }
 
     #[test]
@@ -1066,15 +1714,6 @@ mod tests {
             (SubmissionState::Queued, AnswerKind::LaneFull)
         );
         assert_eq!(d.retry_at, Some(at("2026-12-01T00:00:00Z")));
-        let f = Transition::found_at_intake(now);
-        assert_eq!(
-            (f.state, f.answer),
-            (SubmissionState::Filed, AnswerKind::Duplicate)
-        );
-        assert_eq!(
-            (f.filed_day.as_deref(), f.retry_at),
-            (Some("2026-11-30"), None)
-        );
     }
 
     #[test]
@@ -1133,8 +1772,33 @@ mod tests {
             ),
             (
                 facts(S::Sending, Some(K::Retry), None),
-                Outcome::QueuedForRetry,
-                "queued (busy)",
+                Outcome::AwaitingLookup,
+                "waiting for a lookup (sent, no answer recorded (in flight, or the process stopped))",
+            ),
+            (
+                facts(S::Sending, None, None),
+                Outcome::AwaitingLookup,
+                "waiting for a lookup (sent, no answer recorded (in flight, or the process stopped))",
+            ),
+            (
+                facts(S::Sending, Some(K::Unknown), None),
+                Outcome::AwaitingLookup,
+                "waiting for a lookup (busy)",
+            ),
+            (
+                facts(S::Sending, Some(K::LookupFailed), None),
+                Outcome::AwaitingLookup,
+                "waiting for a lookup (busy)",
+            ),
+            (
+                facts(S::Filed, Some(K::Found), Some(true)),
+                Outcome::FiledCounted,
+                "found at the intake (answer lost)",
+            ),
+            (
+                facts(S::Filed, Some(K::Found), Some(false)),
+                Outcome::FiledNotCounted,
+                "found at the intake (answer lost)",
             ),
             (
                 facts(S::Queued, None, None),

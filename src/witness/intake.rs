@@ -1,7 +1,9 @@
-//! The intake client (spec §5, §6.2): file one record and classify the answer.
+//! The intake client (spec §5, §6.2, §6.6): file one record, ask whether the intake holds one,
+//! and classify each answer. Classifying is pure ([`classify`], [`classify_lookup`]); the two
+//! requests are [`submit`] and [`lookup`].
 
 use super::lanes::Limits;
-use crate::net::{Exchange, HttpRequest, Transport};
+use crate::net::{Exchange, HttpRequest, Reached, Transport};
 use crate::wire::IntakeSubmission;
 use serde_json::Value;
 use std::time::Duration;
@@ -27,8 +29,19 @@ pub enum Answer {
     },
     /// 429: a lane or the global cap is full until the next UTC day.
     LaneFull { error: String, cap: Option<u64> },
-    /// 503 `key_url_unreachable`, other 5xx, transport errors: try again later.
+    /// Nothing was stored: a complete answer that says so (503: the intake's only 503,
+    /// `key_url_unreachable`, comes before storing; a redirect, not followed), or a request
+    /// that never reached the intake (no connection). Sent again later.
     Retry {
+        status: u16,
+        error: String,
+        retry_after: Option<RetryAfter>,
+    },
+    /// No complete answer after the request may have left (reset, timeout, truncated, oversized
+    /// or unreadable body, TLS error), an acceptance that does not read as one, or a 5xx other
+    /// than 503 (a gateway may have passed the request on): the intake may hold the record.
+    /// Never sent again blind: asked first (`GET <intake>/<sha256>`, [`lookup`]).
+    Unknown {
         status: u16,
         error: String,
         retry_after: Option<RetryAfter>,
@@ -93,8 +106,16 @@ pub fn sanitize_text(text: &str) -> String {
 
 /// Classify an intake exchange for the record whose sha256 is `expected_sha`. An acceptance
 /// counts only when its body is JSON naming this record's sha256: anything else is recorded as
-/// an error and retried, never taken for "filed".
+/// an error and the outcome is unknown (the intake may have stored it), never taken for
+/// "filed" and never sent again without asking. A failed exchange is taken to have maybe
+/// reached the intake; [`classify_reached`] knows better when the transport does.
 pub fn classify(ex: &Exchange, expected_sha: &str) -> Answer {
+    classify_reached(ex, expected_sha, Reached::Maybe)
+}
+
+/// [`classify`] with what the transport knows of a failed exchange: a request that never
+/// reached the intake (no connection) was certainly not stored, and is sent again as usual.
+pub fn classify_reached(ex: &Exchange, expected_sha: &str, reached: Reached) -> Answer {
     let parsed = crate::json::parse_lenient(&ex.body).ok();
     let body = parsed.clone().unwrap_or(Value::Null);
     let text = |k: &str| body.get(k).and_then(Value::as_str).map(sanitize_text);
@@ -103,7 +124,7 @@ pub fn classify(ex: &Exchange, expected_sha: &str) -> Answer {
         None => format!("http {}", ex.status),
     });
     let names_this_record = || text("sha").is_some_and(|sha| sha == expected_sha);
-    let unconfirmed = |what: &str| Answer::Retry {
+    let unconfirmed = |what: &str| Answer::Unknown {
         status: ex.status,
         error: match (&parsed, text("sha")) {
             (None, _) => format!(
@@ -122,7 +143,13 @@ pub fn classify(ex: &Exchange, expected_sha: &str) -> Answer {
         retry_after: None,
     };
     match ex.status {
-        0 => Answer::Retry {
+        0 if reached == Reached::Never => Answer::Retry {
+            status: 0,
+            error,
+            retry_after: None,
+        },
+        // Connected, then failed: the request may have been sent (and stored) before it did.
+        0 => Answer::Unknown {
             status: 0,
             error,
             retry_after: None,
@@ -163,7 +190,14 @@ pub fn classify(ex: &Exchange, expected_sha: &str) -> Answer {
             error,
             cap: body.get("cap").and_then(Value::as_u64),
         },
-        s if s >= 500 => Answer::Retry {
+        503 => Answer::Retry {
+            status: 503,
+            error,
+            retry_after: ex.header("retry-after").and_then(RetryAfter::parse),
+        },
+        // A 500 may come after the store was written, a 502/504 from a gateway that passed
+        // the request on: the intake may hold the record.
+        s if s >= 500 => Answer::Unknown {
             status: s,
             error,
             retry_after: ex.header("retry-after").and_then(RetryAfter::parse),
@@ -193,32 +227,146 @@ pub async fn submit(
         ],
         bytes,
     );
-    let ex = transport.fetch(&request).await;
-    (classify(&ex, sha256), ex)
+    let (ex, reached) = transport.fetch_noting_reach(&request).await;
+    (classify_reached(&ex, sha256, reached), ex)
 }
 
-/// `GET <intake>/<sha256>` (§6.6): whether the intake already holds this record (pending or
-/// anchored), as a [`Answer::Duplicate`]. `None` when it does not, or the answer says nothing
-/// reliable (not 200, not JSON, another sha256): then the record is sent as usual.
-pub async fn lookup(transport: &Transport, intake_url: &str, sha256: &str) -> Option<Answer> {
+/// What `GET <intake>/<sha256>` (§6.6, ledger.md §2) says of a record, for the row waiting
+/// after an unknown outcome or a kill.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// 200, pending or anchored, carrying this sha256 and exactly these canonical bytes: filed,
+    /// without a second POST. `counted`, `count_reason` and `submitted_day` are the intake's
+    /// (the UTC day it stored the record is the day its lane counted it).
+    Found {
+        status: String,
+        counted: Option<bool>,
+        count_reason: Option<String>,
+        submitted_day: Option<String>,
+    },
+    /// 404: the intake does not hold it, so it is sent.
+    NotFound,
+    /// Anything else (no complete answer, another status, a body over the cap, not the
+    /// route's shape, another sha256 or other bytes): still unknown, asked again later.
+    Failed {
+        status: u16,
+        error: String,
+        retry_after: Option<RetryAfter>,
+    },
+}
+
+/// Largest lookup answer read as one: a record of the intake's 65,536 UTF-16 units is at most
+/// 196,608 UTF-8 bytes, twice that JSON-escaped, plus the stored object's other fields and the
+/// replies list. The transport's own cap and deadline bound the read itself.
+pub const MAX_LOOKUP_BODY_BYTES: usize = 512 * 1024;
+
+/// Classify a `GET <intake>/<sha256>` exchange for the record `sha256` whose exact bytes are
+/// `canonical`. Only an answer that carries the same sha256 and the same bytes says "filed";
+/// only a 404 says "not there".
+pub fn classify_lookup(ex: &Exchange, sha256: &str, canonical: &[u8]) -> Lookup {
+    use crate::ledger::wire::WitnessAnswer;
+    let failed = |error: String| Lookup::Failed {
+        status: ex.status,
+        error: format!("lookup: {error}"),
+        retry_after: ex.header("retry-after").and_then(RetryAfter::parse),
+    };
+    if let Some(t) = &ex.transport_error {
+        return failed(sanitize_text(t));
+    }
+    if ex.body.len() > MAX_LOOKUP_BODY_BYTES {
+        return failed(format!(
+            "http {}: answer of {} bytes, over the {MAX_LOOKUP_BODY_BYTES}-byte lookup cap",
+            ex.status,
+            ex.body.len()
+        ));
+    }
+    let names_another = |sha: &str| !sha.eq_ignore_ascii_case(sha256);
+    match ex.status {
+        404 => {
+            // A 404 is the one "not there"; one that names another record says nothing of this.
+            let named = crate::json::parse_lenient(&ex.body)
+                .ok()
+                .and_then(|v| v.get("sha").and_then(Value::as_str).map(str::to_string));
+            match named {
+                Some(sha) if names_another(&sha) => failed(format!(
+                    "http 404 naming sha256 {}, not this record's",
+                    sanitize_text(&sha)
+                )),
+                _ => Lookup::NotFound,
+            }
+        }
+        200 => {
+            let answer = match WitnessAnswer::parse(200, &ex.body) {
+                Ok(a) => a,
+                Err(e) => return failed(format!("http 200: {}", sanitize_text(&e.to_string()))),
+            };
+            let (status, top_sha, record) = match answer {
+                WitnessAnswer::Pending { record, .. } => {
+                    ("pending", record.sha.clone(), Some(record))
+                }
+                WitnessAnswer::Anchored { sha, record, .. } => ("anchored", sha, record),
+                WitnessAnswer::NotFound { .. } => {
+                    return failed("http 200 with a not-found body".into());
+                }
+            };
+            let Some(record) = record else {
+                return failed(format!(
+                    "http 200 {status}, but the answer carries no record bytes to compare"
+                ));
+            };
+            if names_another(&top_sha) || names_another(&record.sha) {
+                return failed(format!(
+                    "http 200 naming sha256 {}, not this record's",
+                    sanitize_text(if names_another(&top_sha) {
+                        &top_sha
+                    } else {
+                        &record.sha
+                    })
+                ));
+            }
+            if record.record_canonical.as_bytes() != canonical {
+                return failed(format!(
+                    "http 200 {status} for this sha256 with other bytes than the record's; not taken as filed"
+                ));
+            }
+            Lookup::Found {
+                status: status.to_string(),
+                counted: record.counted,
+                count_reason: record.count_reason.as_deref().map(sanitize_text),
+                submitted_day: record
+                    .submitted_at
+                    .as_deref()
+                    .and_then(|t| t.get(..10))
+                    .filter(|d| chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d").is_ok())
+                    .map(str::to_string),
+            }
+        }
+        s => {
+            let body = crate::json::parse_lenient(&ex.body).ok();
+            let said = body
+                .as_ref()
+                .and_then(|b| b.get("error"))
+                .and_then(Value::as_str)
+                .map(|e| format!(": {}", sanitize_text(e)))
+                .unwrap_or_default();
+            failed(format!("http {s}{said}"))
+        }
+    }
+}
+
+/// `GET <intake>/<sha256>` (§6.6): whether the intake holds this record, classified by
+/// [`classify_lookup`] against its exact bytes.
+pub async fn lookup(
+    transport: &Transport,
+    intake_url: &str,
+    sha256: &str,
+    canonical: &[u8],
+) -> (Lookup, Exchange) {
     let url = format!("{}/{sha256}", intake_url.trim_end_matches('/'));
     let ex = transport
         .fetch(&HttpRequest::get(url, &[("Accept", "application/json")]))
         .await;
-    if ex.status != 200 {
-        return None;
-    }
-    let body = crate::json::parse_lenient(&ex.body).ok()?;
-    let status = body.get("status").and_then(Value::as_str)?;
-    let named = body
-        .get("sha")
-        .or_else(|| body.get("record").and_then(|r| r.get("sha")))
-        .and_then(Value::as_str);
-    let holds_it = matches!(status, "pending" | "anchored") && named.is_none_or(|n| n == sha256);
-    holds_it.then(|| Answer::Duplicate {
-        sha: sha256.to_string(),
-        status: sanitize_text(status),
-    })
+    (classify_lookup(&ex, sha256, canonical), ex)
 }
 
 /// What `GET <intake>` found.
@@ -346,12 +494,19 @@ mod tests {
             Exchange::failure(HttpRequest::get("https://i/", &[]), "connection refused", 1);
         assert_eq!(
             classify(&failed, "ab"),
-            Answer::Retry {
+            Answer::Unknown {
                 status: 0,
                 error: "connection refused".into(),
                 retry_after: None
             }
         );
+        for status in [500, 502, 504] {
+            assert_eq!(
+                classify(&ex(status, json!({}), vec![]), "ab").kind(),
+                AnswerKind::Unknown,
+                "{status}: the intake may have stored it before failing"
+            );
+        }
     }
 
     #[test]
@@ -373,7 +528,7 @@ mod tests {
             (ex(201, json!({"status": "pending"}), vec![]), "no sha256"),
         ] {
             match classify(&answer, "ab") {
-                Answer::Retry { error, .. } => assert!(error.contains(says), "{error}"),
+                Answer::Unknown { error, .. } => assert!(error.contains(says), "{error}"),
                 other => panic!("{says}: {other:?}"),
             }
         }

@@ -387,9 +387,20 @@ fn sdk_canonical_form_matches_the_sdk_on_generated_cards() {
     let cases = env("ORACLE_SDK_CASES").unwrap_or(SDK_CASES);
     let seed = env("ORACLE_SDK_SEED").unwrap_or(0x0a2a_5d4c);
     let started = std::time::Instant::now();
+    // The named edges first (each kind of difference the generator has found), then the
+    // generated cards.
+    let edges: Vec<Vec<u8>> = cards::NAMED_EDGES
+        .iter()
+        .map(|e| e.as_bytes().to_vec())
+        .collect();
+    let generated = cases;
+    let cases = generated + edges.len() as u64;
     let texts = {
         let mut g = cards::CardGen::new(seed);
-        (0..cases).map(move |_| g.card().into_bytes())
+        let edges = edges.clone();
+        edges
+            .into_iter()
+            .chain((0..generated).map(move |_| g.card().into_bytes()))
     };
     let mut sdk = SdkCanonicaliser::start(texts);
     let mut ours_gen = cards::CardGen::new(seed);
@@ -398,7 +409,10 @@ fn sdk_canonical_form_matches_the_sdk_on_generated_cards() {
     let mut diff_count = 0u64;
     let mut classes = std::collections::BTreeMap::new();
     for i in 0..cases {
-        let text = ours_gen.card().into_bytes();
+        let text = match edges.get(i as usize) {
+            Some(edge) => edge.clone(),
+            None => ours_gen.card().into_bytes(),
+        };
         let theirs = sdk.next_form();
         // A card that is not an object has no `signatures`, so a walk computes no form for it
         // (§4.3 A): not compared, counted.

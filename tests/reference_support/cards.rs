@@ -256,6 +256,34 @@ const KEYS: &[&str] = &[
     "2",
 ];
 
+/// Cards that each showed a kind of difference between our SDK form and the SDK's (the
+/// million-card runs, BENCHMARKS.md), compared in every run before the generated ones.
+pub const NAMED_EDGES: &[&str] = &[
+    r#"{"name":"n","capabilities":"abc"}"#,
+    r#"{"name":"n","capabilities":[]}"#,
+    r#"{"name":"n","capabilities":["streaming"]}"#,
+    r#"{"name":"n","skills":["x",{"id":"s"}]}"#,
+    r#"{"name":"n","skills":[[]]}"#,
+    r#"{"name":"n","provider":"org"}"#,
+    r#"{}"#,
+    r#"{"x":1}"#,
+    r#"{"name":""}"#,
+    r#"{"signatures":[]}"#,
+    r#"{"securitySchemes":{"a":{"api_key_security_scheme":{"name":"1"},"apiKeySecurityScheme":{"name":"2"}}}}"#,
+    r#"{"securitySchemes":{"a":{"oauth2SecurityScheme":{"flows":{"password":{"tokenUrl":"t"},"implicit":{}}}}}}"#,
+    r#"{"securitySchemes":{"a":{"oauth2SecurityScheme":{"flows":{"password":{"scopes":"s"}}}}}}"#,
+    r#"{"name":"a","default_input_modes":["a"],"defaultInputModes":["b"]}"#,
+    r#"{"name":"a","defaultInputModes":["b"],"default_input_modes":["a"]}"#,
+    r#"{"name":"a","x":"\ud800"}"#,
+    r#"{"name":"\ud800"}"#,
+    r#"{"name":"a","capabilities":{"extensions":[{"params":{"k":"\ud800"}}]}}"#,
+    r#"{"name":"a","capabilities":{"extensions":[{"params":{"\udc00":1}}]}}"#,
+    r#"{"name":"a","securitySchemes":{"a":{"apiKeySecurityScheme":"\ud800"}}}"#,
+    r#"{"name":"a","skills":["\ud800",{"id":"s"}]}"#,
+    r#"{"name":"a","securitySchemes":{"a":{"mtlsSecurityScheme":["\ud800","no"]}}}"#,
+    r#"{"name":"a","n":NaN,"capabilities":{"extensions":[{"params":{"f":1e21,"g":-0.0,"h":12345678901234567890}}]}}"#,
+];
+
 /// How often the rare stressors appear (per 1000 chances; a card has dozens of chances).
 const RARE: u32 = 2;
 

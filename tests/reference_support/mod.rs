@@ -800,12 +800,13 @@ impl SdkCanonicaliser {
 
 impl Drop for SdkCanonicaliser {
     fn drop(&mut self) {
+        // Kill first: a writer blocked on a full pipe then fails and ends, so the join cannot hang.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
         if let Some(w) = self.writer.take()
             && !std::thread::panicking()
         {
             let _ = w.join();
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }

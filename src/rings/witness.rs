@@ -563,3 +563,290 @@ impl Tally {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::Doc;
+
+    fn doc(t: &str) -> Doc {
+        read(t.as_bytes(), ReadOptions::LENIENT).unwrap()
+    }
+
+    fn norm(t: &str) -> Result<Option<Walk>, String> {
+        normalise(doc(t).root())
+    }
+
+    const WALK: &str = r#"{"witness":{"name":"w1","vantage":"v1","key_url":"https://k.example/key"},"walked_at":"2026-09-03T10:00:00Z","base":"https://target.example/mcp","nodes":[{"request":{"url":"https://target.example/.well-known/agent-card.json"}},{"request":{"url":"https://target.example/mcp"}}],"verdict":{"ok":true}}"#;
+
+    fn stored(walk: &str, extra: &str) -> String {
+        let rc = serde_json::to_string(walk).unwrap();
+        format!(
+            r#"{{"sha":"s1","record_canonical":{rc},"witness_name":"filed-name","vantage":"filed-v","submitted_at":"2026-10-01T00:00:00.000Z"{extra}}}"#
+        )
+    }
+
+    /// One row per public form of §2.3: dropped, or (at, identity, urls, counted).
+    #[test]
+    fn every_public_form_as_the_spec_tables_it() {
+        type Row = Option<(Option<&'static str>, &'static str, usize, bool)>;
+        let stored_obj = stored(WALK, "");
+        let anchored =
+            format!(r#"{{"status":"anchored","sha":"s1","ledger_entry":3,"record":{stored_obj}}}"#);
+        let pending = stored(
+            WALK,
+            r#","status":"pending","counted":false,"responses":[]"#,
+        );
+        let cases: Vec<(String, Row)> = vec![
+            ("[1, 2]".into(), None),
+            ("\"a string\"".into(), None),
+            (
+                r#"{"at":"2026-09-02","witness":{"name":"p","extra":[1]}}"#.into(),
+                Some((Some("2026-09-02"), r#"{"extra":[1],"name":"p"}"#, 0, false)),
+            ),
+            (
+                stored_obj.clone(),
+                Some((Some("2026-09-03T10:00:00Z"), r#"{"name":"w1","vantage":"v1"}"#, 3, true)),
+            ),
+            (anchored, None),
+            (
+                pending,
+                Some((Some("2026-09-03T10:00:00Z"), r#"{"name":"w1","vantage":"v1"}"#, 3, false)),
+            ),
+            (
+                r#"{"sha":"s2","purpose":"a2a-conduct-walk-v1: https://x","witness_name":"row","vantage":"rv","signed":false}"#.into(),
+                Some((None, r#"{"name":"row","vantage":"rv"}"#, 0, true)),
+            ),
+            (
+                r#"{"sha":"s3","witness_name":"pend","vantage":null,"submitted_at":"2026-09-05T00:00:00.000Z","counted":true}"#.into(),
+                Some((Some("2026-09-05T00:00:00.000Z"), r#"{"name":"pend","vantage":""}"#, 0, true)),
+            ),
+            (WALK.into(), None),
+            (
+                r#"{"record_canonical":"{not json","witness_name":"n","at":"2026-09-09"}"#.into(),
+                Some((Some("2026-09-09"), r#"{"name":"n","vantage":""}"#, 0, true)),
+            ),
+            (
+                r#"{"record_canonical":{"witness":{"name":"o"},"walked_at":"2026-09-01","base":"https://b.example/"}}"#.into(),
+                Some((Some("2026-09-01"), r#"{"name":"o","vantage":""}"#, 1, true)),
+            ),
+        ];
+        for (input, want) in cases {
+            let got = norm(&input).unwrap().map(|w| {
+                (
+                    w.at.clone(),
+                    w.identity.text.clone(),
+                    w.urls.len(),
+                    w.counted,
+                )
+            });
+            let want = want.map(|(at, id, n, c)| (at.map(str::to_owned), id.to_string(), n, c));
+            assert_eq!(got, want, "{input}");
+        }
+    }
+
+    #[test]
+    fn a_failed_verdict_without_sha_hashes_the_re_canonicalised_walk() {
+        // Not canonical as filed (spaces, key order): the hash is of the canonical form.
+        let walk = r#"{"walked_at": "2026-09-01", "witness": {"name": "w"}, "verdict": {"result": false, "ok": null}}"#;
+        let v = format!(
+            r#"{{"record_canonical":{}}}"#,
+            serde_json::to_string(walk).unwrap()
+        );
+        let w = norm(&v).unwrap().unwrap();
+        let canonical = doc(walk).root().canonical_string();
+        let want = crate::digest::sha256_hex(&canonical);
+        assert_ne!(want, crate::digest::sha256_hex(walk));
+        match w.discrepancy {
+            Some(Discrepancy::Scalar { value, .. }) => {
+                assert_eq!(value.text, format!("\"{want}\""))
+            }
+            other => panic!("{other:?}"),
+        }
+        // With a sha, the sha; with discrepancy_sha256, that.
+        let v = format!(
+            r#"{{"sha":"abc","record_canonical":{}}}"#,
+            serde_json::to_string(walk).unwrap()
+        );
+        assert!(
+            matches!(norm(&v).unwrap().unwrap().discrepancy, Some(Discrepancy::Scalar { value, .. }) if value.text == "\"abc\"")
+        );
+        let ok = r#"{"record_canonical":{"witness":{"name":"w"},"verdict":{"ok":true}}}"#;
+        assert_eq!(norm(ok).unwrap().unwrap().discrepancy, None);
+    }
+
+    #[test]
+    fn what_the_reference_cannot_iterate_fails() {
+        assert!(norm(r#"{"record_canonical":{"witness":{"name":"w"},"nodes":5}}"#).is_err());
+        assert!(norm(r#"{"record_canonical":{"witness":{"name":"w"},"nodes":"abc"}}"#).is_ok());
+    }
+
+    fn covers(endpoint: &str, value: &str) -> Result<bool, String> {
+        let month = Month::parse("2026-09").unwrap();
+        let t = Tally::new(&month, endpoint, &Limits::default());
+        t.covers(&norm(value).unwrap().unwrap())
+    }
+
+    fn walk_of(urls: &[&str]) -> String {
+        let nodes: Vec<String> = urls
+            .iter()
+            .map(|u| format!(r#"{{"request":{{"url":"{u}"}}}}"#))
+            .collect();
+        format!(
+            r#"{{"record_canonical":{{"witness":{{"name":"w"}},"walked_at":"2026-09-01","nodes":[{}]}}}}"#,
+            nodes.join(",")
+        )
+    }
+
+    /// §4.3 and its consequences, row by row.
+    #[test]
+    fn coverage_as_the_reference_decides_it() {
+        let rows: &[(&str, &str, bool)] = &[
+            (
+                "https://target.example/mcp",
+                r#"{"at":"x","witness":{"name":"p"},"endpoint":"https://target.example/mcp"}"#,
+                true,
+            ),
+            (
+                "https://target.example/mcp",
+                r#"{"at":"x","witness":{"name":"p"},"endpoint":"https://other.example/mcp"}"#,
+                false,
+            ),
+            (
+                "https://target.example/mcp",
+                r#"{"at":"x","witness":{"name":"p"}}"#,
+                true,
+            ),
+            (
+                "https://target.example/mcp",
+                r#"{"witness_name":"pending element","submitted_at":"x"}"#,
+                true,
+            ),
+            (
+                "https://target.example/mcp",
+                &walk_of(&["https://target.example/mcp"]),
+                true,
+            ),
+            (
+                "https://target.example/mcp",
+                &walk_of(&["https://target.example/"]),
+                true,
+            ),
+            (
+                "https://target.example/mcp",
+                &walk_of(&["https://target.example"]),
+                true,
+            ),
+            (
+                "https://target.example/mcp",
+                &walk_of(&["https://other.example/mcp"]),
+                false,
+            ),
+            (
+                "https://agent.example/a2a",
+                &walk_of(&["https://agent.example/a2a-v2"]),
+                true,
+            ),
+            (
+                "https://agent.example/a2a",
+                &walk_of(&["https://agent.example/"]),
+                false,
+            ),
+            (
+                "https://agent.example/a2a",
+                &walk_of(&["https://agent.example/other"]),
+                false,
+            ),
+            (
+                "https://mcp.example/mcp",
+                &walk_of(&["https://mcp.example/"]),
+                false,
+            ),
+            (
+                "https://mcp.example/mcp",
+                &walk_of(&["https://mcp.example/mcp/x"]),
+                true,
+            ),
+        ];
+        for (endpoint, value, want) in rows {
+            assert_eq!(covers(endpoint, value), Ok(*want), "{endpoint} {value}");
+        }
+        // A URL that is not a string fails where the test reaches it, not before.
+        let bad = r#"{"record_canonical":{"witness":{"name":"w"},"base":5}}"#;
+        assert!(covers("https://target.example/mcp", bad).is_err());
+        let fine = r#"{"record_canonical":{"witness":{"name":"w"},"base":"https://target.example/mcp","nodes":[{"request":{"url":7}}]}}"#;
+        assert_eq!(covers("https://target.example/mcp", fine), Ok(true));
+    }
+
+    fn tally(month: &str, endpoint: &str, values: &[&str]) -> Result<WitnessColumns, String> {
+        let month = Month::parse(month).unwrap();
+        let mut t = Tally::new(&month, endpoint, &Limits::default());
+        for v in values {
+            if let Some(w) = norm(v)? {
+                t.add(&w)?;
+            }
+        }
+        t.finish().map_err(|e| e.to_string())
+    }
+
+    const EP: &str = "https://target.example/mcp";
+
+    #[test]
+    fn the_first_discrepancy_of_an_identity_on_a_day_wins() {
+        let a = r#"{"at":"2026-09-03T01:00:00Z","witness":{"name":"n"},"counted":true,"signed_domain":"d.example","discrepancy_sha256":"aaa"}"#;
+        let b = r#"{"at":"2026-09-03T23:00:00Z","witness":{"name":"m"},"counted":true,"signed_domain":"d.example","discrepancy_sha256":"bbb"}"#;
+        let ab = tally("2026-09", EP, &[a, b]).unwrap();
+        let ba = tally("2026-09", EP, &[b, a]).unwrap();
+        assert_eq!(ab.discrepancies_signed, ["\"aaa\""]);
+        assert_eq!(ba.discrepancies_signed, ["\"bbb\""]);
+        // v1 lists every discrepancy either way; two names, one domain: one signed witness.
+        assert_eq!(ab.discrepancies, ba.discrepancies);
+        assert_eq!((ab.witnesses_signed, ab.witnesses), (1, 3));
+    }
+
+    #[test]
+    fn identities_are_objects_equal_as_python_compares_them() {
+        let one = r#"{"at":"2026-09-01","witness":{"name":"x","v":1}}"#;
+        let same = r#"{"at":"2026-09-02","witness":{"v":1.0,"name":"x"}}"#;
+        let other_vantage = r#"{"at":"2026-09-02","witness":{"name":"x","vantage":"b"}}"#;
+        let gate = r#"{"at":"2026-09-02","witness":{"name":"gate.horizonshield.dev","vantage":"cloudflare-worker"}}"#;
+        let c = tally("2026-09", EP, &[other_vantage, one, same, gate]).unwrap();
+        assert_eq!(c.witnesses, 3);
+        assert_eq!(
+            c.identities,
+            [
+                r#"{"name":"gate.horizonshield.dev","vantage":"cloudflare-worker"}"#,
+                r#"{"name":"x","vantage":"b"}"#,
+                r#"{"name":"x","v":1}"#
+            ]
+        );
+        // A plain value without counted:true is in v1 columns only.
+        assert_eq!((c.witnesses_signed, c.witnesses_unsigned), (0, 0));
+        let bad = r#"{"at":"2026-09-01","witness":{"name":5}}"#;
+        assert!(tally("2026-09", EP, &[bad]).is_err());
+    }
+
+    #[test]
+    fn walked_as_witness_counts_any_target_and_commitments_apart() {
+        let own = r#"{"at":"2026-09-01","witness":{"name":"t"},"counted":true,"signed_domain":"target.example","endpoint":"https://elsewhere.example/mcp"}"#;
+        let commit = r#"{"at":"2026-09-01","witness":{"name":"c"},"counted":true,"mode":"commitment","discrepancy_sha256":"ddd"}"#;
+        let uncounted = r#"{"record_canonical":{"witness":{"name":"u"},"walked_at":"2026-09-02","verdict":{"ok":false}},"sha":"eee","counted":false,"signed_domain":"target.example"}"#;
+        let c = tally("2026-09", EP, &[own, commit, uncounted]).unwrap();
+        assert_eq!(c.walked_as_witness, 1);
+        assert_eq!(c.commitments_unrevealed, 1);
+        assert_eq!(c.discrepancies, ["\"ddd\"", "\"eee\""]);
+        assert!(c.discrepancies_signed.is_empty() && c.discrepancies_unsigned.is_empty());
+        // August: none of the v1.1 counts move.
+        let c = tally("2026-08", EP, &[own.replace("2026-09", "2026-08").as_str()]).unwrap();
+        assert_eq!(c.walked_as_witness, 0);
+    }
+
+    #[test]
+    fn walked_at_decides_the_month() {
+        let july = stored(&WALK.replace("2026-09-03", "2026-07-31"), "");
+        let c = tally("2026-09", EP, &[&july]).unwrap();
+        assert_eq!(c.witnesses, 1);
+        let c = tally("2026-07", EP, &[&july]).unwrap();
+        assert_eq!(c.witnesses, 2);
+    }
+}

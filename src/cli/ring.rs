@@ -9,7 +9,8 @@
 use super::records::DbArg;
 use super::{EXIT_FINDING, EXIT_OK};
 use crate::ring_files::{self, Inputs};
-use crate::rings::{Limits, compare, dsse, statement};
+use crate::rings::inputs::Anchored;
+use crate::rings::{self, Limits, compare, dsse, statement};
 use anyhow::{Context, anyhow};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
@@ -117,7 +118,12 @@ pub struct InputsArgs {
     /// The endpoint the records witness (as `ledger pull --endpoint`).
     #[arg(long, value_name = "URL")]
     pub endpoint: String,
-    /// The folder to write NNNNN-<sha>.json files into (created; must hold no such files).
+    /// The intake whose ledger orders them (needed when records of the endpoint were filed
+    /// with more than one).
+    #[arg(long, value_name = "URL")]
+    pub intake: Option<String>,
+    /// The folder to write the NNNNNN-e<entry>-<sha>.json files into (created; it must hold no
+    /// .json file, so that DIR/* is exactly these).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
 }
@@ -303,6 +309,107 @@ fn dsse_verify(a: DsseVerifyArgs) -> anyhow::Result<ExitCode> {
     }))
 }
 
-fn inputs(_a: InputsArgs) -> anyhow::Result<ExitCode> {
-    Err(anyhow!("ring inputs: not built yet"))
+fn inputs(a: InputsArgs) -> anyhow::Result<ExitCode> {
+    let month = rings::Month::parse(&a.month)?;
+    let store = a.db.open_read_only()?;
+    let (records, disagreeing) = crate::store::ledger::anchored_for_endpoint(&store, &a.endpoint)?;
+    let mut intakes: Vec<&str> = records.iter().map(|r| r.intake_url.as_str()).collect();
+    intakes.sort_unstable();
+    intakes.dedup();
+    let intake = match (&a.intake, intakes.as_slice()) {
+        (Some(i), _) => i.clone(),
+        (None, [one]) => one.to_string(),
+        (None, []) => String::new(),
+        (None, many) => {
+            return Err(anyhow!(
+                "records of {} are anchored in {} ledgers ({}): choose one with --intake, since ledger order holds within one ledger only",
+                a.endpoint,
+                many.len(),
+                many.join(", ")
+            ));
+        }
+    };
+    let mut archived = 0;
+    let chosen: Vec<Anchored> = records
+        .into_iter()
+        .filter(|r| r.intake_url == intake)
+        .filter_map(|r| match r.record_canonical {
+            None => {
+                archived += 1;
+                None
+            }
+            Some(record_canonical) => Some(Anchored {
+                sha256: r.sha256,
+                ledger_entry: r.ledger_entry,
+                ours: r.ours,
+                record_canonical,
+                signed: r.signed,
+                signed_domain: r.signed_domain,
+                mode: r.mode,
+                witness_name: r.witness_name,
+                vantage: r.vantage,
+                counted: r.counted,
+                count_reason: r.count_reason,
+                endpoint: r.endpoint,
+            }),
+        })
+        .collect();
+    let (files, left) = rings::inputs::witness_files(chosen, &month);
+    prepare_out_dir(&a.out)?;
+    for f in &files {
+        ring_files::write_once(&a.out.join(&f.name), &f.bytes, false)?;
+    }
+    let ours = files.iter().filter(|f| f.ours).count();
+    println!(
+        "{} witness files in {} ({} ours, {} other witnesses'), in ledger order of {}",
+        files.len(),
+        a.out.display(),
+        ours,
+        files.len() - ours,
+        if intake.is_empty() {
+            "(no ledger)"
+        } else {
+            &intake
+        }
+    );
+    let unknown_counted = files.len() - ours;
+    if unknown_counted > 0 {
+        println!(
+            "note: `ledger pull` does not keep the intake's counted flag, so the {unknown_counted} other witnesses' records are written without it (read as counted)"
+        );
+    }
+    for (n, what) in [
+        (left.other_month, "walked in another month"),
+        (left.undated, "have no walked_at"),
+        (archived, "are archived (records restore brings them back)"),
+        (disagreeing, "disagree with their batch (see ledger pull)"),
+    ] {
+        if n > 0 {
+            println!("left out: {n} anchored records that {what}");
+        }
+    }
+    println!(
+        "next: conduct-walker ring build --month {} --endpoint {} --history HISTORY --witness {}/*",
+        month.as_str(),
+        a.endpoint,
+        a.out.display()
+    );
+    Ok(ExitCode::from(EXIT_OK))
+}
+
+/// Create the folder; refuse one that already holds .json files (they would join `DIR/*`).
+fn prepare_out_dir(dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let stale = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?
+        .filter_map(|e| e.ok())
+        .any(|e| e.path().extension().is_some_and(|x| x == "json"));
+    if stale {
+        return Err(anyhow!(
+            "{} already holds .json files; give an empty folder, so that {}/* is exactly these inputs",
+            dir.display(),
+            dir.display()
+        ));
+    }
+    Ok(())
 }

@@ -24,6 +24,7 @@ pub mod compare;
 pub mod dsse;
 pub mod form;
 pub mod history;
+pub mod inputs;
 pub mod py;
 pub mod ring;
 pub mod spec;

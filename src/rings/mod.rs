@@ -19,6 +19,7 @@
 //! `crate::ring_files`; the faces (`cli::ring`, the endpoint page, the MCP `ring_verify` tool)
 //! sit on both.
 
+pub mod audit;
 pub mod build;
 pub mod compare;
 pub mod dsse;

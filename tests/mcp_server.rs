@@ -1049,9 +1049,16 @@ async fn ring_verify_rebuilds_a_published_ring_from_its_texts() {
     let w = World::new().await;
     let client = w.connect(&[], "").await;
     let dir = conduct_walker::sandbox::shared_vectors("rings").join("real");
-    let ring = std::fs::read_to_string(dir.join("rings/mcp-horizonshield-dev-mcp/2026-08.json")).unwrap();
-    let history = std::fs::read_to_string(dir.join("history/mcp-horizonshield-dev-mcp.json")).unwrap();
-    let r = call(&client, "ring_verify", json!({"ring": ring, "history": history})).await;
+    let ring =
+        std::fs::read_to_string(dir.join("rings/mcp-horizonshield-dev-mcp/2026-08.json")).unwrap();
+    let history =
+        std::fs::read_to_string(dir.join("history/mcp-horizonshield-dev-mcp.json")).unwrap();
+    let r = call(
+        &client,
+        "ring_verify",
+        json!({"ring": ring, "history": history}),
+    )
+    .await;
     let v = ok(&r);
     assert_eq!(v["result"], "MATCH", "{v:#}");
     assert_eq!(
@@ -1061,16 +1068,43 @@ async fn ring_verify_rebuilds_a_published_ring_from_its_texts() {
     assert!(text(&r).starts_with("MATCH: the 2026-08 ring of https://mcp.horizonshield.dev/mcp"));
 
     let forged = ring.replacen("\"witnesses\": 1", "\"witnesses\": 2", 1);
-    let v = call(&client, "ring_verify", json!({"ring": forged, "history": history, "witnesses": []})).await;
+    let v = call(
+        &client,
+        "ring_verify",
+        json!({"ring": forged, "history": history, "witnesses": []}),
+    )
+    .await;
     let v = ok(&v);
     assert_eq!(v["result"], "MISMATCH");
-    assert_eq!(v["differing_keys"], json!([{"key": "witnesses", "rebuilt": "1", "claimed": "2"}]));
+    assert_eq!(
+        v["differing_keys"],
+        json!([{"key": "witnesses", "rebuilt": "1", "claimed": "2"}])
+    );
 
-    let junk = call(&client, "ring_verify", json!({"ring": ring, "history": history, "witnesses": ["not json"]})).await;
-    assert!(error_text(&junk).contains("witnesses[0]: not JSON"), "{}", text(&junk));
-    let many = call(&client, "ring_verify", json!({"ring": ring, "history": history, "witnesses": vec!["{}"; 1001]})).await;
+    let junk = call(
+        &client,
+        "ring_verify",
+        json!({"ring": ring, "history": history, "witnesses": ["not json"]}),
+    )
+    .await;
+    assert!(
+        error_text(&junk).contains("witnesses[0]: not JSON"),
+        "{}",
+        text(&junk)
+    );
+    let many = call(
+        &client,
+        "ring_verify",
+        json!({"ring": ring, "history": history, "witnesses": vec!["{}"; 1001]}),
+    )
+    .await;
     assert!(error_text(&many).contains("at most 1000"));
-    let odd = call(&client, "ring_verify", json!({"ring": ring, "history": history, "witnesses": [5]})).await;
+    let odd = call(
+        &client,
+        "ring_verify",
+        json!({"ring": ring, "history": history, "witnesses": [5]}),
+    )
+    .await;
     assert!(error_text(&odd).contains("witnesses[0] must be a string"));
     // Nothing was written: the tool reads its arguments only.
     assert_eq!(w.records_in_store(), 0);

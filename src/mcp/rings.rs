@@ -57,7 +57,9 @@ fn verify(
     let diffs = compare::differing_keys(&built.bytes, ring.as_bytes());
     let matched = diffs.is_empty();
     let summary = if matched {
-        format!("MATCH: the {month} ring of {endpoint} rebuilds byte for byte (sha256 {claimed_sha256})")
+        format!(
+            "MATCH: the {month} ring of {endpoint} rebuilds byte for byte (sha256 {claimed_sha256})"
+        )
     } else {
         let keys: Vec<&str> = diffs.iter().map(|d| d.key.as_str()).collect();
         format!(

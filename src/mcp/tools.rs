@@ -562,11 +562,17 @@ impl Args {
             None | Some(Value::Null) => return Ok(Vec::new()),
             Some(Value::Array(items)) => items,
             Some(other) => {
-                return Err(format!("{name} must be an array of strings, not {}", quote_json(other)));
+                return Err(format!(
+                    "{name} must be an array of strings, not {}",
+                    quote_json(other)
+                ));
             }
         };
         if let Some(max) = max_items.filter(|m| items.len() as u64 > *m) {
-            return Err(format!("{name} has {} items; at most {max} are taken", items.len()));
+            return Err(format!(
+                "{name} has {} items; at most {max} are taken",
+                items.len()
+            ));
         }
         items
             .iter()
@@ -579,7 +585,10 @@ impl Args {
                     )),
                     _ => Ok(s.clone()),
                 },
-                other => Err(format!("{name}[{i}] must be a string, not {}", quote_json(other))),
+                other => Err(format!(
+                    "{name}[{i}] must be a string, not {}",
+                    quote_json(other)
+                )),
             })
             .collect()
     }
@@ -703,7 +712,11 @@ mod tests {
                     );
                 }
                 if p["type"] == "array" {
-                    assert!(p["maxItems"].as_u64().is_some(), "{}.{name} has no maxItems", tool.name);
+                    assert!(
+                        p["maxItems"].as_u64().is_some(),
+                        "{}.{name} has no maxItems",
+                        tool.name
+                    );
                     assert!(
                         p["items"]["maxLength"].as_u64().is_some(),
                         "{}.{name}'s items have no maxLength",

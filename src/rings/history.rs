@@ -204,15 +204,46 @@ pub fn kind(v: JsonRef<'_>) -> &'static str {
     }
 }
 
-/// A kept measurement: what the order-dependent columns need.
+/// A kept measurement: what the order-dependent columns need, compactly (a month may hold
+/// hundreds of thousands).
 #[derive(Debug)]
 struct Instant {
     at: Box<str>,
-    /// `record_sha256` as written (canonical text), None when absent.
-    rsha_text: Option<Box<str>>,
-    /// `record_sha256 or ""` as the sort's second key.
-    rsha_sort: Scalar,
+    rsha: Rsha,
     manifest: Option<u32>,
+}
+
+/// An instant's `record_sha256`.
+#[derive(Debug)]
+enum Rsha {
+    Absent,
+    /// A string (the usual 64 hex digits, or "").
+    Str(Box<str>),
+    /// Anything else: its canonical text and `record_sha256 or ""` as a sort key.
+    Other(Box<(Box<str>, Scalar)>),
+}
+
+impl Rsha {
+    /// Canonical text for the ring (None when absent).
+    fn text(&self) -> Option<String> {
+        match self {
+            Rsha::Absent => None,
+            Rsha::Str(s) => Some(Scalar::string(s).text),
+            Rsha::Other(o) => Some(o.0.to_string()),
+        }
+    }
+
+    /// The sort's second key, `record_sha256 or ""`: a string, or a number.
+    fn sort_key(&self) -> Result<&str, &Scalar> {
+        match self {
+            Rsha::Absent => Ok(""),
+            Rsha::Str(s) => Ok(s),
+            Rsha::Other(o) => match &o.1.sort {
+                py::Sort::Str(s) => Ok(s),
+                py::Sort::Num(_) => Err(&o.1),
+            },
+        }
+    }
 }
 
 /// The month's instants and every column read from them.
@@ -248,12 +279,12 @@ impl Instants {
     }
 
     /// `at` and `record_sha256` (canonical text or None) of the first instant.
-    pub fn first(&self) -> Option<(&str, Option<&str>)> {
-        self.kept.first().map(|i| (&*i.at, i.rsha_text.as_deref()))
+    pub fn first(&self) -> Option<(&str, Option<String>)> {
+        self.kept.first().map(|i| (&*i.at, i.rsha.text()))
     }
 
-    pub fn last(&self) -> Option<(&str, Option<&str>)> {
-        self.kept.last().map(|i| (&*i.at, i.rsha_text.as_deref()))
+    pub fn last(&self) -> Option<(&str, Option<String>)> {
+        self.kept.last().map(|i| (&*i.at, i.rsha.text()))
     }
 
     /// Distinct manifest hashes in order of first sight along the sorted instants.
@@ -291,7 +322,8 @@ struct Fold<'m> {
     month: &'m Month,
     limits: &'m Limits,
     index: u64,
-    seen: HashSet<String>,
+    /// Keys of the entries kept (`record_sha256`, or `noid:<at>`), tagged by kind.
+    seen: HashSet<Box<str>>,
     /// Manifest hash equality key → id (a NaN-holding hash gets an id of its own each time).
     manifest_ids: HashMap<String, u32>,
     out: Instants,
@@ -339,11 +371,13 @@ impl<'m> Fold<'m> {
         }
         let rsha = e.get("record_sha256");
         let rsha_truthy = rsha.filter(|v| py::truthy(*v));
-        let key = match rsha_truthy {
+        let key: Box<str> = match rsha_truthy {
+            Some(v) if v.is_string() => format!("s{}", v.as_str().unwrap_or("")).into(),
             Some(v) => match Scalar::of(v) {
-                Ok(s) => s
-                    .key()
-                    .map_or_else(|| format!("nan {index}", index = self.index), str::to_owned),
+                Ok(s) => match s.key() {
+                    Some(k) => format!("#{k}").into(),
+                    None => format!("nan {}", self.index).into(),
+                },
                 Err(_) => {
                     return Err(format!(
                         "record_sha256 is {}, which the reference cannot use as a key",
@@ -351,10 +385,7 @@ impl<'m> Fold<'m> {
                     ));
                 }
             },
-            None => Scalar::string(&format!("noid:{at}"))
-                .key()
-                .unwrap_or_default()
-                .to_owned(),
+            None => format!("snoid:{at}").into(),
         };
         if !self.seen.insert(key) {
             return Ok(());
@@ -369,16 +400,25 @@ impl<'m> Fold<'m> {
             ));
         }
         let manifest = self.manifest(e)?;
-        let rsha_sort = match rsha_truthy {
-            Some(v) => Scalar::of(v).map_err(|_| "record_sha256 is not hashable".to_string())?,
-            None => Scalar::string(""),
+        let rsha = match rsha {
+            None => Rsha::Absent,
+            Some(v) if v.is_string() => Rsha::Str(v.as_str().unwrap_or("").into()),
+            Some(v) => {
+                let sort = match rsha_truthy {
+                    Some(t) => {
+                        Scalar::of(t).map_err(|_| "record_sha256 is not hashable".to_string())?
+                    }
+                    None => Scalar::string(""),
+                };
+                Rsha::Other(Box::new((v.canonical_string().into(), sort)))
+            }
         };
         let o = &mut self.out;
         o.unmeasured += unmeasured as u64;
         o.reached += py::is_true(e.get("reachable")) as u64;
         let status = column_key(e.get("status"), "unknown");
         let consent = column_key(e.get("consent_source"), "none");
-        o.carried_bytes += at.len() + rsha.map_or(0, |r| r.canonical_string().len());
+        o.carried_bytes += at.len() + rsha.text().map_or(0, |t| t.len());
         for (map, k) in [
             (&mut o.by_status, status),
             (&mut o.by_consent_source, consent),
@@ -395,8 +435,7 @@ impl<'m> Fold<'m> {
         }
         o.kept.push(Instant {
             at: at.into(),
-            rsha_text: rsha.map(|r| r.canonical_string().into()),
-            rsha_sort,
+            rsha,
             manifest,
         });
         if o.carried_bytes > self.limits.carried_bytes {
@@ -452,12 +491,12 @@ impl<'m> Fold<'m> {
                     .iter()
                     .take_while(|i| i.at == kept[start].at)
                     .count();
-            py::sort_scalars(&mut kept[start..end], |i| &i.rsha_sort).map_err(|u| {
+            sort_group(&mut kept[start..end]).map_err(|(a, b)| {
                 RingError::input(
                     "history",
                     format!(
-                        "two entries at {} have record_sha256 values the reference cannot order ({} and {})",
-                        kept[start].at, u.a, u.b
+                        "two entries at {} have record_sha256 values the reference cannot order ({a} and {b})",
+                        kept[start].at
                     ),
                 )
             })?;
@@ -465,6 +504,34 @@ impl<'m> Fold<'m> {
         }
         Ok(self.out)
     }
+}
+
+/// Sort entries of one `at` by `record_sha256 or ""`, as Python compares them: strings with
+/// strings, numbers with numbers; a string beside a number, or a NaN beside anything, is a
+/// comparison Python fails (the two values).
+fn sort_group(group: &mut [Instant]) -> Result<(), (String, String)> {
+    if group.len() < 2 {
+        return Ok(());
+    }
+    let text = |i: &Instant| i.rsha.text().unwrap_or_else(|| "\"\"".into());
+    let first_str = group.iter().find(|i| i.rsha.sort_key().is_ok());
+    let first_num = group.iter().find(|i| i.rsha.sort_key().is_err());
+    if let (Some(a), Some(b)) = (first_str, first_num) {
+        return Err((text(a), text(b)));
+    }
+    if let Some(n) = group
+        .iter()
+        .find(|i| matches!(i.rsha.sort_key(), Err(s) if s.is_nan()))
+    {
+        return Err((text(n), "another value".into()));
+    }
+    group.sort_by(|a, b| match (a.rsha.sort_key(), b.rsha.sort_key()) {
+        (Ok(x), Ok(y)) => x.cmp(y),
+        (Err(x), Err(y)) => py::compare(x, y),
+        (Ok(_), Err(_)) => std::cmp::Ordering::Greater,
+        (Err(_), Ok(_)) => std::cmp::Ordering::Less,
+    });
+    Ok(())
 }
 
 /// `str(value or default)` (§5.1, §7 item 9).
@@ -557,7 +624,7 @@ mod tests {
         );
         // `noid:<at>` and "" share a key (the second is a repeat); "" sorts first, then a, z.
         assert_eq!(h.instants.first(), Some(("2026-09-01T00:00:00Z", None)));
-        assert_eq!(h.instants.kept[1].rsha_text.as_deref(), Some("\"a\""));
+        assert_eq!(h.instants.kept[1].rsha.text().as_deref(), Some("\"a\""));
         assert_eq!(h.instants.by_status.get("pass"), Some(&1));
         assert_eq!(h.instants.by_status.get("unknown"), Some(&3));
         assert_eq!(

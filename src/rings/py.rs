@@ -164,7 +164,9 @@ pub fn dict_items(v: JsonRef<'_>) -> Vec<(&str, JsonRef<'_>)> {
 }
 
 /// A text equal for two values exactly when Python's `==` holds between them; None when the
-/// value holds a NaN (equal to nothing, not even another NaN read from the same text).
+/// value holds a NaN (equal to nothing, not even another NaN read from the same text). It is
+/// the canonical text with numbers and booleans in one form each (`1.0`, `1e0`, `true` → `1`),
+/// so a value without numbers or booleans has its canonical text as its key.
 pub fn eq_key(v: JsonRef<'_>) -> Option<String> {
     let mut out = String::new();
     eq_key_into(&mut out, v).then_some(out)
@@ -180,23 +182,28 @@ fn eq_key_into(out: &mut String, v: JsonRef<'_>) -> bool {
         },
         Tag::Array => {
             out.push('[');
-            for item in v.as_array().into_iter().flatten() {
+            for (i, item) in v.as_array().into_iter().flatten().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
                 if !eq_key_into(out, item) {
                     return false;
                 }
-                out.push(',');
             }
             out.push(']');
         }
         Tag::Object => {
             out.push('{');
-            for (k, item) in v.as_object().map(|o| o.entries()).unwrap_or_default() {
+            let entries = v.as_object().map(|o| o.entries()).unwrap_or_default();
+            for (i, (k, item)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
                 write_string(out, k);
                 out.push(':');
                 if !eq_key_into(out, item) {
                     return false;
                 }
-                out.push(',');
             }
             out.push('}');
         }

@@ -174,15 +174,21 @@ pub fn assemble(
             ),
         ),
         ("discrepancies".into(), texts(&witnesses.discrepancies)),
-        ("first_instant".into(), Out::opt_str(first.map(|f| f.0))),
-        ("last_instant".into(), Out::opt_str(last.map(|l| l.0))),
+        (
+            "first_instant".into(),
+            Out::opt_str(first.as_ref().map(|f| f.0)),
+        ),
+        (
+            "last_instant".into(),
+            Out::opt_str(last.as_ref().map(|l| l.0)),
+        ),
         (
             "record_sha256_first".into(),
-            Out::opt_json(first.and_then(|f| f.1)),
+            Out::opt_json(first.as_ref().and_then(|f| f.1.as_deref())),
         ),
         (
             "record_sha256_last".into(),
-            Out::opt_json(last.and_then(|l| l.1)),
+            Out::opt_json(last.as_ref().and_then(|l| l.1.as_deref())),
         ),
         (
             "prev_ring_sha256".into(),

@@ -9,18 +9,50 @@ use super::history::kind;
 use super::py::{self, Scalar, ScalarSet};
 use super::{Limits, Month, RingError, coverage_origin, first_chars, form, hostname, spec};
 use crate::json::{JsonRef, ReadOptions, Tag, read};
-use std::collections::HashSet;
+use std::collections::hash_map::RandomState;
+use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasher as _;
 
 /// A witness identity: `{name, vantage}` (ledger form) or the plain form's whole `witness`
 /// object, kept as its canonical text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Identity {
     pub text: String,
-    /// Python equality (None: holds a NaN, equal to nothing).
-    key: Option<String>,
+    /// Python equality (see [`py::eq_key`]).
+    key: Key,
     pub name: Name,
     lone_surrogate: bool,
     depth: usize,
+}
+
+/// An identity's equality key, kept only where it is not the canonical text itself (a value
+/// with numbers or booleans), so a large identity is held once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Key {
+    Text,
+    Own(String),
+    /// Holds a NaN: equal to nothing.
+    None,
+}
+
+impl Key {
+    fn of(key: Option<String>, text: &str) -> Key {
+        match key {
+            Some(k) if k == text => Key::Text,
+            Some(k) => Key::Own(k),
+            None => Key::None,
+        }
+    }
+}
+
+impl Identity {
+    fn key(&self) -> Option<&str> {
+        match &self.key {
+            Key::Text => Some(&self.text),
+            Key::Own(k) => Some(k),
+            Key::None => None,
+        }
+    }
 }
 
 /// An identity's `name`.
@@ -43,7 +75,7 @@ impl Identity {
             spec::GATE_VANTAGE
         );
         Identity {
-            key: key_of_text(&text),
+            key: Key::of(key_of_text(&text), &text),
             text,
             name: Name::Str(spec::GATE_NAME.into()),
             lone_surrogate: false,
@@ -52,9 +84,10 @@ impl Identity {
     }
 
     fn of_object(v: JsonRef<'_>) -> Identity {
+        let text = v.canonical_string();
         Identity {
-            text: v.canonical_string(),
-            key: py::eq_key(v),
+            key: Key::of(py::eq_key(v), &text),
+            text,
             name: name_of(v.get("name")),
             lone_surrogate: v.holds_lone_surrogate(),
             depth: form::depth(v),
@@ -72,7 +105,7 @@ impl Identity {
             text_of(name, "null"),
             text_of(vantage, "\"\"")
         );
-        let key = key_of_text(&text);
+        let key = Key::of(key_of_text(&text), &text);
         let depth = |v: Option<JsonRef<'_>>| v.map_or(0, form::depth);
         Identity {
             text,
@@ -362,7 +395,10 @@ pub struct Tally {
     v11: bool,
     limits: Limits,
     identities: Vec<Identity>,
-    identity_keys: HashSet<String>,
+    /// Identities by the hash of their key (the key itself is compared in `identities`, so a
+    /// large identity is held once).
+    identity_index: HashMap<u64, Vec<usize>>,
+    key_hasher: RandomState,
     discrepancies: ScalarSet,
     signed: HashSet<String>,
     unsigned: HashSet<String>,
@@ -377,6 +413,8 @@ pub struct Tally {
 impl Tally {
     pub fn new(month: &Month, endpoint: &str, limits: &Limits) -> Tally {
         let gate = Identity::gate();
+        let key_hasher = RandomState::new();
+        let gate_hash = key_hasher.hash_one(gate.key().unwrap_or_default());
         Tally {
             month: month.clone(),
             endpoint: endpoint.to_string(),
@@ -384,7 +422,8 @@ impl Tally {
             host: hostname(endpoint),
             v11: month.is_v11(),
             limits: *limits,
-            identity_keys: gate.key.iter().cloned().collect(),
+            identity_index: HashMap::from([(gate_hash, vec![0])]),
+            key_hasher,
             identities: vec![gate],
             discrepancies: ScalarSet::default(),
             signed: HashSet::new(),
@@ -506,15 +545,30 @@ impl Tally {
                 id.depth
             ));
         }
-        let known = id
-            .key
-            .as_ref()
-            .is_some_and(|k| self.identity_keys.contains(k));
+        let Some(key) = id.key() else {
+            // Equal to nothing: always a new identity.
+            self.keep(id.text.len())?;
+            self.identities.push(id.clone());
+            return Ok(());
+        };
+        let hash = self.key_hasher.hash_one(key);
+        let known = self
+            .identity_index
+            .get(&hash)
+            .is_some_and(|at| at.iter().any(|i| self.identities[*i].key() == Some(key)));
         if !known {
-            self.keep(id.text.len() + id.key.as_ref().map_or(0, String::len))?;
-            if let Some(k) = &id.key {
-                self.identity_keys.insert(k.clone());
-            }
+            self.keep(
+                id.text.len()
+                    + if matches!(id.key, Key::Own(_)) {
+                        key.len()
+                    } else {
+                        0
+                    },
+            )?;
+            self.identity_index
+                .entry(hash)
+                .or_default()
+                .push(self.identities.len());
             self.identities.push(id.clone());
         }
         Ok(())

@@ -26,6 +26,8 @@ pub mod net;
 pub mod pages;
 pub mod pipeline;
 pub mod readers;
+pub mod ring_files;
+pub mod rings;
 pub mod sandbox;
 pub mod sse;
 pub mod store;

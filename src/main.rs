@@ -30,6 +30,7 @@ fn serves(command: &Command) -> bool {
         | Command::Records(_)
         | Command::Outbox(_)
         | Command::Ledger(_)
+        | Command::Ring(_)
         | Command::Alerts(_)
         | Command::Card(_)
         | Command::Terms(_)
@@ -79,6 +80,7 @@ fn main() -> ExitCode {
             Command::Records(cmd) => cli::records::run(cmd).await,
             Command::Outbox(cmd) => cli::outbox::run(cmd).await,
             Command::Ledger(cmd) => cli::ledger::run(cmd).await,
+            Command::Ring(cmd) => cli::ring::run(cmd).await,
             Command::Alerts(cmd) => cli::alerts::run(cmd).await,
             Command::Card(cmd) => cli::card::run(cmd).await,
             Command::Terms(cmd) => cli::terms::run(cmd).await,

@@ -70,6 +70,7 @@ async fn the_python_sdk_lists_tools_walks_and_validates_the_output_schema() {
             "records_list",
             "records_show",
             "records_verify",
+            "ring_verify",
             "terms_verify",
             "witness_walk"
         ])

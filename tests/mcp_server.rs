@@ -249,7 +249,8 @@ async fn tools_are_listed_with_input_and_output_schemas() {
             "records_show",
             "records_verify",
             "card_verify",
-            "terms_verify"
+            "terms_verify",
+            "ring_verify"
         ]
     );
     for t in &tools {
@@ -1039,4 +1040,72 @@ async fn on_stdio_invalid_utf8_and_overlong_lines_get_the_parse_error_and_servin
     }
     assert_eq!(code, Some(0));
     assert!(stderr.contains("stopped: its input ended"), "{stderr}");
+}
+
+/// `ring_verify` (issue 37): the published August ring rebuilt from the register's archive,
+/// from texts only (read-only, offline); a forged count named with both values; bounds refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ring_verify_rebuilds_a_published_ring_from_its_texts() {
+    let w = World::new().await;
+    let client = w.connect(&[], "").await;
+    let dir = conduct_walker::sandbox::shared_vectors("rings").join("real");
+    let ring =
+        std::fs::read_to_string(dir.join("rings/mcp-horizonshield-dev-mcp/2026-08.json")).unwrap();
+    let history =
+        std::fs::read_to_string(dir.join("history/mcp-horizonshield-dev-mcp.json")).unwrap();
+    let r = call(
+        &client,
+        "ring_verify",
+        json!({"ring": ring, "history": history}),
+    )
+    .await;
+    let v = ok(&r);
+    assert_eq!(v["result"], "MATCH", "{v:#}");
+    assert_eq!(
+        v["rebuilt_sha256"],
+        "9ca61125dcb3e566a34e4542641324987b1fa2a3f1f5f8c5086126f45aa4b953"
+    );
+    assert!(text(&r).starts_with("MATCH: the 2026-08 ring of https://mcp.horizonshield.dev/mcp"));
+
+    let forged = ring.replacen("\"witnesses\": 1", "\"witnesses\": 2", 1);
+    let v = call(
+        &client,
+        "ring_verify",
+        json!({"ring": forged, "history": history, "witnesses": []}),
+    )
+    .await;
+    let v = ok(&v);
+    assert_eq!(v["result"], "MISMATCH");
+    assert_eq!(
+        v["differing_keys"],
+        json!([{"key": "witnesses", "rebuilt": "1", "claimed": "2"}])
+    );
+
+    let junk = call(
+        &client,
+        "ring_verify",
+        json!({"ring": ring, "history": history, "witnesses": ["not json"]}),
+    )
+    .await;
+    assert!(
+        error_text(&junk).contains("witnesses[0]: not JSON"),
+        "{}",
+        text(&junk)
+    );
+    let many = call(
+        &client,
+        "ring_verify",
+        json!({"ring": ring, "history": history, "witnesses": vec!["{}"; 1001]}),
+    )
+    .await;
+    assert!(error_text(&many).contains("at most 1000"));
+    let odd = call(
+        &client,
+        "ring_verify",
+        json!({"ring": ring, "history": history, "witnesses": [5]}),
+    )
+    .await;
+    assert!(error_text(&odd).contains("witnesses[0] must be a string"));
+    // Nothing was written: the tool reads its arguments only.
+    assert_eq!(w.records_in_store(), 0);
 }

@@ -55,6 +55,10 @@ pub enum Command {
     /// serves.
     #[command(subcommand)]
     Ledger(super::ledger::LedgerCommand),
+    /// NENRIN rings (spec rings.md): build an endpoint's monthly ring byte for byte as the
+    /// register does, verify a published one from its inputs, and check its signed Statement.
+    #[command(subcommand)]
+    Ring(super::ring::RingCommand),
     /// Run a local witness intake (spec §6) for tests and demos
     IntakeEmulator(super::intake::IntakeEmulatorArgs),
     /// Measure end-to-end walk throughput against loopback sandbox agents.

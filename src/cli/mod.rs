@@ -15,6 +15,7 @@ pub mod mcp;
 pub mod net;
 pub mod outbox;
 pub mod records;
+pub mod ring;
 pub mod sandbox;
 pub mod terms;
 pub mod walk;

@@ -164,6 +164,10 @@ pub enum RecordsCommand {
         /// A daemon config: its witness and targets' schedules are shown too.
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
+        /// A rings folder laid out as the register's rings/ (<slug>/<YYYY-MM>.json, the
+        /// envelopes beside them, jwks.json): each endpoint page shows its rings.
+        #[arg(long, value_name = "DIR")]
+        rings: Option<PathBuf>,
     },
     /// Check an Ed25519 signature over a file's exact bytes and print the file's sha256.
     VerifyFile {
@@ -184,9 +188,10 @@ pub async fn run(command: RecordsCommand) -> anyhow::Result<ExitCode> {
         listen,
         allow_non_loopback,
         config,
+        rings,
     } = command
     {
-        return serve(&db, listen, allow_non_loopback, config.as_deref()).await;
+        return serve(&db, listen, allow_non_loopback, config.as_deref(), rings).await;
     }
     // SQLite and hashing block; keep them off the async workers.
     tokio::task::spawn_blocking(move || run_blocking(command))
@@ -671,6 +676,7 @@ async fn serve(
     listen: std::net::SocketAddr,
     allow_non_loopback: bool,
     config: Option<&Path>,
+    rings: Option<PathBuf>,
 ) -> anyhow::Result<ExitCode> {
     if !listen.ip().is_loopback() && !allow_non_loopback {
         anyhow::bail!(
@@ -680,13 +686,19 @@ async fn serve(
     let path = db.path()?;
     // Fail now, not on the first request, when the store cannot be read.
     drop(Store::open_read_only(&path)?);
-    let context = match config {
+    let mut context = match config {
         None => crate::pages::Context::default(),
         Some(c) => {
             let cfg = crate::config::load(c)?;
             crate::pages::Context::from_config(&cfg, None)
         }
     };
+    if let Some(dir) = &rings
+        && !dir.is_dir()
+    {
+        anyhow::bail!("--rings {}: not a folder", dir.display());
+    }
+    context.rings = rings;
     let state = crate::pages::PagesState::new(
         path.clone(),
         std::sync::Arc::new(move || context.clone()),

@@ -13,11 +13,17 @@
 
 mod doc;
 mod read;
+pub mod stream;
 
 pub use doc::{ArrayRef, Doc, Items, JsonRef, ObjectRef, Tag};
 pub use read::{PYTHON_INT_MAX_STR_DIGITS, REFERENCE_MAX_DEPTH, ReadError, ReadOptions, read};
 
 use serde_json::Value;
+
+/// JSON whitespace: space, tab, LF, CR (nothing else, as Python's reader).
+pub(crate) fn is_ws_byte(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
 
 /// Parse as the reference walker reads a card (CPython 3.11 `json.loads` of the UTF-8 text):
 /// last duplicate wins, Python's `NaN` / `Infinity` / `-Infinity` accepted (§8.3 item 18),

@@ -10,6 +10,7 @@
 mod http;
 mod jsonrpc;
 mod reads;
+mod rings;
 mod stdio;
 mod tools;
 mod walk;
@@ -43,7 +44,7 @@ Origins that decline listing in /.well-known/mcp-conduct.json are not walked. Th
 configuration fixes the witness identity and key, whether records are filed, which hosts are \
 reachable and how many walks a day may start. records_list, records_show and records_verify \
 read the local store; card_verify and terms_verify check an Agent Card's signatures and the \
-terms it offers.";
+terms it offers; ring_verify recomputes a register's monthly ring from its inputs.";
 
 /// How the server runs: the operator's config, and a clock (tests fix it).
 pub struct Options {
@@ -199,6 +200,7 @@ impl ServerHandler for WitnessServer {
             tools::RECORDS_VERIFY => reads::records_verify(state, args).await,
             tools::CARD_VERIFY => reads::card_verify(state, args).await,
             tools::TERMS_VERIFY => reads::terms_verify(state, args).await,
+            tools::RING_VERIFY => rings::ring_verify(args).await,
             other => {
                 return Err(ErrorData::invalid_params(
                     format!("no tool named {}", tools::quote(other)),

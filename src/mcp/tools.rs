@@ -14,6 +14,7 @@ pub const RECORDS_SHOW: &str = "records_show";
 pub const RECORDS_VERIFY: &str = "records_verify";
 pub const CARD_VERIFY: &str = "card_verify";
 pub const TERMS_VERIFY: &str = "terms_verify";
+pub const RING_VERIFY: &str = "ring_verify";
 
 fn object(v: Value) -> Arc<JsonObject> {
     match v {
@@ -394,6 +395,67 @@ fn terms_verify() -> Tool {
     .with_annotations(read_only())
 }
 
+/// The longest ring or previous ring a tool takes (characters): rings are a few KB; this is
+/// the ring-file cap of `ring verify`.
+pub const RING_TEXT_MAX_CHARS: usize = 4 * 1024 * 1024;
+/// The longest history text (the register's archive of one endpoint is about 74 KB).
+pub const HISTORY_TEXT_MAX_CHARS: usize = 8 * 1024 * 1024;
+/// Witness files per call, and the longest one (a card's cap).
+pub const WITNESSES_MAX_ITEMS: usize = 1000;
+pub const WITNESS_TEXT_MAX_CHARS: usize = 1024 * 1024;
+
+fn ring_verify() -> Tool {
+    let input = json!({
+        "type": "object",
+        "properties": {
+            "ring": string_input(RING_TEXT_MAX_CHARS, "The claimed ring file's exact text (rings/<slug>/<YYYY-MM>.json): its endpoint and month say what to rebuild."),
+            "history": string_input(HISTORY_TEXT_MAX_CHARS, "The gate's /history export, or the register's archive history/<slug>.json, as text."),
+            "witnesses": {
+                "type": "array",
+                "items": { "type": "string", "maxLength": WITNESS_TEXT_MAX_CHARS },
+                "maxItems": WITNESSES_MAX_ITEMS,
+                "description": "Witness files' texts (one JSON value each), in the order the ring was built with: order can change a ring.",
+            },
+            "prev": string_input(RING_TEXT_MAX_CHARS, "The previous ring's exact text, when the ring chains to one."),
+        },
+        "required": ["ring", "history"],
+        "additionalProperties": false,
+    });
+    let output = json!({
+        "type": "object",
+        "properties": {
+            "result": { "type": "string", "enum": ["MATCH", "MISMATCH"] },
+            "endpoint": { "type": "string" },
+            "month": { "type": "string" },
+            "claimed_sha256": { "type": "string", "pattern": "^[0-9a-f]{64}$" },
+            "rebuilt_sha256": { "type": "string", "pattern": "^[0-9a-f]{64}$" },
+            "differing_keys": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "key": { "type": "string" },
+                        "rebuilt": nullable("string"),
+                        "claimed": nullable("string"),
+                    },
+                    "required": ["key", "rebuilt", "claimed"],
+                },
+            },
+        },
+        "required": ["result", "endpoint", "month", "claimed_sha256", "rebuilt_sha256", "differing_keys"],
+    });
+    Tool::new(
+        RING_VERIFY,
+        "Recompute a NENRIN ring (an endpoint's monthly counts in the register) from its inputs, \
+         byte for byte as the register's builder, and compare it with the claimed ring (read-only, \
+         no network): MATCH, or MISMATCH with each differing key's two values. Counts only: a ring \
+         never states a rate or a score.",
+        object(input),
+    )
+    .with_raw_output_schema(object(output))
+    .with_annotations(read_only())
+}
+
 fn read_only() -> ToolAnnotations {
     ToolAnnotations::new().read_only(true).open_world(false)
 }
@@ -407,6 +469,7 @@ pub fn all() -> Vec<Tool> {
         records_verify(),
         card_verify(),
         terms_verify(),
+        ring_verify(),
     ]
 }
 
@@ -485,6 +548,49 @@ impl Args {
     pub fn required(&self, name: &str) -> Result<String, String> {
         self.string(name)?
             .ok_or_else(|| format!("{name} is required"))
+    }
+
+    /// An array of strings, each within the schema's `items.maxLength`, at most `maxItems`.
+    pub fn strings(&self, name: &str) -> Result<Vec<String>, String> {
+        let prop = self.schema.get("properties").and_then(|p| p.get(name));
+        let max_items = prop.and_then(|p| p.get("maxItems")).and_then(Value::as_u64);
+        let max_chars = prop
+            .and_then(|p| p.get("items"))
+            .and_then(|i| i.get("maxLength"))
+            .and_then(Value::as_u64);
+        let items = match self.map.get(name) {
+            None | Some(Value::Null) => return Ok(Vec::new()),
+            Some(Value::Array(items)) => items,
+            Some(other) => {
+                return Err(format!(
+                    "{name} must be an array of strings, not {}",
+                    quote_json(other)
+                ));
+            }
+        };
+        if let Some(max) = max_items.filter(|m| items.len() as u64 > *m) {
+            return Err(format!(
+                "{name} has {} items; at most {max} are taken",
+                items.len()
+            ));
+        }
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| match v {
+                Value::String(s) => match max_chars {
+                    Some(max) if s.chars().count() as u64 > max => Err(format!(
+                        "{name}[{i}] is {} characters long; at most {max} are taken",
+                        s.chars().count()
+                    )),
+                    _ => Ok(s.clone()),
+                },
+                other => Err(format!(
+                    "{name}[{i}] must be a string, not {}",
+                    quote_json(other)
+                )),
+            })
+            .collect()
     }
 
     pub fn boolean(&self, name: &str, default: bool) -> Result<bool, String> {
@@ -602,6 +708,18 @@ mod tests {
                     assert!(
                         p["maxLength"].as_u64().is_some(),
                         "{}.{name} has no maxLength",
+                        tool.name
+                    );
+                }
+                if p["type"] == "array" {
+                    assert!(
+                        p["maxItems"].as_u64().is_some(),
+                        "{}.{name} has no maxItems",
+                        tool.name
+                    );
+                    assert!(
+                        p["items"]["maxLength"].as_u64().is_some(),
+                        "{}.{name}'s items have no maxLength",
                         tool.name
                     );
                 }

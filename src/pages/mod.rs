@@ -13,6 +13,7 @@
 pub mod alerts;
 pub mod ledger;
 pub mod render;
+pub mod rings;
 pub mod strips;
 pub mod svg;
 
@@ -64,6 +65,8 @@ pub struct Context {
     pub targets: Vec<TargetInfo>,
     /// Limits each intake stated (`GET /witness`); others show the spec's constants.
     pub limits: Vec<(String, Limits)>,
+    /// A rings folder (the register's `rings/` layout): the endpoint page shows its rings.
+    pub rings: Option<PathBuf>,
 }
 
 impl Context {
@@ -87,6 +90,7 @@ impl Context {
                 })
                 .collect(),
             limits: Vec::new(),
+            rings: None,
         }
     }
 }
@@ -560,12 +564,16 @@ pub struct EndpointQuery {
 async fn endpoints(State(s): State<PagesState>, Query(q): Query<EndpointQuery>) -> Response {
     let path = s.db_path.clone();
     let by = s.served_by;
+    let rings_dir = (s.context)().rings;
     let result = blocking(move || {
         let store = Store::open_read_only(&path)?;
-        Ok(render::endpoints(
+        let url = q.url.as_deref().filter(|u| !u.is_empty());
+        let rings = url.map(|u| rings::section(rings_dir.as_deref(), u));
+        Ok(render::endpoints_with(
             store.connection(),
-            q.url.as_deref().filter(|u| !u.is_empty()),
+            url,
             by,
+            rings.unwrap_or_default(),
         )?)
     })
     .await;

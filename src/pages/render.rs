@@ -933,6 +933,16 @@ pub fn endpoints(
     url: Option<&str>,
     served_by: &str,
 ) -> Result<String, StoreError> {
+    endpoints_with(conn, url, served_by, Markup::default())
+}
+
+/// [`endpoints`] with a section the face adds after the ledger's (the rings).
+pub fn endpoints_with(
+    conn: &rusqlite::Connection,
+    url: Option<&str>,
+    served_by: &str,
+    extra: Markup,
+) -> Result<String, StoreError> {
     let Some(url) = url else {
         let list = status::endpoints(conn, 5000)?;
         let body = html! {
@@ -1009,6 +1019,7 @@ pub fn endpoints(
             }
         }
         (foreign)
+        (extra)
         h2 { "Where witnesses disagree" }
         @if disagreements.is_empty() {
             p id="agreement" { "No UTC day on which two witnesses of this endpoint saw different outcomes." }

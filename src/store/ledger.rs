@@ -799,6 +799,117 @@ pub fn foreign_witnesses(
     Ok(out)
 }
 
+/// A record anchored in an intake's ledger that is about an endpoint: ours (followed to its
+/// batch) or another witness's (`ledger pull`, its batch check passed). What the intake's
+/// stored object held that we keep; `record_canonical` None when our row was archived.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnchoredRecord {
+    pub intake_url: String,
+    pub sha256: String,
+    pub ledger_entry: u64,
+    pub ours: bool,
+    pub record_canonical: Option<String>,
+    pub signed: bool,
+    pub signed_domain: Option<String>,
+    pub mode: Option<String>,
+    pub witness_name: Option<String>,
+    pub vantage: Option<String>,
+    /// The intake's count decision (ours only: `ledger pull` does not keep it).
+    pub counted: Option<bool>,
+    pub count_reason: Option<String>,
+    pub endpoint: String,
+}
+
+/// Every anchored record about `endpoint` (trailing `/` ignored, as `ledger pull` matches),
+/// ours and others', in no particular order; foreign records whose batch check found a
+/// disagreement are left out and counted.
+pub fn anchored_for_endpoint(
+    store: &super::Store,
+    endpoint: &str,
+) -> Result<(Vec<AnchoredRecord>, u64), StoreError> {
+    let conn = store.connection();
+    let endpoint = endpoint.trim_end_matches('/');
+    let mut out = Vec::new();
+    let mut stmt = conn.prepare_cached(
+        "SELECT intake_url, sha256, ledger_entry, record_canonical, signed, signed_domain, mode, \
+         witness_name, vantage, endpoint, checked FROM foreign_records WHERE endpoint = ?1",
+    )?;
+    let mut disagreeing = 0;
+    let rows = stmt
+        .query_map([endpoint], |r| {
+            Ok((
+                AnchoredRecord {
+                    intake_url: r.get(0)?,
+                    sha256: r.get(1)?,
+                    ledger_entry: r.get::<_, i64>(2)?.max(0) as u64,
+                    ours: false,
+                    record_canonical: Some(r.get(3)?),
+                    signed: r.get(4)?,
+                    signed_domain: r.get(5)?,
+                    mode: Some(r.get(6)?),
+                    witness_name: Some(r.get(7)?),
+                    vantage: Some(r.get(8)?),
+                    counted: None,
+                    count_reason: None,
+                    endpoint: r.get(9)?,
+                },
+                r.get::<_, String>(10)?,
+            ))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    for (rec, checked) in rows {
+        if checked == "ok" {
+            out.push(rec);
+        } else {
+            disagreeing += 1;
+        }
+    }
+    let mut stmt = conn.prepare_cached(
+        "SELECT f.intake_url, f.sha256, f.ledger_entry, f.record_id, r.signed, s.lane, s.counted, \
+         s.count_reason, s.endpoint FROM ledger_follow f JOIN submissions s ON s.id = f.submission_id \
+         LEFT JOIN records r ON r.id = f.record_id \
+         WHERE f.state = 'anchored' AND f.ledger_entry IS NOT NULL AND rtrim(s.endpoint, '/') = ?1",
+    )?;
+    let ours = stmt
+        .query_map([endpoint], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, i64>(3)?,
+                r.get::<_, Option<bool>>(4)?,
+                r.get::<_, String>(5)?,
+                r.get::<_, Option<bool>>(6)?,
+                r.get::<_, Option<String>>(7)?,
+                r.get::<_, String>(8)?,
+            ))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    for (intake_url, sha256, n, record_id, signed, lane, counted, count_reason, ep) in ours {
+        // Archived rows (retention) have no bytes here until `records restore`.
+        let canonical = match signed {
+            Some(_) => Some(store.get_by_id(record_id)?.canonical),
+            None => None,
+        };
+        out.push(AnchoredRecord {
+            intake_url,
+            sha256,
+            ledger_entry: n.max(0) as u64,
+            ours: true,
+            record_canonical: canonical.map(|c| String::from_utf8_lossy(&c).into_owned()),
+            signed: signed.unwrap_or(false),
+            signed_domain: lane.strip_prefix("domain:").map(str::to_owned),
+            mode: None,
+            witness_name: None,
+            vantage: None,
+            counted,
+            count_reason,
+            endpoint: ep,
+        });
+    }
+    Ok((out, disagreeing))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

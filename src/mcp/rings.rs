@@ -1,0 +1,82 @@
+//! `ring_verify` (issue 37): rebuild a NENRIN ring from the texts given and compare it with the
+//! claimed one. Read-only and offline: it reads no file and no network, only its arguments.
+
+use super::answer;
+use super::tools::{self, Args};
+use crate::rings::{self, Limits, Request, WitnessFile, compare};
+use rmcp::model::{CallToolResult, JsonObject};
+use serde_json::json;
+
+pub(super) async fn ring_verify(args: Option<JsonObject>) -> Result<CallToolResult, String> {
+    let a = Args::new(args, tools::RING_VERIFY)?;
+    let ring = a.required("ring")?;
+    let history = a.required("history")?;
+    let witnesses = a.strings("witnesses")?;
+    let prev = a.string("prev")?;
+    // Parsing and hashing a large history blocks: off the async workers.
+    tokio::task::spawn_blocking(move || verify(&ring, &history, witnesses, prev.as_deref()))
+        .await
+        .map_err(|e| format!("the ring_verify task failed: {e}"))?
+}
+
+fn verify(
+    ring: &str,
+    history: &str,
+    witnesses: Vec<String>,
+    prev: Option<&str>,
+) -> Result<CallToolResult, String> {
+    let claimed = crate::json::read(ring.as_bytes(), crate::json::ReadOptions::LENIENT)
+        .map_err(|e| format!("ring is not JSON: {e}"))?;
+    let text = |k: &str| {
+        claimed
+            .root()
+            .get(k)
+            .and_then(|v| v.as_str())
+            .map(str::to_owned)
+            .ok_or_else(|| format!("ring has no string {k:?}: not a ring"))
+    };
+    let (endpoint, month) = (text("endpoint")?, text("ring")?);
+    let files = witnesses.into_iter().enumerate().map(|(i, w)| {
+        Ok(WitnessFile {
+            name: format!("witnesses[{i}]"),
+            bytes: w.into_bytes(),
+        })
+    });
+    let built = rings::build(
+        &Request {
+            month: &month,
+            endpoint: Some(&endpoint),
+            limits: Limits::default(),
+        },
+        history.as_bytes(),
+        files,
+        prev.map(|p| ("prev", p.as_bytes())),
+    )
+    .map_err(|e| format!("the ring could not be rebuilt: {e}"))?;
+    let claimed_sha256 = crate::digest::sha256_hex(ring.as_bytes());
+    let diffs = compare::differing_keys(&built.bytes, ring.as_bytes());
+    let matched = diffs.is_empty();
+    let summary = if matched {
+        format!(
+            "MATCH: the {month} ring of {endpoint} rebuilds byte for byte (sha256 {claimed_sha256})"
+        )
+    } else {
+        let keys: Vec<&str> = diffs.iter().map(|d| d.key.as_str()).collect();
+        format!(
+            "MISMATCH: the {month} ring of {endpoint} rebuilds to sha256 {}, the claimed one is {claimed_sha256}; differing: {}",
+            built.sha256,
+            keys.join(", ")
+        )
+    };
+    Ok(answer(
+        summary,
+        json!({
+            "result": if matched { "MATCH" } else { "MISMATCH" },
+            "endpoint": endpoint,
+            "month": month,
+            "claimed_sha256": claimed_sha256,
+            "rebuilt_sha256": built.sha256,
+            "differing_keys": diffs,
+        }),
+    ))
+}

@@ -112,6 +112,21 @@ name = "hook"
 kind = "webhook"
 url = "https://hooks.example/y"
 secret_file = "hook.secret"
+
+[[alerts.channel]]
+name = "mail"
+kind = "email"
+smtp_host = "smtp.example"
+from = "walker@example.org"
+to = ["ops@example.org"]
+
+[[alerts.channel]]
+name = "linked"
+kind = "email"
+smtp_host = "smtp.example"
+from = "walker@example.org"
+to = ["ops@example.org"]
+pages_url = "https://walker.example"
 "#,
     );
     let o = cw(&["config", "check"], &cfg);
@@ -127,6 +142,19 @@ secret_file = "hook.secret"
         "{t}"
     );
     assert!(t.contains("alerts: open after 3 failing walk(s)"), "{t}");
+    // An email channel without pages_url cannot link a record: said, but not refused.
+    assert!(
+        t.contains(r#"warning: alerts.channel "mail" (email) has no pages_url"#),
+        "{t}"
+    );
+    assert!(
+        !t.contains(r#"alerts.channel "linked" (email) has no"#),
+        "{t}"
+    );
+    assert!(
+        !t.contains(r#"alerts.channel "hook" (webhook) has no"#),
+        "{t}"
+    );
     let o = cw(&["print-config"], &cfg);
     let t = text(&o);
     assert!(

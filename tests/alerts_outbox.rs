@@ -33,6 +33,8 @@ fn walk(at: DateTime<Utc>, ok: bool, n: u32) -> Observation {
     Observation {
         at,
         record_sha256: Some(format!("{n:064x}")),
+        origin: Some("https://agent.example".into()),
+        endpoint: Some("https://agent.example/a2a".into()),
         result: WalkResult::Conduct {
             ok,
             n_pass: if ok { 8 } else { 7 },
@@ -161,6 +163,63 @@ fn flapping_thresholds_interval_cap_and_digest_in_a_real_store() {
     observe(&store, &c2, "b", &walk(tomorrow, false, 102));
     observe(&store, &c2, "b", &walk(tomorrow, false, 102));
     assert_eq!(rows(&store).len(), before);
+}
+
+/// Issue 35: the same walks in two stores (two witnesses, or one store made anew) plan alerts
+/// under distinct ids, each derived from its store's identifier, which a reopened store keeps.
+#[test]
+fn two_stores_plan_the_same_incident_under_distinct_ids_and_a_reopened_store_keeps_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cfg(dir.path(), "min_interval_secs = 0");
+    let t0: DateTime<Utc> = "2026-12-01T10:00:00Z".parse().unwrap();
+    let ids_of = |store: &Store| -> Vec<String> {
+        let mut stmt = store
+            .connection()
+            .prepare("SELECT alert_id FROM alert_outbox ORDER BY id")
+            .unwrap();
+        stmt.query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    let mut per_store = Vec::new();
+    for name in ["one.db", "two.db"] {
+        let store = Store::open(&dir.path().join(name)).unwrap();
+        for (k, ok) in [false, false, true, true].into_iter().enumerate() {
+            observe(
+                &store,
+                &c,
+                "a",
+                &walk(t0 + TimeDelta::minutes(k as i64), ok, 1 + k as u32),
+            );
+        }
+        let ids = ids_of(&store);
+        assert_eq!(ids.len(), 2, "opened and resolved");
+        let witness = conduct_walker::store::identity(store.connection()).unwrap();
+        assert_eq!(witness.len(), 32);
+        // The payload says who sent it.
+        let body: serde_json::Value =
+            serde_json::from_str(&outbox::latest(store.connection(), 1).unwrap()[0].payload)
+                .unwrap();
+        assert_eq!(body["data"]["witness"]["id"], witness.as_str());
+        assert_eq!(body["data"]["endpoint"], "https://agent.example/a2a");
+        assert_eq!(body["data"]["origin"], "https://agent.example");
+        per_store.push((witness, ids));
+    }
+    assert_ne!(
+        per_store[0].0, per_store[1].0,
+        "each store its own identifier"
+    );
+    for (a, b) in per_store[0].1.iter().zip(&per_store[1].1) {
+        assert_ne!(a, b, "the same transition, another witness: another id");
+    }
+    // Reopened (a restart), a store keeps its identifier, so a replayed plan keeps its id.
+    let again = Store::open(&dir.path().join("one.db")).unwrap();
+    assert_eq!(
+        conduct_walker::store::identity(again.connection()).unwrap(),
+        per_store[0].0
+    );
+    assert_eq!(ids_of(&again), per_store[0].1);
 }
 
 /// Issue 23's findings reach the operator: each finding the follower stores after alerts are

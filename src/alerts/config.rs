@@ -242,6 +242,8 @@ pub struct AlertsConfig {
     pub health: bool,
     pub allow_hosts: Vec<String>,
     pub channels: Vec<Channel>,
+    /// The `[witness]` name, which every alert carries beside the store's identifier.
+    pub witness_name: Option<String>,
 }
 
 impl AlertsConfig {
@@ -499,5 +501,6 @@ pub fn validate(
         health: s.health.unwrap_or(true),
         allow_hosts: s.allow_hosts.clone(),
         channels,
+        witness_name: None,
     })
 }

@@ -286,95 +286,131 @@ fn allow_policy(cfg: &AlertsConfig) -> Result<crate::net::NetPolicy, String> {
     Ok(policy)
 }
 
-/// A one-line title and a plain-text body for the human channels.
-pub fn render_text(p: &AlertPayload, pages_url: Option<&str>) -> (String, String) {
+/// A one-line title and a plain-text body for the human channels. `max_chars` bounds the body
+/// (Slack's section and ntfy's message are limited): a digest then lists what fits and counts
+/// the rest.
+pub fn render_text(
+    p: &AlertPayload,
+    pages_url: Option<&str>,
+    max_chars: Option<usize>,
+) -> (String, String) {
+    use std::fmt::Write as _;
     let d = &p.data;
-    let who = d.target.as_deref().unwrap_or("conduct-walker");
-    let verdict = d
-        .verdict
-        .as_ref()
-        .map(|v| format!(" ({} {}/{})", v.outcome, v.n_pass, v.n_total))
-        .unwrap_or_default();
-    let title = match p.kind.as_str() {
-        "incident.opened" | "unreachable.opened" | "incident.resolved" | "unreachable.resolved" => {
-            let n = d.incident.as_ref().map(|i| i.number).unwrap_or(0);
-            let what = if p.kind.starts_with("unreachable") {
-                "unreachable"
-            } else {
-                "conduct incident"
-            };
-            let how = if p.kind.ends_with("opened") {
-                "opened"
-            } else {
-                "resolved"
-            };
-            format!("{who}: {what} #{n} {how}{verdict}")
-        }
-        "assertion.flipped" => format!("{who}: assertions changed{verdict}"),
-        "consent.declined" => format!("{who}: the origin declines consent (listing: decline)"),
-        "consent.allowed" => format!("{who}: the origin allows walks again"),
-        "digest" => {
-            let dg = d.digest.as_ref();
-            format!(
-                "conduct-walker digest {}: {} alert(s) held over the daily cap",
-                dg.map(|x| x.day.as_str()).unwrap_or(""),
-                dg.map(|x| x.held.len()).unwrap_or(0)
-            )
-        }
-        "alerts.test" => "conduct-walker: test alert".to_string(),
-        other => format!("conduct-walker: {other}"),
-    };
+    let title = super::payload::title(p);
     let mut body = format!("{title}\n");
+    // Who it is about, in full: a forwarded alert or a second config still says which agent.
+    for (k, v) in [
+        ("target", &d.target),
+        ("origin", &d.origin),
+        ("endpoint", &d.endpoint),
+    ] {
+        if let Some(v) = v {
+            let _ = writeln!(body, "{k}: {v}");
+        }
+    }
+    if let Some(w) = &d.witness {
+        let _ = match &w.name {
+            Some(n) => writeln!(body, "witness: {n} (store {})", w.id),
+            None => writeln!(body, "witness: store {}", w.id),
+        };
+    }
     for f in &d.assertions_flipped {
         let show = |v: Option<bool>| match v {
             Some(true) => "holds",
             Some(false) => "fails",
             None => "n/a",
         };
-        body.push_str(&format!(
+        let _ = write!(
+            body,
             "- {}: {} -> {} ({})",
             f.name,
             show(f.from),
             show(f.to),
             f.claim
-        ));
+        );
         if let Some(n) = &f.note {
-            body.push_str(&format!(" [{n}]"));
+            let _ = write!(body, " [{n}]");
         }
         body.push('\n');
     }
     if let Some(f) = &d.filing {
         if let Some(r) = &f.reason {
-            body.push_str(&format!("reason: {r}\n"));
+            let _ = writeln!(body, "reason: {r}");
         }
         if let Some(a) = f.age_secs {
-            body.push_str(&format!("queued for {a} s\n"));
+            let _ = writeln!(body, "queued for {a} s");
+        }
+        if let (Some(i), Some(l)) = (&f.intake, &f.lane) {
+            let _ = writeln!(body, "intake: {i}, lane {l}");
         }
     }
     if let Some(s) = &d.store
         && let Some(w) = &s.why
     {
-        body.push_str(&format!("store: {w}\n"));
+        let _ = writeln!(body, "store: {w}");
     }
     if let Some(l) = &d.ledger {
-        body.push_str(&format!("ledger: {}\n", l.detail));
+        let _ = writeln!(body, "ledger: {}", l.detail);
     }
     if let Some(r) = &d.record {
-        body.push_str(&format!("record: {}\n", link(pages_url, &r.page)));
-        body.push_str(&format!("raw: {}\n", link(pages_url, &r.raw)));
+        match pages_url {
+            Some(base) => {
+                let _ = writeln!(body, "record: {}", link(base, &r.page));
+                let _ = writeln!(body, "raw: {}", link(base, &r.raw));
+            }
+            None => {
+                let _ = writeln!(
+                    body,
+                    "record: sha256 {} (at {} on the status pages; set this channel's pages_url for links)",
+                    r.sha256, r.page
+                );
+            }
+        }
     }
     if let Some(n) = d.changes_since_last_alert.filter(|n| *n > 1) {
-        body.push_str(&format!("changes since the last alert: {n}\n"));
+        let _ = writeln!(body, "changes since the last alert: {n}");
     }
-    body.push_str(&format!("alert id: {}\n", p.id));
+    if let Some(dg) = &d.digest {
+        let _ = writeln!(
+            body,
+            "{} alert(s) sent on {}, {} held:",
+            dg.sent,
+            dg.day,
+            dg.held.len()
+        );
+        let room = max_chars.unwrap_or(usize::MAX);
+        let mut listed = 0usize;
+        for a in &dg.alerts {
+            let mut line = format!("- {} {}", a.timestamp, a.summary);
+            if let Some(r) = &a.record {
+                let _ = match pages_url {
+                    Some(base) => write!(line, " {}", link(base, &r.page)),
+                    None => write!(line, " record {}", r.sha256),
+                };
+            }
+            let _ = write!(line, " [{}]", a.id);
+            line.push('\n');
+            // Keep room for the closing lines.
+            if body.len() + line.len() + 200 > room {
+                break;
+            }
+            body.push_str(&line);
+            listed += 1;
+        }
+        let unlisted = dg.held.len().saturating_sub(listed);
+        if unlisted > 0 {
+            let _ = writeln!(
+                body,
+                "... and {unlisted} more (all in the webhook digest; `conduct-walker alerts list` shows each)"
+            );
+        }
+    }
+    let _ = writeln!(body, "alert id: {}", p.id);
     (title, body)
 }
 
-fn link(base: Option<&str>, path: &str) -> String {
-    match base {
-        Some(b) => format!("{}{path}", b.trim_end_matches('/')),
-        None => path.to_string(),
-    }
+fn link(base: &str, path: &str) -> String {
+    format!("{}{path}", base.trim_end_matches('/'))
 }
 
 fn classify_http(
@@ -421,8 +457,8 @@ impl Sender {
 
     fn http_request(&self, p: &AlertPayload) -> Result<HttpRequest, String> {
         let url = self.url.clone().ok_or("no URL")?;
-        let body = serde_json::to_vec(p).map_err(|e| e.to_string())?;
         let pages = self.channel.pages_url.as_deref();
+        let body = serde_json::to_vec(&p.for_channel(pages)).map_err(|e| e.to_string())?;
         let mut req = match self.channel.kind {
             ChannelKind::Webhook => {
                 let hook = self.webhook.as_ref().ok_or("no signing key")?;
@@ -442,7 +478,8 @@ impl Sender {
                 )
             }
             ChannelKind::Slack => {
-                let (title, text) = render_text(p, pages);
+                // A section's text is at most 3000 characters.
+                let (title, text) = render_text(p, pages, Some(3000));
                 let msg = serde_json::json!({
                     "text": title,
                     "blocks": [
@@ -458,7 +495,8 @@ impl Sender {
                 )
             }
             ChannelKind::Ntfy => {
-                let (title, text) = render_text(p, pages);
+                // ntfy turns a message over 4096 bytes into an attachment.
+                let (title, text) = render_text(p, pages, Some(4000));
                 let opened = p.kind.ends_with("opened")
                     || p.kind.ends_with("declined")
                     || p.kind.starts_with("filing")
@@ -492,7 +530,7 @@ impl Sender {
                     ("webhook-id".into(), p.id.clone()),
                 ];
                 if let (Some(base), Some(r)) = (pages, &p.data.record) {
-                    h.push(("click".into(), link(Some(base), &r.page)));
+                    h.push(("click".into(), link(base, &r.page)));
                 }
                 if let Some(tok) = &self.secret {
                     h.push(("authorization".into(), format!("Bearer {tok}")));
@@ -550,7 +588,7 @@ impl Sender {
                 retry_after: None,
             };
         }
-        let (title, text) = render_text(p, c.pages_url.as_deref());
+        let (title, text) = render_text(p, c.pages_url.as_deref(), None);
         let mut b = lettre::Message::builder()
             .subject(title)
             // The alert id is the Message-ID: a resent alert is the same message.

@@ -133,6 +133,11 @@ pub struct Observation {
     pub at: DateTime<Utc>,
     /// The record this walk stored, when it stored one.
     pub record_sha256: Option<String>,
+    /// The origin walked (the record's `base`), when known.
+    pub origin: Option<String>,
+    /// The endpoint measured (the record's endpoint, §6.5), when known: what an operator with
+    /// two configs, or reading a forwarded alert, needs to tell which agent it is about.
+    pub endpoint: Option<String>,
     pub result: WalkResult,
 }
 
@@ -162,9 +167,13 @@ impl Observation {
                     .collect(),
             },
         };
+        // The record says what was walked: its origin and measured endpoint.
+        let meta = crate::store::meta::derive_from_bytes(&outcome.canonical).ok();
         Observation {
             at,
             record_sha256: Some(outcome.sha256.clone()),
+            origin: meta.as_ref().map(|m| m.origin.clone()),
+            endpoint: meta.map(|m| m.endpoint),
             result,
         }
     }
@@ -208,8 +217,10 @@ pub struct Track {
     pub announced: Option<u64>,
 }
 
-/// Everything stored per target between walks.
+/// Everything stored per target between walks. Members added since the first version default
+/// when a stored state lacks them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TargetState {
     /// Observations seen (walks, unreachable walks and declines).
     pub observations: u64,
@@ -236,6 +247,9 @@ pub struct TargetState {
     pub last_record_sha256: Option<String>,
     pub last_assertions: Vec<AssertionResult>,
     pub last_verdict: Option<(u32, u32)>,
+    /// The origin and endpoint of the latest walk that said (every alert names them).
+    pub origin: Option<String>,
+    pub endpoint: Option<String>,
 }
 
 /// What an alert says happened.
@@ -299,11 +313,12 @@ pub struct Flip {
 /// An alert to plan (to put in the outbox).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Planned {
-    /// [`alert_id`] of `key`: the idempotency key.
-    pub id: String,
-    /// What the id is derived from: `target`, the transition and its number, NUL-separated.
+    /// What the id is derived from, with the witness's identity ([`Planned::id`]): the target,
+    /// its endpoint, the transition and its number, NUL-separated.
     pub key: String,
     pub target: String,
+    pub origin: Option<String>,
+    pub endpoint: Option<String>,
     pub at: DateTime<Utc>,
     pub transition: Transition,
     pub flips: Vec<Flip>,
@@ -312,6 +327,13 @@ pub struct Planned {
     pub record_sha256: Option<String>,
     /// Changes seen since the previous alert, this one's included.
     pub held_changes: u32,
+}
+
+impl Planned {
+    /// The alert's id as `witness` sends it ([`alert_id`]).
+    pub fn id(&self, witness: &str) -> String {
+        alert_id(witness, &self.key)
+    }
 }
 
 /// Apply one observation: the next state and the alerts to plan, in order.
@@ -326,6 +348,12 @@ pub fn step(
     let mut changes = 0u32;
     if obs.record_sha256.is_some() {
         s.last_record_sha256 = obs.record_sha256.clone();
+    }
+    if obs.origin.is_some() {
+        s.origin = obs.origin.clone();
+    }
+    if obs.endpoint.is_some() {
+        s.endpoint = obs.endpoint.clone();
     }
     match &obs.result {
         WalkResult::ConsentDeclined { .. } => {
@@ -487,28 +515,31 @@ fn flush_into(
         if carries {
             flips_sent = true;
         }
+        // The target and the endpoint it measured: one name may be another agent elsewhere.
+        let who = format!("{target}\0{}", s.endpoint.as_deref().unwrap_or(""));
         let key = match &t {
             Transition::Opened { kind, incident } => {
-                format!("{target}\0{}\0{}\0opened", kind.as_str(), incident.number)
+                format!("{who}\0{}\0{}\0opened", kind.as_str(), incident.number)
             }
             Transition::Resolved { kind, number } => {
-                format!("{target}\0{}\0{number}\0resolved", kind.as_str())
+                format!("{who}\0{}\0{number}\0resolved", kind.as_str())
             }
             // A flip has no incident number: the observation count makes it unique per walk.
             Transition::AssertionsFlipped => {
-                format!("{target}\0assertion\0{}\0flipped", s.observations)
+                format!("{who}\0assertion\0{}\0flipped", s.observations)
             }
             Transition::ConsentDeclined { episode } => {
-                format!("{target}\0consent\0{episode}\0declined")
+                format!("{who}\0consent\0{episode}\0declined")
             }
             Transition::ConsentAllowed { episode } => {
-                format!("{target}\0consent\0{episode}\0allowed")
+                format!("{who}\0consent\0{episode}\0allowed")
             }
         };
         out.push(Planned {
-            id: alert_id(&key),
             key,
             target: target.to_string(),
+            origin: s.origin.clone(),
+            endpoint: s.endpoint.clone(),
             at: now,
             transition: t,
             flips: if carries { flips.clone() } else { Vec::new() },

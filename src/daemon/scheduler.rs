@@ -288,6 +288,8 @@ async fn fire_in_slot(
                     let obs = crate::alerts::incident::Observation {
                         at,
                         record_sha256: None,
+                        origin: Some(target.request.base()),
+                        endpoint: target.request.endpoint.clone(),
                         result: crate::alerts::incident::WalkResult::ConsentDeclined {
                             consent_sha256: sha256.clone(),
                         },

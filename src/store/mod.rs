@@ -292,6 +292,14 @@ pub struct ListFilter {
     pub outcome: Option<String>,
 }
 
+/// The store's own identifier (`store_identity`: 32 hex digits, made once when the store was
+/// created or migrated, never changed): the witness's identity in every alert id.
+pub fn identity(conn: &Connection) -> Result<String, StoreError> {
+    Ok(conn
+        .prepare_cached("SELECT id FROM store_identity WHERE one = 1")?
+        .query_row([], |r| r.get(0))?)
+}
+
 /// Turn a user's `--since` value into the `walked_at` form it is compared with:
 /// `YYYY-MM-DD` means midnight UTC; an RFC 3339 time is converted to UTC whole seconds.
 pub fn parse_since(text: &str) -> Result<String, StoreError> {

@@ -61,6 +61,10 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "task_bindings",
         sql: include_str!("migrations/0012_task_bindings.sql"),
     },
+    Migration {
+        name: "store_identity",
+        sql: include_str!("migrations/0099_alerts_ids.sql"),
+    },
 ];
 
 /// The schema version this binary writes and understands.

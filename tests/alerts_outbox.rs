@@ -144,6 +144,43 @@ fn flapping_thresholds_interval_cap_and_digest_in_a_real_store() {
     assert_eq!(last.kind, "digest");
     let p: serde_json::Value = serde_json::from_str(&last.payload).unwrap();
     assert_eq!(p["data"]["digest"]["held"].as_array().unwrap().len(), 2);
+    // Each held alert is listed: what, about whom, when, and its record (issue 35).
+    let listed = p["data"]["digest"]["alerts"].as_array().unwrap();
+    let about: Vec<_> = listed
+        .iter()
+        .map(|a| {
+            (
+                a["target"].as_str().unwrap(),
+                a["type"].as_str().unwrap(),
+                a["endpoint"].as_str().unwrap(),
+                a["timestamp"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        about,
+        [
+            (
+                "b",
+                "incident.opened",
+                "https://agent.example/a2a",
+                "2026-12-01T10:31:00Z"
+            ),
+            (
+                "c",
+                "incident.opened",
+                "https://agent.example/a2a",
+                "2026-12-01T10:31:00Z"
+            ),
+        ]
+    );
+    assert_eq!(listed[0]["id"], p["data"]["digest"]["held"][0]);
+    assert!(
+        listed[0]["record"]["page"]
+            .as_str()
+            .unwrap()
+            .starts_with("/records/")
+    );
     assert_eq!(p["data"]["digest"]["day"], "2026-12-01");
 
     // Open incidents as `alerts list` shows them.

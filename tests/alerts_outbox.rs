@@ -77,7 +77,8 @@ fn observe(store: &Store, c: &AlertsConfig, target: &str, obs: &Observation) -> 
 fn flapping_thresholds_interval_cap_and_digest_in_a_real_store() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("walker.db")).unwrap();
-    let c = cfg(dir.path(), "min_interval_secs = 600");
+    // The consecutive rule alone here (the windowed one has its own test below).
+    let c = cfg(dir.path(), "min_interval_secs = 600\nwindow_failures = 0");
     let t0: DateTime<Utc> = "2026-12-01T10:00:00Z".parse().unwrap();
     let m = |k: i64| t0 + TimeDelta::minutes(k);
 
@@ -200,6 +201,40 @@ fn flapping_thresholds_interval_cap_and_digest_in_a_real_store() {
     observe(&store, &c2, "b", &walk(tomorrow, false, 102));
     observe(&store, &c2, "b", &walk(tomorrow, false, 102));
     assert_eq!(rows(&store).len(), before);
+}
+
+/// Issue 35: an agent failing every other walk, under the default settings, opens one incident
+/// (the windowed rule: 3 of the last 6 walks failed) and the alert says so once; one whose
+/// incidents keep opening and resolving is announced flapping once.
+#[test]
+fn every_other_walk_failing_opens_once_and_a_flapping_agent_is_announced_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("walker.db")).unwrap();
+    let c = cfg(dir.path(), "min_interval_secs = 0");
+    let t0: DateTime<Utc> = "2026-12-01T10:00:00Z".parse().unwrap();
+    for k in 0..185u32 {
+        let at = t0 + TimeDelta::minutes(k.into());
+        observe(&store, &c, "a", &walk(at, k % 2 == 0, 1 + k));
+    }
+    let kinds: Vec<_> = rows(&store).into_iter().map(|r| r.1).collect();
+    assert_eq!(kinds, ["incident.opened"], "185 walks, 92 FAIL");
+    // Two failing, two passing, over and over: three openings, then one flapping alert.
+    for k in 0..60u32 {
+        let at = t0 + TimeDelta::minutes((200 + k).into());
+        observe(&store, &c, "b", &walk(at, k % 4 >= 2, 1000 + k));
+    }
+    let b: Vec<_> = rows(&store)
+        .into_iter()
+        .filter(|r| r.0 == "b")
+        .map(|r| r.1)
+        .collect();
+    assert_eq!(
+        b.last().map(String::as_str),
+        Some("incident.flapping"),
+        "{b:?}"
+    );
+    assert_eq!(b.iter().filter(|k| *k == "incident.flapping").count(), 1);
+    assert!(b.len() <= 5, "{b:?}");
 }
 
 /// Issue 35: the same walks in two stores (two witnesses, or one store made anew) plan alerts

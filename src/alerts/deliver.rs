@@ -498,12 +498,14 @@ impl Sender {
                 // ntfy turns a message over 4096 bytes into an attachment.
                 let (title, text) = render_text(p, pages, Some(4000));
                 let opened = p.kind.ends_with("opened")
+                    || p.kind.ends_with("flapping")
                     || p.kind.ends_with("declined")
                     || p.kind.starts_with("filing")
                     || p.kind == "health.store_degraded";
                 let tags = if p.kind.ends_with("resolved")
                     || p.kind.ends_with("allowed")
                     || p.kind.ends_with("recovered")
+                    || p.kind.ends_with("stable")
                 {
                     "white_check_mark"
                 } else if opened {

@@ -6,6 +6,8 @@
 //!   "id": "cwa_<32 hex>",                // = the webhook-id header: the idempotency key
 //!   "type": "incident.opened",           // incident.opened | incident.resolved |
 //!                                        // unreachable.opened | unreachable.resolved |
+//!                                        // incident.flapping | incident.stable |
+//!                                        // unreachable.flapping | unreachable.stable |
 //!                                        // assertion.flipped | consent.declined |
 //!                                        // consent.allowed | filing.refused |
 //!                                        // filing.queued_too_long | filing.lane_exhausted |
@@ -29,6 +31,8 @@
 //!                "raw_url": "..."},      // absolute, when the channel has a pages_url
 //!     "changes_since_last_alert": 4,
 //!     "consent_episode": 1,
+//!     "flap": {"kind": "conduct", "episode": 1},   // *.flapping, *.stable (with "incident"
+//!                                        // when one is open as it turns stable)
 //!     "filing": {"record_sha256": "...", "reason": "...", "queued_since": "...",
 //!                "age_secs": 90000, "intake": "...", "lane": "...", "day": "2026-12-01"},
 //!     "store": {"episode": 1, "why": "disk full"},
@@ -87,6 +91,8 @@ pub struct Data {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consent_episode: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flap: Option<FlapRef>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filing: Option<FilingRef>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store: Option<StoreRef>,
@@ -111,6 +117,13 @@ pub struct IncidentRef {
     pub kind: IncidentKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub opened_at: Option<String>,
+}
+
+/// A flapping episode (`incident.flapping`, `incident.stable`, and the `unreachable.` pair).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlapRef {
+    pub kind: IncidentKind,
+    pub episode: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -281,6 +294,22 @@ impl AlertPayload {
                 kind: *kind,
                 opened_at: None,
             }),
+            // Stable again with an incident open: which one.
+            Transition::Stable {
+                kind,
+                open: Some(incident),
+                ..
+            } => Some(IncidentRef {
+                number: incident.number,
+                kind: *kind,
+                opened_at: Some(rfc3339(incident.opened_at)),
+            }),
+            _ => None,
+        };
+        let flap = match p.transition {
+            Transition::Flapping { kind, episode } | Transition::Stable { kind, episode, .. } => {
+                Some(FlapRef { kind, episode })
+            }
             _ => None,
         };
         let consent_episode = match p.transition {
@@ -314,6 +343,7 @@ impl AlertPayload {
             record: p.record_sha256.as_deref().map(RecordRef::of),
             changes_since_last_alert: Some(p.held_changes),
             consent_episode,
+            flap,
             ..Data::default()
         };
         envelope(&p.id(&witness.id), p.transition.type_name(), p.at, data)
@@ -476,10 +506,31 @@ pub fn title(p: &AlertPayload) -> String {
             };
             format!("{who}: {what} #{n} {how}{verdict}")
         }
-        "incident.flapping" => {
-            format!("{who}: flapping (incidents opening and resolving){verdict}")
+        "incident.flapping" | "unreachable.flapping" => {
+            let what = if p.kind.starts_with("unreachable") {
+                "reachability"
+            } else {
+                "conduct"
+            };
+            format!(
+                "{who}: {what} flapping (incidents keep opening and resolving; quiet until stable){verdict}"
+            )
         }
-        "incident.stable" => format!("{who}: stable again{verdict}"),
+        "incident.stable" | "unreachable.stable" => {
+            let what = if p.kind.starts_with("unreachable") {
+                "reachability"
+            } else {
+                "conduct"
+            };
+            let now = match &d.incident {
+                Some(i) if p.kind.starts_with("unreachable") => {
+                    format!(", unreachable #{} open", i.number)
+                }
+                Some(i) => format!(", conduct incident #{} open", i.number),
+                None => ", no incident open".to_string(),
+            };
+            format!("{who}: {what} stable again{now}{verdict}")
+        }
         "assertion.flipped" => format!("{who}: assertions changed{verdict}"),
         "consent.declined" => format!("{who}: the origin declines consent (listing: decline)"),
         "consent.allowed" => format!("{who}: the origin allows walks again"),

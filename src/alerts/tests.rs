@@ -85,6 +85,8 @@ fn obs(w: W, at: DateTime<Utc>, i: usize) -> Observation {
     }
 }
 
+/// The consecutive rules alone: the windowed rule and flap detection off (their own tables
+/// turn them on).
 fn settings(n: u32, m: u32) -> Settings {
     Settings {
         open_after: n,
@@ -92,6 +94,10 @@ fn settings(n: u32, m: u32) -> Settings {
         unreachable_after: 3,
         triggers: Triggers::default(),
         min_interval_secs: 0,
+        window_failures: 0,
+        window_walks: 6,
+        flap_opens: 0,
+        flap_window: 20,
     }
 }
 
@@ -599,6 +605,28 @@ fn settings_validate_names_the_setting() {
             "unreachable_after",
             Settings {
                 unreachable_after: 0,
+                ..Settings::default()
+            },
+        ),
+        (
+            "window_walks",
+            Settings {
+                window_failures: 4,
+                window_walks: 3,
+                ..Settings::default()
+            },
+        ),
+        (
+            "window_walks",
+            Settings {
+                window_walks: 65,
+                ..Settings::default()
+            },
+        ),
+        (
+            "flap_window",
+            Settings {
+                flap_window: 0,
                 ..Settings::default()
             },
         ),
@@ -1334,4 +1362,174 @@ fn receiver_url_admits_plain_http_only_at_a_named_loopback_host() {
     assert!(why("http://u:p@127.0.0.1:8080/").contains("user name or password"));
     assert!(why("ftp://127.0.0.1:8080/").contains("only https://"));
     assert!(why("not a url").contains("not a URL"));
+}
+
+/// One case of `testdata/incident_sequences.txt`.
+struct Sequence {
+    name: String,
+    settings: Settings,
+    walks: Vec<W>,
+    expect: Vec<(usize, String)>,
+}
+
+fn sequences() -> Vec<Sequence> {
+    let text = include_str!("testdata/incident_sequences.txt");
+    let mut out = Vec::new();
+    for para in text.split("\n\n") {
+        let lines: Vec<&str> = para
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .collect();
+        if lines.is_empty() {
+            continue;
+        }
+        let field = |k: &str| -> Vec<&str> {
+            lines
+                .iter()
+                .filter_map(|l| l.strip_prefix(k).map(str::trim))
+                .collect()
+        };
+        let name = field("name:").concat();
+        // Flips alone are `assertion_flips_table`'s: here only incidents.
+        let mut settings = Settings {
+            min_interval_secs: 0,
+            triggers: Triggers {
+                assertion: false,
+                ..Triggers::default()
+            },
+            ..Settings::default()
+        };
+        for kv in field("settings:").concat().split_whitespace() {
+            if kv == "default" {
+                continue;
+            }
+            let (k, v) = kv.split_once('=').unwrap_or_else(|| panic!("{name}: {kv}"));
+            let v: u32 = v.parse().unwrap();
+            match k {
+                "open_after" => settings.open_after = v,
+                "resolve_after" => settings.resolve_after = v,
+                "unreachable_after" => settings.unreachable_after = v,
+                "window_failures" => settings.window_failures = v,
+                "window_walks" => settings.window_walks = v,
+                "flap_opens" => settings.flap_opens = v,
+                "flap_window" => settings.flap_window = v,
+                "min_interval_secs" => settings.min_interval_secs = v.into(),
+                _ => panic!("{name}: no setting {k}"),
+            }
+        }
+        let mut walks = Vec::new();
+        for token in field("walks:").join(" ").split_whitespace() {
+            let (pattern, times) = match token.split_once('*') {
+                Some((p, n)) => (p, n.parse::<usize>().unwrap()),
+                None => (token, 1),
+            };
+            for _ in 0..times {
+                walks.extend(pattern.chars().map(|c| match c {
+                    'P' => pass(),
+                    'F' => fail(),
+                    'U' => unreach(),
+                    'D' => declined(),
+                    other => panic!("{name}: no walk {other}"),
+                }));
+            }
+        }
+        let expect = field("expect:")
+            .concat()
+            .split_whitespace()
+            .filter(|t| *t != "none")
+            .map(|t| {
+                let (i, kind) = t.split_once(':').unwrap();
+                (i.parse().unwrap(), kind.to_string())
+            })
+            .collect();
+        settings.validate().unwrap();
+        out.push(Sequence {
+            name,
+            settings,
+            walks,
+            expect,
+        });
+    }
+    out
+}
+
+/// Issue 35: the windowed rule ("k of the last n walks fail") beside `open_after`, and flap
+/// detection, over the recorded sequences of `testdata/incident_sequences.txt`; and, for every
+/// sequence, a restart after any walk (the state stored and read back) plans the same.
+#[test]
+fn recorded_sequences() {
+    let cases = sequences();
+    assert!(cases.len() >= 12, "{}", cases.len());
+    for c in &cases {
+        let got: Vec<(usize, String)> = run(&c.walks, &c.settings)
+            .into_iter()
+            .map(|(i, t)| (i, t.to_string()))
+            .collect();
+        assert_eq!(got, c.expect, "{}", c.name);
+        // Stored and read back between any two walks: nothing changes.
+        let cut = c.walks.len() / 2;
+        let (state, first, _) = run_from(TargetState::default(), &c.walks[..cut], &c.settings, 0);
+        let text = serde_json::to_string(&state).unwrap();
+        let back: TargetState = serde_json::from_str(&text).unwrap();
+        let (_, second, _) = run_from(back, &c.walks[cut..], &c.settings, cut);
+        let resumed: Vec<(usize, String)> = first
+            .into_iter()
+            .chain(second)
+            .map(|(i, t)| (i, t.to_string()))
+            .collect();
+        assert_eq!(resumed, c.expect, "{} (resumed at walk {cut})", c.name);
+    }
+}
+
+/// The flapping pair's bodies: one episode, distinct ids, the stable alert naming the
+/// incident open as it turned stable; and a state stored before this version still loads.
+#[test]
+fn flapping_and_stable_payloads_and_an_old_state_loads() {
+    let s = Settings {
+        min_interval_secs: 0,
+        window_failures: 0,
+        ..Settings::default()
+    };
+    let walks: Vec<W> = "FFPPFFPPFF"
+        .chars()
+        .chain(std::iter::repeat_n('F', 20))
+        .map(|c| if c == 'F' { fail() } else { pass() })
+        .collect();
+    let (state, seen, all) = run_from(TargetState::default(), &walks, &s, 0);
+    assert_eq!(seen.last(), Some(&(29, "incident.stable")), "{seen:?}");
+    let flapping = all
+        .iter()
+        .find(|p| p.transition.type_name() == "incident.flapping")
+        .unwrap();
+    let stable = all.last().unwrap();
+    assert_ne!(flapping.id(WITNESS), stable.id(WITNESS));
+    let f = serde_json::to_value(AlertPayload::of_incident(flapping, &witness())).unwrap();
+    assert_eq!(
+        f["data"]["flap"],
+        serde_json::json!({"kind": "conduct", "episode": 1})
+    );
+    assert!(f["data"].get("incident").is_none());
+    let b = AlertPayload::of_incident(stable, &witness());
+    let v = serde_json::to_value(&b).unwrap();
+    assert_eq!(v["data"]["flap"]["episode"], 1);
+    assert_eq!(v["data"]["incident"]["number"], 3);
+    assert_eq!(
+        super::payload::title(&b),
+        format!("alpha ({ENDPOINT}): conduct stable again, conduct incident #3 open (FAIL 1/2)")
+    );
+    assert_eq!(state.conduct.open.as_ref().unwrap().number, 3);
+    assert!(!state.conduct.flapping);
+
+    // A state written before the windowed rule and flap detection existed.
+    let old = r#"{"observations":3,"incidents":1,"conduct":{"bad_streak":2,"good_streak":0,
+        "open":{"number":1,"opened_at":"2026-12-01T10:00:00Z"},"announced":1},
+        "unreachable":{"bad_streak":0,"good_streak":3,"open":null,"announced":null},
+        "last_ok":false,"assertions":{},"announced_assertions":{},"consent_declined":false,
+        "consent_episodes":0,"announced_consent_declined":false,"last_alert_at":null,
+        "held_changes":0,"last_record_sha256":null,"last_assertions":[],"last_verdict":null}"#;
+    let old: TargetState = serde_json::from_str(old).unwrap();
+    assert_eq!(old.conduct.announced, Some(1));
+    assert_eq!(old.recent_walks, 0);
+    let (_, more, _) = run_from(old, &[pass(), pass()], &s, 3);
+    assert_eq!(more, vec![(4, RESOLVED)]);
 }

@@ -33,6 +33,8 @@ pub const ANSWER_CAP: usize = 64 * 1024;
 const QUEUED_EVERY: Duration = Duration::from_secs(60);
 /// Consecutive failed attempts of one channel after which `/healthz` says alerting is degraded.
 pub const DEGRADED_AFTER: u64 = 3;
+/// The most rows one channel's task sends before it lets go of the channel.
+const DRAIN_BATCH: usize = 64;
 
 /// Counters kept as the task works (for `/metrics` and `/healthz`; no history is read).
 #[derive(Debug, Default)]
@@ -689,8 +691,9 @@ pub struct Deliverer {
     pub store: Arc<Mutex<Store>>,
     pub clock: Arc<dyn Clock>,
     pub metrics: Arc<AlertMetrics>,
-    /// Rows some task of this process is sending now (shared across reloads).
-    pub in_flight: Arc<Mutex<HashSet<i64>>>,
+    /// Channels some task of this process is sending to now (shared across reloads): one
+    /// send at a time per channel, so its alerts arrive in the order they were planned.
+    pub in_flight: Arc<Mutex<HashSet<String>>>,
     pub slots: Arc<tokio::sync::Semaphore>,
     /// The daemon's store health: its changes are alerted (degraded, recovered).
     pub store_health: Option<Arc<crate::daemon::store::WriteHealth>>,
@@ -720,7 +723,7 @@ impl Deliverer {
             .map(|h| h.fault().map(|f| f.reason));
         let n = self
             .with_store(move |s| {
-                let tx = s.connection().unchecked_transaction()?;
+                let tx = crate::store::write_transaction(s.connection())?;
                 let mut n = outbox::flush_due(&tx, &cfg, now)?;
                 // While the store cannot write this fails too, and is tried again next time:
                 // the degraded alert is planned once writes work (with the recovery after it).
@@ -743,62 +746,94 @@ impl Deliverer {
         Ok(n)
     }
 
-    /// Start sending what is due (each in its own task, within the slots); returns how many
-    /// were started. Does not wait for them.
+    /// Start sending what is due: one task per channel with rows due and none in flight,
+    /// within the slots; returns how many were started. Does not wait for them.
     pub async fn pass(self: &Arc<Self>) -> Result<usize, StoreError> {
         let now = self.clock.now();
         let rows = self
-            .with_store(move |s| outbox::due(s.connection(), now, 64))
+            .with_store(move |s| outbox::due(s.connection(), now, 256))
             .await?;
         let mut started = 0;
         for row in rows {
-            if !self
-                .in_flight
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(row.id)
-            {
+            if !self.claim(&row.channel) {
                 continue;
             }
             let Ok(permit) = self.slots.clone().try_acquire_owned() else {
-                self.in_flight
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&row.id);
+                self.unclaim(&row.channel);
                 break;
             };
             started += 1;
             let me = self.clone();
             tokio::spawn(async move {
-                let id = row.id;
-                me.deliver(row).await;
-                me.in_flight
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&id);
+                let channel = row.channel.clone();
+                me.drain(row).await;
+                me.unclaim(&channel);
                 drop(permit);
             });
         }
         Ok(started)
     }
 
-    async fn deliver(&self, row: AlertRow) {
+    fn claim(&self, channel: &str) -> bool {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(channel.to_string())
+    }
+
+    fn unclaim(&self, channel: &str) {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(channel);
+    }
+
+    /// Send `first`, then the channel's next due rows in the order they were planned, while
+    /// its receiver answers (at most [`DRAIN_BATCH`] per claim: a reload's new senders take
+    /// over at the next pass).
+    async fn drain(&self, first: AlertRow) {
+        let channel = first.channel.clone();
+        let mut row = first;
+        for _ in 0..DRAIN_BATCH {
+            if !self.deliver(row).await {
+                return;
+            }
+            let now = self.clock.now();
+            let ch = channel.clone();
+            match self
+                .with_store(move |s| outbox::next_due_on(s.connection(), &ch, now))
+                .await
+            {
+                Ok(Some(next)) => row = next,
+                Ok(None) => return,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read the alert outbox");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Send one row and store the answer; true when the receiver answered (delivered or
+    /// refused), which also releases the channel's rows waiting out a backoff.
+    async fn deliver(&self, row: AlertRow) -> bool {
         let Some(sender) = self.senders.get(&row.channel).cloned() else {
             // A channel no longer configured: its rows wait (a reload may bring it back).
-            return;
+            return false;
         };
         let payload: AlertPayload = match serde_json::from_str(&row.payload) {
             Ok(p) => p,
             Err(e) => {
                 tracing::error!(alert = %row.alert_id, error = %e, "an alert's stored payload is unreadable");
-                return;
+                return false;
             }
         };
         self.metrics.in_flight.fetch_add(1, Ordering::Relaxed);
         let answer = sender.send(&self.transport, &payload).await;
         self.metrics.in_flight.fetch_sub(1, Ordering::Relaxed);
-        let ok = matches!(answer, Answer::Delivered { .. });
-        self.metrics.note(&row.channel, ok);
+        let answered = !matches!(answer, Answer::Retry { .. });
+        self.metrics
+            .note(&row.channel, matches!(answer, Answer::Delivered { .. }));
         match &answer {
             Answer::Delivered { .. } => self.metrics.delivered.fetch_add(1, Ordering::Relaxed),
             Answer::Refused { .. } => self.metrics.refused.fetch_add(1, Ordering::Relaxed),
@@ -814,12 +849,31 @@ impl Deliverer {
             answer = %answer.describe(),
             "alert delivery attempt"
         );
-        let id = row.id;
-        if let Err(e) = self
-            .with_store(move |s| outbox::record_attempt(s.connection(), id, &attempt, now))
-            .await
-        {
-            tracing::error!(alert = %row.alert_id, error = %e, "cannot store an alert delivery's answer");
+        let (id, channel) = (row.id, row.channel.clone());
+        let stored = self
+            .with_store(move |s| {
+                let tx = crate::store::write_transaction(s.connection())?;
+                outbox::record_attempt(&tx, id, &attempt, now)?;
+                let released = if answered {
+                    outbox::release(&tx, &channel, now)?
+                } else {
+                    0
+                };
+                tx.commit()?;
+                Ok(released)
+            })
+            .await;
+        match stored {
+            Ok(released) => {
+                if released > 0 {
+                    tracing::info!(channel = %row.channel, released, "alerts: the receiver answers again; its queued alerts go out now");
+                }
+                answered
+            }
+            Err(e) => {
+                tracing::error!(alert = %row.alert_id, error = %e, "cannot store an alert delivery's answer");
+                false
+            }
         }
     }
 

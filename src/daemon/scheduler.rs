@@ -299,7 +299,7 @@ async fn fire_in_slot(
                 let r = ctx
                     .store
                     .with(move |c| {
-                        let tx = c.unchecked_transaction()?;
+                        let tx = crate::store::write_transaction(c)?;
                         let c = &*tx;
                         if let Some((cfg, name, obs)) = &alerting {
                             crate::alerts::outbox::observe(c, cfg, name, obs)?;

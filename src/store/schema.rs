@@ -62,7 +62,7 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("migrations/0012_task_bindings.sql"),
     },
     Migration {
-        name: "store_identity",
+        name: "alerts_ids",
         sql: include_str!("migrations/0099_alerts_ids.sql"),
     },
 ];

@@ -9,3 +9,7 @@ CREATE TABLE store_identity (
 );
 INSERT INTO store_identity (one, id, created_at)
 VALUES (1, lower(hex(randomblob(16))), strftime('%Y-%m-%dT%H:%M:%SZ', 'now'));
+
+-- Each channel's queue in the order it was planned: what a channel sends next, and the rows
+-- released at once when its receiver answers again.
+CREATE INDEX alert_outbox_queue ON alert_outbox (channel, id) WHERE state = 'queued';

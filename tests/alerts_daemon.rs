@@ -367,6 +367,101 @@ fn kill_9_while_alerts_are_planned_and_delivered_loses_none() {
     d.stop();
 }
 
+/// Issue 35, README "Alerts": the sandbox's agent whose conduct changes on a schedule opens an
+/// incident and resolves it, alerted to a receiver whose certificate comes from a CA of its own,
+/// trusted through `[network] extra_ca` as the README says.
+#[test]
+fn the_changing_sandbox_agent_opens_and_resolves_an_incident_at_a_receiver_on_its_own_ca() {
+    let rt = runtime();
+    let ca = SandboxCa::generate();
+    let receiver_ca = SandboxCa::generate();
+    let recv = Receiver::start(&receiver_ca, "ok");
+    let sc = |name| scenario(name).unwrap().behaviour;
+    let agent = rt
+        .block_on(SandboxAgent::start_alternating(
+            &ca,
+            sc("honest-a2a"),
+            sc("metadata-missing"),
+            Duration::from_secs(4),
+        ))
+        .unwrap();
+    let addr = listen();
+    let text = format!(
+        "{}{}",
+        config(addr, 5, &a2a_target("changes-conduct", &agent)),
+        alerts_section(
+            recv.port,
+            "open_after = 2\nresolve_after = 2\nmin_interval_secs = 0"
+        )
+    )
+    .replace(
+        r#"extra_ca = ["ca.pem"]"#,
+        r#"extra_ca = ["ca.pem", "receiver-ca.pem"]"#,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    receiver_ca
+        .write_pem(&dir.path().join("receiver-ca.pem"))
+        .unwrap();
+    // Without the receiver's CA the same config cannot deliver: the README's step matters.
+    let untrusted = text.replace(
+        r#"extra_ca = ["ca.pem", "receiver-ca.pem"]"#,
+        r#"extra_ca = ["ca.pem"]"#,
+    );
+    fs::write(dir.path().join("untrusted.toml"), &untrusted).unwrap();
+    fs::write(dir.path().join("hook.secret"), format!("{SECRET}\n")).unwrap();
+    fs::write(
+        dir.path().join("slack.url"),
+        format!("https://127.0.0.1:{}/slack\n", recv.port),
+    )
+    .unwrap();
+    ca.write_pem(&dir.path().join("ca.pem")).unwrap();
+    let test = Command::new(daemon_support::BIN)
+        .args(["alerts", "test", "--channel", "hook", "--config"])
+        .arg(dir.path().join("untrusted.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(test.status.code(), Some(1), "{test:?}");
+    fs::write(dir.path().join("walker.toml"), &text).unwrap();
+    let mut d = Daemon::start_in(dir, addr);
+    let hooks = || -> Vec<serde_json::Value> {
+        recv.entries()
+            .into_iter()
+            .filter(|e| e["path"] == "/hook")
+            .collect()
+    };
+    d.wait_for(
+        "the incident opened and resolved",
+        Duration::from_secs(60),
+        |_| hooks().iter().any(|e| e["type"] == "incident.resolved"),
+    );
+    let sent = hooks();
+    assert!(sent.iter().all(|e| e["ok"] == true), "{sent:?}");
+    let opened = sent
+        .iter()
+        .find(|e| e["type"] == "incident.opened")
+        .unwrap();
+    let resolved = sent
+        .iter()
+        .find(|e| e["type"] == "incident.resolved")
+        .unwrap();
+    for e in [opened, resolved] {
+        let data = &e["payload"]["data"];
+        assert_eq!(data["target"], "changes-conduct");
+        assert!(
+            data["endpoint"]
+                .as_str()
+                .unwrap()
+                .starts_with(agent.origin().trim_end_matches('/')),
+            "{data}"
+        );
+    }
+    assert_eq!(
+        opened["payload"]["data"]["incident"]["number"],
+        resolved["payload"]["data"]["incident"]["number"]
+    );
+    d.stop();
+}
+
 /// Issue 35: alert ids belong to the witness. Two daemons with their own stores watch one
 /// failing agent under the same target name and alert one receiver: their "incident #1 opened"
 /// alerts carry distinct ids, both verify with the official library, and both name the origin

@@ -14,7 +14,10 @@ use std::path::Path;
 use std::time::Instant;
 
 fn env(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 /// A gate verdict record like the register's archive holds.
@@ -90,7 +93,11 @@ fn witness_file(i: usize) -> String {
 fn write_inputs(dir: &Path, entries: usize, witnesses: usize) -> (u64, u64) {
     let history = dir.join("h.json");
     let mut f = std::io::BufWriter::new(std::fs::File::create(&history).unwrap());
-    write!(f, r#"{{"endpoint":"https://target.example/mcp","entries":["#).unwrap();
+    write!(
+        f,
+        r#"{{"endpoint":"https://target.example/mcp","entries":["#
+    )
+    .unwrap();
     for i in 0..entries {
         if i > 0 {
             f.write_all(b",").unwrap();
@@ -128,7 +135,12 @@ fn main() {
     ];
     for i in 0..witnesses {
         args.push("--witness".into());
-        args.push(dir.path().join(format!("w/{i:05}.json")).display().to_string());
+        args.push(
+            dir.path()
+                .join(format!("w/{i:05}.json"))
+                .display()
+                .to_string(),
+        );
     }
     println!(
         "history: {entries} entries, {history_bytes} bytes; witnesses: {witnesses} files, {witness_bytes} bytes"

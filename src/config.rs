@@ -1322,7 +1322,10 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
     }
     let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
     let alerts = match crate::alerts::config::validate(&file.alerts, base, &names) {
-        Ok(a) => a,
+        Ok(a) => crate::alerts::config::AlertsConfig {
+            witness_name: Some(w.name.get_ref().clone()),
+            ..a
+        },
         Err(ps) => {
             problems.extend(ps.into_iter().map(|message| Problem {
                 line: None,

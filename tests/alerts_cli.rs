@@ -112,6 +112,21 @@ name = "hook"
 kind = "webhook"
 url = "https://hooks.example/y"
 secret_file = "hook.secret"
+
+[[alerts.channel]]
+name = "mail"
+kind = "email"
+smtp_host = "smtp.example"
+from = "walker@example.org"
+to = ["ops@example.org"]
+
+[[alerts.channel]]
+name = "linked"
+kind = "email"
+smtp_host = "smtp.example"
+from = "walker@example.org"
+to = ["ops@example.org"]
+pages_url = "https://walker.example"
 "#,
     );
     let o = cw(&["config", "check"], &cfg);
@@ -127,6 +142,19 @@ secret_file = "hook.secret"
         "{t}"
     );
     assert!(t.contains("alerts: open after 3 failing walk(s)"), "{t}");
+    // An email channel without pages_url cannot link a record: said, but not refused.
+    assert!(
+        t.contains(r#"warning: alerts.channel "mail" (email) has no pages_url"#),
+        "{t}"
+    );
+    assert!(
+        !t.contains(r#"alerts.channel "linked" (email) has no"#),
+        "{t}"
+    );
+    assert!(
+        !t.contains(r#"alerts.channel "hook" (webhook) has no"#),
+        "{t}"
+    );
     let o = cw(&["print-config"], &cfg);
     let t = text(&o);
     assert!(
@@ -365,4 +393,25 @@ fn the_readme_alerts_example_parses() {
     let flaky = cfg.alerts.settings_for("flaky-agent");
     assert_eq!(flaky.open_after, 4);
     assert!(!flaky.triggers.assertion && flaky.triggers.verdict);
+    assert_eq!(
+        (flaky.window_failures, flaky.window_walks),
+        (3, 6),
+        "the target inherits the windowed rule"
+    );
+    assert_eq!((flaky.flap_opens, flaky.flap_window), (3, 20));
+
+    // "Try it": the lines added to the sandbox's config parse, the receiver's CA beside the
+    // sandbox's.
+    let trial = &section[section.find("### Try it").expect("a Try it section")..];
+    let start = trial.find("```toml\n").unwrap() + 8;
+    let lines = &trial[start..start + trial[start..].find("```").unwrap()];
+    let text = format!(
+        "[witness]\nname = \"w\"\nvantage = \"v\"\n\n[[target]]\nname = \"changes-conduct\"\norigin = \"https://127.0.0.1:4433\"\nschedule = \"@daily\"\n\n{lines}"
+    );
+    let cfg = conduct_walker::config::parse(Path::new("/tmp/sb/walker.toml"), &text)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(cfg.extra_ca.len(), 2);
+    assert_eq!(cfg.alerts.channels[0].name, "trial");
+    assert!(cfg.alerts.channels[0].pages_url.is_some());
+    assert_eq!(cfg.alerts.defaults.min_interval_secs, 0);
 }

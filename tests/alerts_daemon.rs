@@ -196,6 +196,35 @@ fn failing_and_unreachable_targets_alert_every_channel_verified_by_the_official_
             .unwrap()
             .contains("https://walker.example/records/")
     }));
+    // Every channel names the target, its origin and the endpoint measured (issue 35).
+    let bad_origin = bad.origin();
+    let bad_origin = bad_origin.trim_end_matches('/');
+    assert!(
+        data["endpoint"].as_str().unwrap().starts_with(bad_origin),
+        "{data}"
+    );
+    assert_eq!(data["origin"], bad_origin);
+    let endpoint = data["endpoint"].as_str().unwrap();
+    let slack = entries
+        .iter()
+        .find(|x| x["path"] == "/slack" && x["text"].as_str().unwrap().starts_with("bad "))
+        .expect("the slack alert of bad");
+    assert!(
+        slack["text"].as_str().unwrap().contains(endpoint),
+        "{slack}"
+    );
+    let ntfy_bad = ntfy
+        .iter()
+        .find(|x| x["title"].as_str().unwrap().starts_with("bad "))
+        .expect("the ntfy alert of bad");
+    let body = ntfy_bad["body"].as_str().unwrap();
+    for line in [
+        "target: bad\n".to_string(),
+        format!("origin: {bad_origin}\n"),
+        format!("endpoint: {endpoint}\n"),
+    ] {
+        assert!(body.contains(&line), "{line:?} in {body}");
+    }
     // Every outbox row is delivered, once per channel.
     let rows = outbox(&d);
     assert_eq!(rows.len(), 6, "{rows:?}");
@@ -336,6 +365,186 @@ fn kill_9_while_alerts_are_planned_and_delivered_loses_none() {
         "a delivered alert is never resent"
     );
     d.stop();
+}
+
+/// Issue 35, README "Alerts": the sandbox's agent whose conduct changes on a schedule opens an
+/// incident and resolves it, alerted to a receiver whose certificate comes from a CA of its own,
+/// trusted through `[network] extra_ca` as the README says.
+#[test]
+fn the_changing_sandbox_agent_opens_and_resolves_an_incident_at_a_receiver_on_its_own_ca() {
+    let rt = runtime();
+    let ca = SandboxCa::generate();
+    let receiver_ca = SandboxCa::generate();
+    let recv = Receiver::start(&receiver_ca, "ok");
+    let sc = |name| scenario(name).unwrap().behaviour;
+    let agent = rt
+        .block_on(SandboxAgent::start_alternating(
+            &ca,
+            sc("honest-a2a"),
+            sc("metadata-missing"),
+            Duration::from_secs(4),
+        ))
+        .unwrap();
+    let addr = listen();
+    let text = format!(
+        "{}{}",
+        config(addr, 5, &a2a_target("changes-conduct", &agent)),
+        alerts_section(
+            recv.port,
+            "open_after = 2\nresolve_after = 2\nmin_interval_secs = 0"
+        )
+    )
+    .replace(
+        r#"extra_ca = ["ca.pem"]"#,
+        r#"extra_ca = ["ca.pem", "receiver-ca.pem"]"#,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    receiver_ca
+        .write_pem(&dir.path().join("receiver-ca.pem"))
+        .unwrap();
+    // Without the receiver's CA the same config cannot deliver: the README's step matters.
+    let untrusted = text.replace(
+        r#"extra_ca = ["ca.pem", "receiver-ca.pem"]"#,
+        r#"extra_ca = ["ca.pem"]"#,
+    );
+    fs::write(dir.path().join("untrusted.toml"), &untrusted).unwrap();
+    fs::write(dir.path().join("hook.secret"), format!("{SECRET}\n")).unwrap();
+    fs::write(
+        dir.path().join("slack.url"),
+        format!("https://127.0.0.1:{}/slack\n", recv.port),
+    )
+    .unwrap();
+    ca.write_pem(&dir.path().join("ca.pem")).unwrap();
+    let test = Command::new(daemon_support::BIN)
+        .args(["alerts", "test", "--channel", "hook", "--config"])
+        .arg(dir.path().join("untrusted.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(test.status.code(), Some(1), "{test:?}");
+    fs::write(dir.path().join("walker.toml"), &text).unwrap();
+    let mut d = Daemon::start_in(dir, addr);
+    let hooks = || -> Vec<serde_json::Value> {
+        recv.entries()
+            .into_iter()
+            .filter(|e| e["path"] == "/hook")
+            .collect()
+    };
+    d.wait_for(
+        "the incident opened and resolved",
+        Duration::from_secs(60),
+        |_| hooks().iter().any(|e| e["type"] == "incident.resolved"),
+    );
+    let sent = hooks();
+    assert!(sent.iter().all(|e| e["ok"] == true), "{sent:?}");
+    let opened = sent
+        .iter()
+        .find(|e| e["type"] == "incident.opened")
+        .unwrap();
+    let resolved = sent
+        .iter()
+        .find(|e| e["type"] == "incident.resolved")
+        .unwrap();
+    for e in [opened, resolved] {
+        let data = &e["payload"]["data"];
+        assert_eq!(data["target"], "changes-conduct");
+        assert!(
+            data["endpoint"]
+                .as_str()
+                .unwrap()
+                .starts_with(agent.origin().trim_end_matches('/')),
+            "{data}"
+        );
+    }
+    assert_eq!(
+        opened["payload"]["data"]["incident"]["number"],
+        resolved["payload"]["data"]["incident"]["number"]
+    );
+    d.stop();
+}
+
+/// Issue 35: alert ids belong to the witness. Two daemons with their own stores watch one
+/// failing agent under the same target name and alert one receiver: their "incident #1 opened"
+/// alerts carry distinct ids, both verify with the official library, and both name the origin
+/// and the endpoint measured. A send cut by `kill -9` before its answer is resent after the
+/// restart under the same id (the receiver's dedupe key), and the outbox keeps one row for it.
+#[test]
+fn two_witnesses_send_distinct_ids_and_a_resend_after_a_kill_keeps_its_id() {
+    let rt = runtime();
+    let ca = SandboxCa::generate();
+    // The first delivery is taken and never answered: the sender is killed mid-request.
+    let recv = Receiver::start(&ca, "hang_first");
+    let bad = agent(&rt, &ca, "metadata-missing");
+    let text = |addr| {
+        format!(
+            "{}{}",
+            config(addr, 5, &a2a_target("flip1", &bad)),
+            format_args!(
+                "\n[alerts]\nallow_hosts = [\"127.0.0.1:{p}\"]\n\n[[alerts.channel]]\nname = \"hook\"\nkind = \"webhook\"\nurl = \"https://127.0.0.1:{p}/hook\"\nsecret_file = \"hook.secret\"\n",
+                p = recv.port
+            )
+        )
+    };
+    let hooks = || -> Vec<serde_json::Value> {
+        recv.entries()
+            .into_iter()
+            .filter(|e| e["path"] == "/hook")
+            .collect()
+    };
+    let wait = |what: &str, ok: &dyn Fn() -> bool| {
+        let until = std::time::Instant::now() + Duration::from_secs(60);
+        while !ok() {
+            assert!(std::time::Instant::now() < until, "timed out: {what}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let mut a = start_daemon(&ca, &text(listen()), recv.port);
+    wait("the first send reaches the receiver", &|| {
+        !hooks().is_empty()
+    });
+    a.signal("KILL");
+    a.wait_exit(Duration::from_secs(10));
+    let a = a.restart();
+    wait("the resend after the restart", &|| hooks().len() >= 2);
+    let sent = hooks();
+    assert_eq!(sent[0]["id"], sent[1]["id"], "a resend keeps its id");
+    assert_eq!(sent[0]["type"], "incident.opened");
+    let rows = outbox(&a);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(sent[0]["id"], rows[0].0.as_str());
+
+    // A second witness, its own store, the same agent under the same name.
+    let b = start_daemon(&ca, &text(listen()), recv.port);
+    wait("the second witness's alert", &|| {
+        hooks().iter().any(|e| e["id"] != sent[0]["id"])
+    });
+    let all = hooks();
+    let ids: std::collections::BTreeSet<&str> =
+        all.iter().map(|e| e["id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 2, "one id per witness: {all:?}");
+    assert!(all.iter().all(|e| e["ok"] == true), "{all:?}");
+    let endpoint: String = a
+        .store()
+        .unwrap()
+        .connection()
+        .query_row("SELECT endpoint FROM records LIMIT 1", [], |r| r.get(0))
+        .unwrap();
+    let witnesses: std::collections::BTreeSet<&str> = all
+        .iter()
+        .map(|e| e["payload"]["data"]["witness"]["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(witnesses.len(), 2, "{all:?}");
+    for e in &all {
+        let d = &e["payload"]["data"];
+        assert_eq!(e["type"], "incident.opened");
+        assert_eq!(d["target"], "flip1");
+        assert_eq!(d["incident"]["number"], 1);
+        assert_eq!(d["endpoint"], endpoint.as_str(), "{e}");
+        assert_eq!(d["origin"], bad.origin().trim_end_matches('/'), "{e}");
+        assert_eq!(d["witness"]["name"], "daemon test");
+    }
+    let (mut a, mut b) = (a, b);
+    a.stop();
+    b.stop();
 }
 
 #[test]

@@ -33,6 +33,8 @@ fn walk(at: DateTime<Utc>, ok: bool, n: u32) -> Observation {
     Observation {
         at,
         record_sha256: Some(format!("{n:064x}")),
+        origin: Some("https://agent.example".into()),
+        endpoint: Some("https://agent.example/a2a".into()),
         result: WalkResult::Conduct {
             ok,
             n_pass: if ok { 8 } else { 7 },
@@ -75,7 +77,8 @@ fn observe(store: &Store, c: &AlertsConfig, target: &str, obs: &Observation) -> 
 fn flapping_thresholds_interval_cap_and_digest_in_a_real_store() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("walker.db")).unwrap();
-    let c = cfg(dir.path(), "min_interval_secs = 600");
+    // The consecutive rule alone here (the windowed one has its own test below).
+    let c = cfg(dir.path(), "min_interval_secs = 600\nwindow_failures = 0");
     let t0: DateTime<Utc> = "2026-12-01T10:00:00Z".parse().unwrap();
     let m = |k: i64| t0 + TimeDelta::minutes(k);
 
@@ -142,6 +145,43 @@ fn flapping_thresholds_interval_cap_and_digest_in_a_real_store() {
     assert_eq!(last.kind, "digest");
     let p: serde_json::Value = serde_json::from_str(&last.payload).unwrap();
     assert_eq!(p["data"]["digest"]["held"].as_array().unwrap().len(), 2);
+    // Each held alert is listed: what, about whom, when, and its record (issue 35).
+    let listed = p["data"]["digest"]["alerts"].as_array().unwrap();
+    let about: Vec<_> = listed
+        .iter()
+        .map(|a| {
+            (
+                a["target"].as_str().unwrap(),
+                a["type"].as_str().unwrap(),
+                a["endpoint"].as_str().unwrap(),
+                a["timestamp"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        about,
+        [
+            (
+                "b",
+                "incident.opened",
+                "https://agent.example/a2a",
+                "2026-12-01T10:31:00Z"
+            ),
+            (
+                "c",
+                "incident.opened",
+                "https://agent.example/a2a",
+                "2026-12-01T10:31:00Z"
+            ),
+        ]
+    );
+    assert_eq!(listed[0]["id"], p["data"]["digest"]["held"][0]);
+    assert!(
+        listed[0]["record"]["page"]
+            .as_str()
+            .unwrap()
+            .starts_with("/records/")
+    );
     assert_eq!(p["data"]["digest"]["day"], "2026-12-01");
 
     // Open incidents as `alerts list` shows them.
@@ -161,6 +201,97 @@ fn flapping_thresholds_interval_cap_and_digest_in_a_real_store() {
     observe(&store, &c2, "b", &walk(tomorrow, false, 102));
     observe(&store, &c2, "b", &walk(tomorrow, false, 102));
     assert_eq!(rows(&store).len(), before);
+}
+
+/// Issue 35: an agent failing every other walk, under the default settings, opens one incident
+/// (the windowed rule: 3 of the last 6 walks failed) and the alert says so once; one whose
+/// incidents keep opening and resolving is announced flapping once.
+#[test]
+fn every_other_walk_failing_opens_once_and_a_flapping_agent_is_announced_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("walker.db")).unwrap();
+    let c = cfg(dir.path(), "min_interval_secs = 0");
+    let t0: DateTime<Utc> = "2026-12-01T10:00:00Z".parse().unwrap();
+    for k in 0..185u32 {
+        let at = t0 + TimeDelta::minutes(k.into());
+        observe(&store, &c, "a", &walk(at, k % 2 == 0, 1 + k));
+    }
+    let kinds: Vec<_> = rows(&store).into_iter().map(|r| r.1).collect();
+    assert_eq!(kinds, ["incident.opened"], "185 walks, 92 FAIL");
+    // Two failing, two passing, over and over: three openings, then one flapping alert.
+    for k in 0..60u32 {
+        let at = t0 + TimeDelta::minutes((200 + k).into());
+        observe(&store, &c, "b", &walk(at, k % 4 >= 2, 1000 + k));
+    }
+    let b: Vec<_> = rows(&store)
+        .into_iter()
+        .filter(|r| r.0 == "b")
+        .map(|r| r.1)
+        .collect();
+    assert_eq!(
+        b.last().map(String::as_str),
+        Some("incident.flapping"),
+        "{b:?}"
+    );
+    assert_eq!(b.iter().filter(|k| *k == "incident.flapping").count(), 1);
+    assert!(b.len() <= 5, "{b:?}");
+}
+
+/// Issue 35: the same walks in two stores (two witnesses, or one store made anew) plan alerts
+/// under distinct ids, each derived from its store's identifier, which a reopened store keeps.
+#[test]
+fn two_stores_plan_the_same_incident_under_distinct_ids_and_a_reopened_store_keeps_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cfg(dir.path(), "min_interval_secs = 0");
+    let t0: DateTime<Utc> = "2026-12-01T10:00:00Z".parse().unwrap();
+    let ids_of = |store: &Store| -> Vec<String> {
+        let mut stmt = store
+            .connection()
+            .prepare("SELECT alert_id FROM alert_outbox ORDER BY id")
+            .unwrap();
+        stmt.query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    let mut per_store = Vec::new();
+    for name in ["one.db", "two.db"] {
+        let store = Store::open(&dir.path().join(name)).unwrap();
+        for (k, ok) in [false, false, true, true].into_iter().enumerate() {
+            observe(
+                &store,
+                &c,
+                "a",
+                &walk(t0 + TimeDelta::minutes(k as i64), ok, 1 + k as u32),
+            );
+        }
+        let ids = ids_of(&store);
+        assert_eq!(ids.len(), 2, "opened and resolved");
+        let witness = conduct_walker::store::identity(store.connection()).unwrap();
+        assert_eq!(witness.len(), 32);
+        // The payload says who sent it.
+        let body: serde_json::Value =
+            serde_json::from_str(&outbox::latest(store.connection(), 1).unwrap()[0].payload)
+                .unwrap();
+        assert_eq!(body["data"]["witness"]["id"], witness.as_str());
+        assert_eq!(body["data"]["endpoint"], "https://agent.example/a2a");
+        assert_eq!(body["data"]["origin"], "https://agent.example");
+        per_store.push((witness, ids));
+    }
+    assert_ne!(
+        per_store[0].0, per_store[1].0,
+        "each store its own identifier"
+    );
+    for (a, b) in per_store[0].1.iter().zip(&per_store[1].1) {
+        assert_ne!(a, b, "the same transition, another witness: another id");
+    }
+    // Reopened (a restart), a store keeps its identifier, so a replayed plan keeps its id.
+    let again = Store::open(&dir.path().join("one.db")).unwrap();
+    assert_eq!(
+        conduct_walker::store::identity(again.connection()).unwrap(),
+        per_store[0].0
+    );
+    assert_eq!(ids_of(&again), per_store[0].1);
 }
 
 /// Issue 23's findings reach the operator: each finding the follower stores after alerts are

@@ -55,7 +55,16 @@ fn sandbox_prints_origins_and_a_config_the_daemon_and_walk_accept() {
         .unwrap();
     let text = String::from_utf8_lossy(&check.stdout);
     assert_eq!(check.status.code(), Some(0), "{text}");
-    assert!(text.contains("targets: 10"), "{text}");
+    // The demo's ten agents, and the one whose conduct changes on a schedule.
+    assert!(text.contains("targets: 11"), "{text}");
+    let changing = printed
+        .lines()
+        .find(|l| l.trim_start().starts_with("changes-conduct "))
+        .unwrap_or_else(|| panic!("{printed}"));
+    assert!(
+        changing.contains("expect PASS for 300 s, then FAIL as long"),
+        "{changing}"
+    );
     assert!(text.contains(&format!("  honest-a2a: {origin}")), "{text}");
 
     // The printed walk command works as printed (an a2a agent: --mode a2a).

@@ -32,7 +32,8 @@ pub enum Admission {
 /// The digest of one day's held alerts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Digest {
-    pub id: String,
+    /// What the id is derived from, with the witness's identity ([`Digest::id`]).
+    pub key: String,
     pub channel: String,
     pub day: String,
     pub sent: u32,
@@ -93,9 +94,16 @@ pub fn digest_due(
     )
 }
 
+impl Digest {
+    /// The digest's id as `witness` sends it ([`alert_id`]).
+    pub fn id(&self, witness: &str) -> String {
+        alert_id(witness, &self.key)
+    }
+}
+
 fn digest_of(channel: &str, day: &ChannelDay) -> Option<Digest> {
     (!day.held.is_empty()).then(|| Digest {
-        id: alert_id(&format!("{channel}\0digest\0{}", day.day)),
+        key: format!("{channel}\0digest\0{}", day.day),
         channel: channel.to_string(),
         day: day.day.clone(),
         sent: day.sent,

@@ -28,6 +28,23 @@ pub struct AlertsSection {
     /// Least seconds between two alerts of one target; default 900.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_interval_secs: Option<u64>,
+    /// The windowed rule beside `open_after`: a FAIL walk also opens a conduct incident when
+    /// at least this many of the last `window_walks` walks failed (an agent failing every
+    /// other walk); default 3, 0 turns the rule off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_failures: Option<u32>,
+    /// The windowed rule's walks (from `window_failures` to 64); default 6.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_walks: Option<u32>,
+    /// Flap detection: a target whose incidents opened this many times within `flap_window`
+    /// walks is flapping: one alert says so, one says when it is stable again, nothing in
+    /// between; default 3, 0 turns it off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flap_opens: Option<u32>,
+    /// Flap detection's walks: openings counted within them, and as many walks without an
+    /// opening or resolution are stable again (1 to 10000); default 20.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flap_window: Option<u32>,
     /// Which changes are alerted on (each default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub triggers: Option<TriggersSection>,
@@ -87,6 +104,18 @@ pub struct TargetAlertsSection {
     /// Default: `alerts.min_interval_secs`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_interval_secs: Option<u64>,
+    /// Default: `alerts.window_failures`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_failures: Option<u32>,
+    /// Default: `alerts.window_walks`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_walks: Option<u32>,
+    /// Default: `alerts.flap_opens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flap_opens: Option<u32>,
+    /// Default: `alerts.flap_window`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flap_window: Option<u32>,
     /// Which of this target's changes are alerted on (unset ones: `alerts.triggers`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub triggers: Option<TriggersSection>,
@@ -242,6 +271,8 @@ pub struct AlertsConfig {
     pub health: bool,
     pub allow_hosts: Vec<String>,
     pub channels: Vec<Channel>,
+    /// The `[witness]` name, which every alert carries beside the store's identifier.
+    pub witness_name: Option<String>,
 }
 
 impl AlertsConfig {
@@ -268,21 +299,33 @@ fn triggers(base: Triggers, t: Option<TriggersSection>) -> Triggers {
 }
 
 /// `base` with the settings a section gives (`counts`: open_after, resolve_after,
-/// unreachable_after), one rule for `[alerts]` over the built-in defaults and for an
-/// `[[alerts.target]]` over `[alerts]`.
+/// unreachable_after, window_failures, window_walks, flap_opens, flap_window), one rule for
+/// `[alerts]` over the built-in defaults and for an `[[alerts.target]]` over `[alerts]`.
 fn overlay(
     base: Settings,
-    counts: [Option<u32>; 3],
+    counts: [Option<u32>; 7],
     min_interval_secs: Option<u64>,
     t: Option<TriggersSection>,
 ) -> Settings {
-    let [open_after, resolve_after, unreachable_after] = counts;
+    let [
+        open_after,
+        resolve_after,
+        unreachable_after,
+        window_failures,
+        window_walks,
+        flap_opens,
+        flap_window,
+    ] = counts;
     Settings {
         open_after: open_after.unwrap_or(base.open_after),
         resolve_after: resolve_after.unwrap_or(base.resolve_after),
         unreachable_after: unreachable_after.unwrap_or(base.unreachable_after),
         min_interval_secs: min_interval_secs.unwrap_or(base.min_interval_secs),
         triggers: triggers(base.triggers, t),
+        window_failures: window_failures.unwrap_or(base.window_failures),
+        window_walks: window_walks.unwrap_or(base.window_walks),
+        flap_opens: flap_opens.unwrap_or(base.flap_opens),
+        flap_window: flap_window.unwrap_or(base.flap_window),
     }
 }
 
@@ -352,7 +395,15 @@ pub fn validate(
     let d = Settings::default();
     let defaults = overlay(
         d,
-        [s.open_after, s.resolve_after, s.unreachable_after],
+        [
+            s.open_after,
+            s.resolve_after,
+            s.unreachable_after,
+            s.window_failures,
+            s.window_walks,
+            s.flap_opens,
+            s.flap_window,
+        ],
         s.min_interval_secs,
         s.triggers,
     );
@@ -369,7 +420,15 @@ pub fn validate(
         }
         let st = overlay(
             defaults,
-            [t.open_after, t.resolve_after, t.unreachable_after],
+            [
+                t.open_after,
+                t.resolve_after,
+                t.unreachable_after,
+                t.window_failures,
+                t.window_walks,
+                t.flap_opens,
+                t.flap_window,
+            ],
             t.min_interval_secs,
             t.triggers,
         );
@@ -499,5 +558,6 @@ pub fn validate(
         health: s.health.unwrap_or(true),
         allow_hosts: s.allow_hosts.clone(),
         channels,
+        witness_name: None,
     })
 }

@@ -33,6 +33,8 @@ pub const ANSWER_CAP: usize = 64 * 1024;
 const QUEUED_EVERY: Duration = Duration::from_secs(60);
 /// Consecutive failed attempts of one channel after which `/healthz` says alerting is degraded.
 pub const DEGRADED_AFTER: u64 = 3;
+/// The most rows one channel's task sends before it lets go of the channel.
+const DRAIN_BATCH: usize = 64;
 
 /// Counters kept as the task works (for `/metrics` and `/healthz`; no history is read).
 #[derive(Debug, Default)]
@@ -286,95 +288,131 @@ fn allow_policy(cfg: &AlertsConfig) -> Result<crate::net::NetPolicy, String> {
     Ok(policy)
 }
 
-/// A one-line title and a plain-text body for the human channels.
-pub fn render_text(p: &AlertPayload, pages_url: Option<&str>) -> (String, String) {
+/// A one-line title and a plain-text body for the human channels. `max_chars` bounds the body
+/// (Slack's section and ntfy's message are limited): a digest then lists what fits and counts
+/// the rest.
+pub fn render_text(
+    p: &AlertPayload,
+    pages_url: Option<&str>,
+    max_chars: Option<usize>,
+) -> (String, String) {
+    use std::fmt::Write as _;
     let d = &p.data;
-    let who = d.target.as_deref().unwrap_or("conduct-walker");
-    let verdict = d
-        .verdict
-        .as_ref()
-        .map(|v| format!(" ({} {}/{})", v.outcome, v.n_pass, v.n_total))
-        .unwrap_or_default();
-    let title = match p.kind.as_str() {
-        "incident.opened" | "unreachable.opened" | "incident.resolved" | "unreachable.resolved" => {
-            let n = d.incident.as_ref().map(|i| i.number).unwrap_or(0);
-            let what = if p.kind.starts_with("unreachable") {
-                "unreachable"
-            } else {
-                "conduct incident"
-            };
-            let how = if p.kind.ends_with("opened") {
-                "opened"
-            } else {
-                "resolved"
-            };
-            format!("{who}: {what} #{n} {how}{verdict}")
-        }
-        "assertion.flipped" => format!("{who}: assertions changed{verdict}"),
-        "consent.declined" => format!("{who}: the origin declines consent (listing: decline)"),
-        "consent.allowed" => format!("{who}: the origin allows walks again"),
-        "digest" => {
-            let dg = d.digest.as_ref();
-            format!(
-                "conduct-walker digest {}: {} alert(s) held over the daily cap",
-                dg.map(|x| x.day.as_str()).unwrap_or(""),
-                dg.map(|x| x.held.len()).unwrap_or(0)
-            )
-        }
-        "alerts.test" => "conduct-walker: test alert".to_string(),
-        other => format!("conduct-walker: {other}"),
-    };
+    let title = super::payload::title(p);
     let mut body = format!("{title}\n");
+    // Who it is about, in full: a forwarded alert or a second config still says which agent.
+    for (k, v) in [
+        ("target", &d.target),
+        ("origin", &d.origin),
+        ("endpoint", &d.endpoint),
+    ] {
+        if let Some(v) = v {
+            let _ = writeln!(body, "{k}: {v}");
+        }
+    }
+    if let Some(w) = &d.witness {
+        let _ = match &w.name {
+            Some(n) => writeln!(body, "witness: {n} (store {})", w.id),
+            None => writeln!(body, "witness: store {}", w.id),
+        };
+    }
     for f in &d.assertions_flipped {
         let show = |v: Option<bool>| match v {
             Some(true) => "holds",
             Some(false) => "fails",
             None => "n/a",
         };
-        body.push_str(&format!(
+        let _ = write!(
+            body,
             "- {}: {} -> {} ({})",
             f.name,
             show(f.from),
             show(f.to),
             f.claim
-        ));
+        );
         if let Some(n) = &f.note {
-            body.push_str(&format!(" [{n}]"));
+            let _ = write!(body, " [{n}]");
         }
         body.push('\n');
     }
     if let Some(f) = &d.filing {
         if let Some(r) = &f.reason {
-            body.push_str(&format!("reason: {r}\n"));
+            let _ = writeln!(body, "reason: {r}");
         }
         if let Some(a) = f.age_secs {
-            body.push_str(&format!("queued for {a} s\n"));
+            let _ = writeln!(body, "queued for {a} s");
+        }
+        if let (Some(i), Some(l)) = (&f.intake, &f.lane) {
+            let _ = writeln!(body, "intake: {i}, lane {l}");
         }
     }
     if let Some(s) = &d.store
         && let Some(w) = &s.why
     {
-        body.push_str(&format!("store: {w}\n"));
+        let _ = writeln!(body, "store: {w}");
     }
     if let Some(l) = &d.ledger {
-        body.push_str(&format!("ledger: {}\n", l.detail));
+        let _ = writeln!(body, "ledger: {}", l.detail);
     }
     if let Some(r) = &d.record {
-        body.push_str(&format!("record: {}\n", link(pages_url, &r.page)));
-        body.push_str(&format!("raw: {}\n", link(pages_url, &r.raw)));
+        match pages_url {
+            Some(base) => {
+                let _ = writeln!(body, "record: {}", link(base, &r.page));
+                let _ = writeln!(body, "raw: {}", link(base, &r.raw));
+            }
+            None => {
+                let _ = writeln!(
+                    body,
+                    "record: sha256 {} (at {} on the status pages; set this channel's pages_url for links)",
+                    r.sha256, r.page
+                );
+            }
+        }
     }
     if let Some(n) = d.changes_since_last_alert.filter(|n| *n > 1) {
-        body.push_str(&format!("changes since the last alert: {n}\n"));
+        let _ = writeln!(body, "changes since the last alert: {n}");
     }
-    body.push_str(&format!("alert id: {}\n", p.id));
+    if let Some(dg) = &d.digest {
+        let _ = writeln!(
+            body,
+            "{} alert(s) sent on {}, {} held:",
+            dg.sent,
+            dg.day,
+            dg.held.len()
+        );
+        let room = max_chars.unwrap_or(usize::MAX);
+        let mut listed = 0usize;
+        for a in &dg.alerts {
+            let mut line = format!("- {} {}", a.timestamp, a.summary);
+            if let Some(r) = &a.record {
+                let _ = match pages_url {
+                    Some(base) => write!(line, " {}", link(base, &r.page)),
+                    None => write!(line, " record {}", r.sha256),
+                };
+            }
+            let _ = write!(line, " [{}]", a.id);
+            line.push('\n');
+            // Keep room for the closing lines.
+            if body.len() + line.len() + 200 > room {
+                break;
+            }
+            body.push_str(&line);
+            listed += 1;
+        }
+        let unlisted = dg.held.len().saturating_sub(listed);
+        if unlisted > 0 {
+            let _ = writeln!(
+                body,
+                "... and {unlisted} more (all in the webhook digest; `conduct-walker alerts list` shows each)"
+            );
+        }
+    }
+    let _ = writeln!(body, "alert id: {}", p.id);
     (title, body)
 }
 
-fn link(base: Option<&str>, path: &str) -> String {
-    match base {
-        Some(b) => format!("{}{path}", b.trim_end_matches('/')),
-        None => path.to_string(),
-    }
+fn link(base: &str, path: &str) -> String {
+    format!("{}{path}", base.trim_end_matches('/'))
 }
 
 fn classify_http(
@@ -421,8 +459,8 @@ impl Sender {
 
     fn http_request(&self, p: &AlertPayload) -> Result<HttpRequest, String> {
         let url = self.url.clone().ok_or("no URL")?;
-        let body = serde_json::to_vec(p).map_err(|e| e.to_string())?;
         let pages = self.channel.pages_url.as_deref();
+        let body = serde_json::to_vec(&p.for_channel(pages)).map_err(|e| e.to_string())?;
         let mut req = match self.channel.kind {
             ChannelKind::Webhook => {
                 let hook = self.webhook.as_ref().ok_or("no signing key")?;
@@ -442,7 +480,8 @@ impl Sender {
                 )
             }
             ChannelKind::Slack => {
-                let (title, text) = render_text(p, pages);
+                // A section's text is at most 3000 characters.
+                let (title, text) = render_text(p, pages, Some(3000));
                 let msg = serde_json::json!({
                     "text": title,
                     "blocks": [
@@ -458,14 +497,17 @@ impl Sender {
                 )
             }
             ChannelKind::Ntfy => {
-                let (title, text) = render_text(p, pages);
+                // ntfy turns a message over 4096 bytes into an attachment.
+                let (title, text) = render_text(p, pages, Some(4000));
                 let opened = p.kind.ends_with("opened")
+                    || p.kind.ends_with("flapping")
                     || p.kind.ends_with("declined")
                     || p.kind.starts_with("filing")
                     || p.kind == "health.store_degraded";
                 let tags = if p.kind.ends_with("resolved")
                     || p.kind.ends_with("allowed")
                     || p.kind.ends_with("recovered")
+                    || p.kind.ends_with("stable")
                 {
                     "white_check_mark"
                 } else if opened {
@@ -492,7 +534,7 @@ impl Sender {
                     ("webhook-id".into(), p.id.clone()),
                 ];
                 if let (Some(base), Some(r)) = (pages, &p.data.record) {
-                    h.push(("click".into(), link(Some(base), &r.page)));
+                    h.push(("click".into(), link(base, &r.page)));
                 }
                 if let Some(tok) = &self.secret {
                     h.push(("authorization".into(), format!("Bearer {tok}")));
@@ -550,7 +592,7 @@ impl Sender {
                 retry_after: None,
             };
         }
-        let (title, text) = render_text(p, c.pages_url.as_deref());
+        let (title, text) = render_text(p, c.pages_url.as_deref(), None);
         let mut b = lettre::Message::builder()
             .subject(title)
             // The alert id is the Message-ID: a resent alert is the same message.
@@ -649,8 +691,9 @@ pub struct Deliverer {
     pub store: Arc<Mutex<Store>>,
     pub clock: Arc<dyn Clock>,
     pub metrics: Arc<AlertMetrics>,
-    /// Rows some task of this process is sending now (shared across reloads).
-    pub in_flight: Arc<Mutex<HashSet<i64>>>,
+    /// Channels some task of this process is sending to now (shared across reloads): one
+    /// send at a time per channel, so its alerts arrive in the order they were planned.
+    pub in_flight: Arc<Mutex<HashSet<String>>>,
     pub slots: Arc<tokio::sync::Semaphore>,
     /// The daemon's store health: its changes are alerted (degraded, recovered).
     pub store_health: Option<Arc<crate::daemon::store::WriteHealth>>,
@@ -680,7 +723,7 @@ impl Deliverer {
             .map(|h| h.fault().map(|f| f.reason));
         let n = self
             .with_store(move |s| {
-                let tx = s.connection().unchecked_transaction()?;
+                let tx = crate::store::write_transaction(s.connection())?;
                 let mut n = outbox::flush_due(&tx, &cfg, now)?;
                 // While the store cannot write this fails too, and is tried again next time:
                 // the degraded alert is planned once writes work (with the recovery after it).
@@ -703,62 +746,94 @@ impl Deliverer {
         Ok(n)
     }
 
-    /// Start sending what is due (each in its own task, within the slots); returns how many
-    /// were started. Does not wait for them.
+    /// Start sending what is due: one task per channel with rows due and none in flight,
+    /// within the slots; returns how many were started. Does not wait for them.
     pub async fn pass(self: &Arc<Self>) -> Result<usize, StoreError> {
         let now = self.clock.now();
         let rows = self
-            .with_store(move |s| outbox::due(s.connection(), now, 64))
+            .with_store(move |s| outbox::due(s.connection(), now, 256))
             .await?;
         let mut started = 0;
         for row in rows {
-            if !self
-                .in_flight
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(row.id)
-            {
+            if !self.claim(&row.channel) {
                 continue;
             }
             let Ok(permit) = self.slots.clone().try_acquire_owned() else {
-                self.in_flight
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&row.id);
+                self.unclaim(&row.channel);
                 break;
             };
             started += 1;
             let me = self.clone();
             tokio::spawn(async move {
-                let id = row.id;
-                me.deliver(row).await;
-                me.in_flight
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&id);
+                let channel = row.channel.clone();
+                me.drain(row).await;
+                me.unclaim(&channel);
                 drop(permit);
             });
         }
         Ok(started)
     }
 
-    async fn deliver(&self, row: AlertRow) {
+    fn claim(&self, channel: &str) -> bool {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(channel.to_string())
+    }
+
+    fn unclaim(&self, channel: &str) {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(channel);
+    }
+
+    /// Send `first`, then the channel's next due rows in the order they were planned, while
+    /// its receiver answers (at most [`DRAIN_BATCH`] per claim: a reload's new senders take
+    /// over at the next pass).
+    async fn drain(&self, first: AlertRow) {
+        let channel = first.channel.clone();
+        let mut row = first;
+        for _ in 0..DRAIN_BATCH {
+            if !self.deliver(row).await {
+                return;
+            }
+            let now = self.clock.now();
+            let ch = channel.clone();
+            match self
+                .with_store(move |s| outbox::next_due_on(s.connection(), &ch, now))
+                .await
+            {
+                Ok(Some(next)) => row = next,
+                Ok(None) => return,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read the alert outbox");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Send one row and store the answer; true when the receiver answered (delivered or
+    /// refused), which also releases the channel's rows waiting out a backoff.
+    async fn deliver(&self, row: AlertRow) -> bool {
         let Some(sender) = self.senders.get(&row.channel).cloned() else {
             // A channel no longer configured: its rows wait (a reload may bring it back).
-            return;
+            return false;
         };
         let payload: AlertPayload = match serde_json::from_str(&row.payload) {
             Ok(p) => p,
             Err(e) => {
                 tracing::error!(alert = %row.alert_id, error = %e, "an alert's stored payload is unreadable");
-                return;
+                return false;
             }
         };
         self.metrics.in_flight.fetch_add(1, Ordering::Relaxed);
         let answer = sender.send(&self.transport, &payload).await;
         self.metrics.in_flight.fetch_sub(1, Ordering::Relaxed);
-        let ok = matches!(answer, Answer::Delivered { .. });
-        self.metrics.note(&row.channel, ok);
+        let answered = !matches!(answer, Answer::Retry { .. });
+        self.metrics
+            .note(&row.channel, matches!(answer, Answer::Delivered { .. }));
         match &answer {
             Answer::Delivered { .. } => self.metrics.delivered.fetch_add(1, Ordering::Relaxed),
             Answer::Refused { .. } => self.metrics.refused.fetch_add(1, Ordering::Relaxed),
@@ -774,12 +849,31 @@ impl Deliverer {
             answer = %answer.describe(),
             "alert delivery attempt"
         );
-        let id = row.id;
-        if let Err(e) = self
-            .with_store(move |s| outbox::record_attempt(s.connection(), id, &attempt, now))
-            .await
-        {
-            tracing::error!(alert = %row.alert_id, error = %e, "cannot store an alert delivery's answer");
+        let (id, channel) = (row.id, row.channel.clone());
+        let stored = self
+            .with_store(move |s| {
+                let tx = crate::store::write_transaction(s.connection())?;
+                outbox::record_attempt(&tx, id, &attempt, now)?;
+                let released = if answered {
+                    outbox::release(&tx, &channel, now)?
+                } else {
+                    0
+                };
+                tx.commit()?;
+                Ok(released)
+            })
+            .await;
+        match stored {
+            Ok(released) => {
+                if released > 0 {
+                    tracing::info!(channel = %row.channel, released, "alerts: the receiver answers again; its queued alerts go out now");
+                }
+                answered
+            }
+            Err(e) => {
+                tracing::error!(alert = %row.alert_id, error = %e, "cannot store an alert delivery's answer");
+                false
+            }
         }
     }
 

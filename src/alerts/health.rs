@@ -75,7 +75,7 @@ pub enum HealthEvent {
 /// One health alert to plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlannedHealth {
-    pub id: String,
+    /// What the id is derived from, with the witness's identity ([`PlannedHealth::id`]).
     pub key: String,
     pub at: DateTime<Utc>,
     pub event: HealthEvent,
@@ -117,13 +117,18 @@ impl HealthEvent {
     }
 
     pub fn plan(self, at: DateTime<Utc>) -> PlannedHealth {
-        let key = self.key();
         PlannedHealth {
-            id: alert_id(&key),
-            key,
+            key: self.key(),
             at,
             event: self,
         }
+    }
+}
+
+impl PlannedHealth {
+    /// The alert's id as `witness` sends it ([`alert_id`]).
+    pub fn id(&self, witness: &str) -> String {
+        alert_id(witness, &self.key)
     }
 }
 

@@ -69,11 +69,30 @@ pub struct Settings {
     /// The least time between two alerts of this target, in seconds; changes in between are
     /// held and sent as they stand when it has passed.
     pub min_interval_secs: u64,
+    /// K of the windowed rule: a conduct incident also opens on a FAIL walk when at least K of
+    /// the last [`Settings::window_walks`] conduct walks failed (an agent that fails every
+    /// other walk never fails `open_after` times in a row). 0 turns the rule off.
+    pub window_failures: u32,
+    /// N of the windowed rule (at most [`MAX_WINDOW`]).
+    pub window_walks: u32,
+    /// Flap detection: an incident track that opened this many times within the last
+    /// [`Settings::flap_window`] walks is flapping: one alert says so, its openings and
+    /// resolutions are then followed silently, and one alert says when it is stable again (no
+    /// opening or resolution for `flap_window` walks). 0 turns it off.
+    pub flap_opens: u32,
+    pub flap_window: u32,
 }
+
+/// The longest window of the windowed rule, in walks (one bit each).
+pub const MAX_WINDOW: u32 = 64;
+/// The longest flap window, in walks.
+pub const MAX_FLAP_WINDOW: u32 = 10_000;
 
 impl Default for Settings {
     /// Two failing walks open, two passing ones resolve (one bad answer is not an incident),
-    /// three unreachable walks in a row, at most one alert per target per 15 minutes.
+    /// or three failures in the last six walks open (half its walks failing is an incident);
+    /// three unreachable walks in a row; three openings within 20 walks is flapping; at most
+    /// one alert per target per 15 minutes.
     fn default() -> Self {
         Settings {
             open_after: 2,
@@ -81,12 +100,17 @@ impl Default for Settings {
             unreachable_after: 3,
             triggers: Triggers::default(),
             min_interval_secs: 15 * 60,
+            window_failures: 3,
+            window_walks: 6,
+            flap_opens: 3,
+            flap_window: 20,
         }
     }
 }
 
 impl Settings {
-    /// Thresholds of 0 mean nothing; the error names the setting.
+    /// Thresholds of 0 mean nothing (but the optional rules' switches); the error names the
+    /// setting.
     pub fn validate(&self) -> Result<(), String> {
         for (name, v) in [
             ("open_after", self.open_after),
@@ -96,6 +120,20 @@ impl Settings {
             if v == 0 {
                 return Err(format!("alerts: {name} must be at least 1, not 0"));
             }
+        }
+        if self.window_failures > 0
+            && !(self.window_failures..=MAX_WINDOW).contains(&self.window_walks)
+        {
+            return Err(format!(
+                "alerts: window_walks must be from window_failures ({}) to {MAX_WINDOW}, not {}",
+                self.window_failures, self.window_walks
+            ));
+        }
+        if self.flap_opens > 0 && !(1..=MAX_FLAP_WINDOW).contains(&self.flap_window) {
+            return Err(format!(
+                "alerts: flap_window must be from 1 to {MAX_FLAP_WINDOW}, not {}",
+                self.flap_window
+            ));
         }
         Ok(())
     }
@@ -133,6 +171,11 @@ pub struct Observation {
     pub at: DateTime<Utc>,
     /// The record this walk stored, when it stored one.
     pub record_sha256: Option<String>,
+    /// The origin walked (the record's `base`), when known.
+    pub origin: Option<String>,
+    /// The endpoint measured (the record's endpoint, §6.5), when known: what an operator with
+    /// two configs, or reading a forwarded alert, needs to tell which agent it is about.
+    pub endpoint: Option<String>,
     pub result: WalkResult,
 }
 
@@ -162,9 +205,13 @@ impl Observation {
                     .collect(),
             },
         };
+        // The record says what was walked: its origin and measured endpoint.
+        let meta = crate::store::meta::derive_from_bytes(&outcome.canonical).ok();
         Observation {
             at,
             record_sha256: Some(outcome.sha256.clone()),
+            origin: meta.as_ref().map(|m| m.origin.clone()),
+            endpoint: meta.map(|m| m.endpoint),
             result,
         }
     }
@@ -199,6 +246,7 @@ pub struct Incident {
 
 /// One track's counters and incidents.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Track {
     pub bad_streak: u32,
     pub good_streak: u32,
@@ -206,10 +254,53 @@ pub struct Track {
     pub open: Option<Incident>,
     /// The incident the operator was last told is open (differs from `open` while held).
     pub announced: Option<u64>,
+    /// When (the target's observation count) this track's incidents opened, within the flap
+    /// window.
+    pub opened_at_walks: Vec<u64>,
+    /// When an incident of this track last opened or resolved (observation count).
+    pub last_change: Option<u64>,
+    /// Flapping now, and what the operator was last told of it.
+    pub flapping: bool,
+    pub announced_flapping: bool,
+    /// Flapping episodes so far (the latest's number).
+    pub flap_episodes: u64,
 }
 
-/// Everything stored per target between walks.
+impl Track {
+    /// An incident of this track opened or resolved at observation `at`.
+    fn changed(&mut self, at: u64, opened: bool) {
+        self.last_change = Some(at);
+        if opened {
+            self.opened_at_walks.push(at);
+        }
+    }
+
+    /// Flap detection after observation `at`: 1 when flapping began or ended.
+    fn flap(&mut self, at: u64, settings: &Settings) -> u32 {
+        if settings.flap_opens == 0 {
+            self.opened_at_walks.clear();
+            // Turned off while flapping: stable from now on.
+            return u32::from(std::mem::take(&mut self.flapping));
+        }
+        let window = u64::from(settings.flap_window);
+        self.opened_at_walks.retain(|w| at - w < window);
+        if !self.flapping && self.opened_at_walks.len() >= settings.flap_opens as usize {
+            self.flapping = true;
+            self.flap_episodes += 1;
+            return 1;
+        }
+        if self.flapping && self.last_change.is_none_or(|c| at - c >= window) {
+            self.flapping = false;
+            return 1;
+        }
+        0
+    }
+}
+
+/// Everything stored per target between walks. Members added since the first version default
+/// when a stored state lacks them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TargetState {
     /// Observations seen (walks, unreachable walks and declines).
     pub observations: u64,
@@ -236,6 +327,13 @@ pub struct TargetState {
     pub last_record_sha256: Option<String>,
     pub last_assertions: Vec<AssertionResult>,
     pub last_verdict: Option<(u32, u32)>,
+    /// The last conduct walks, newest in bit 0 (1: FAIL), and how many of the bits are walks
+    /// (up to [`MAX_WINDOW`]): the windowed rule's memory.
+    pub recent_fails: u64,
+    pub recent_walks: u32,
+    /// The origin and endpoint of the latest walk that said (every alert names them).
+    pub origin: Option<String>,
+    pub endpoint: Option<String>,
 }
 
 /// What an alert says happened.
@@ -251,6 +349,18 @@ pub enum Transition {
     },
     /// Assertions changed while the verdict held.
     AssertionsFlipped,
+    /// The track's incidents keep opening and resolving: they are followed silently until
+    /// [`Transition::Stable`].
+    Flapping {
+        kind: IncidentKind,
+        episode: u64,
+    },
+    /// A flapping track held still for the flap window; `open` is its incident open now.
+    Stable {
+        kind: IncidentKind,
+        episode: u64,
+        open: Option<Incident>,
+    },
     ConsentDeclined {
         episode: u64,
     },
@@ -279,6 +389,22 @@ impl Transition {
                 kind: IncidentKind::Unreachable,
                 ..
             } => "unreachable.resolved",
+            Transition::Flapping {
+                kind: IncidentKind::Conduct,
+                ..
+            } => "incident.flapping",
+            Transition::Stable {
+                kind: IncidentKind::Conduct,
+                ..
+            } => "incident.stable",
+            Transition::Flapping {
+                kind: IncidentKind::Unreachable,
+                ..
+            } => "unreachable.flapping",
+            Transition::Stable {
+                kind: IncidentKind::Unreachable,
+                ..
+            } => "unreachable.stable",
             Transition::AssertionsFlipped => "assertion.flipped",
             Transition::ConsentDeclined { .. } => "consent.declined",
             Transition::ConsentAllowed { .. } => "consent.allowed",
@@ -299,11 +425,12 @@ pub struct Flip {
 /// An alert to plan (to put in the outbox).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Planned {
-    /// [`alert_id`] of `key`: the idempotency key.
-    pub id: String,
-    /// What the id is derived from: `target`, the transition and its number, NUL-separated.
+    /// What the id is derived from, with the witness's identity ([`Planned::id`]): the target,
+    /// its endpoint, the transition and its number, NUL-separated.
     pub key: String,
     pub target: String,
+    pub origin: Option<String>,
+    pub endpoint: Option<String>,
     pub at: DateTime<Utc>,
     pub transition: Transition,
     pub flips: Vec<Flip>,
@@ -312,6 +439,13 @@ pub struct Planned {
     pub record_sha256: Option<String>,
     /// Changes seen since the previous alert, this one's included.
     pub held_changes: u32,
+}
+
+impl Planned {
+    /// The alert's id as `witness` sends it ([`alert_id`]).
+    pub fn id(&self, witness: &str) -> String {
+        alert_id(witness, &self.key)
+    }
 }
 
 /// Apply one observation: the next state and the alerts to plan, in order.
@@ -326,6 +460,12 @@ pub fn step(
     let mut changes = 0u32;
     if obs.record_sha256.is_some() {
         s.last_record_sha256 = obs.record_sha256.clone();
+    }
+    if obs.origin.is_some() {
+        s.origin = obs.origin.clone();
+    }
+    if obs.endpoint.is_some() {
+        s.endpoint = obs.endpoint.clone();
     }
     match &obs.result {
         WalkResult::ConsentDeclined { .. } => {
@@ -346,6 +486,7 @@ pub fn step(
                     number: s.incidents,
                     opened_at: obs.at,
                 });
+                t.changed(s.observations, true);
                 changes += 1;
             }
         }
@@ -356,30 +497,39 @@ pub fn step(
             assertions,
         } => {
             changes += allowed_again(&mut s);
+            let at = s.observations;
             let u = &mut s.unreachable;
             u.good_streak += 1;
             u.bad_streak = 0;
             if u.open.is_some() && u.good_streak >= settings.resolve_after {
                 u.open = None;
+                u.changed(at, false);
                 changes += 1;
             }
+            s.recent_fails = (s.recent_fails << 1) | u64::from(!*ok);
+            s.recent_walks = (s.recent_walks + 1).min(MAX_WINDOW);
             let c = &mut s.conduct;
             if *ok {
                 c.good_streak += 1;
                 c.bad_streak = 0;
                 if c.open.is_some() && c.good_streak >= settings.resolve_after {
                     c.open = None;
+                    c.changed(at, false);
                     changes += 1;
                 }
             } else {
                 c.bad_streak += 1;
                 c.good_streak = 0;
-                if c.open.is_none() && c.bad_streak >= settings.open_after {
+                let in_window = settings.window_failures > 0
+                    && window_fails(s.recent_fails, settings.window_walks)
+                        >= settings.window_failures;
+                if c.open.is_none() && (c.bad_streak >= settings.open_after || in_window) {
                     s.incidents += 1;
                     c.open = Some(Incident {
                         number: s.incidents,
                         opened_at: obs.at,
                     });
+                    c.changed(at, true);
                     changes += 1;
                 }
             }
@@ -401,9 +551,17 @@ pub fn step(
             s.last_assertions = assertions.clone();
         }
     }
+    let at = s.observations;
+    changes += s.conduct.flap(at, settings) + s.unreachable.flap(at, settings);
     s.held_changes += changes;
     let planned = flush_into(target, &mut s, settings, obs.at);
     (s, planned)
+}
+
+/// FAIL walks among the last `n` conduct walks (bit 0 the newest).
+fn window_fails(recent: u64, n: u32) -> u32 {
+    let mask = if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
+    (recent & mask).count_ones()
 }
 
 /// A walk happened, so the origin no longer declines.
@@ -439,9 +597,17 @@ fn flush_into(
     // Silently follow what is not alerted on, so turning a trigger on later announces nothing old.
     if !trig.verdict {
         s.conduct.announced = s.conduct.open.as_ref().map(|i| i.number);
+        s.conduct.announced_flapping = s.conduct.flapping;
     }
     if !trig.unreachable {
         s.unreachable.announced = s.unreachable.open.as_ref().map(|i| i.number);
+        s.unreachable.announced_flapping = s.unreachable.flapping;
+    }
+    // While a track flaps (and the operator was told so), its incidents are followed silently.
+    for t in [&mut s.conduct, &mut s.unreachable] {
+        if t.flapping && t.announced_flapping {
+            t.announced = t.open.as_ref().map(|i| i.number);
+        }
     }
     if !trig.consent {
         s.announced_consent_declined = s.consent_declined;
@@ -451,7 +617,8 @@ fn flush_into(
     }
     let holds = s.last_ok == Some(s.conduct.open.is_none())
         && s.conduct.announced == s.conduct.open.as_ref().map(|i| i.number);
-    if !trig.assertion && holds {
+    // Flips of a flapping agent are noise: followed silently, like its incidents.
+    if (!trig.assertion && holds) || (s.conduct.flapping && s.conduct.announced_flapping) {
         // Flips are not alerted alone: the next incident alert reports only its own.
         s.announced_assertions = s.assertions.clone();
     }
@@ -482,33 +649,45 @@ fn flush_into(
             } | Transition::Resolved {
                 kind: IncidentKind::Conduct,
                 ..
+            } | Transition::Stable {
+                kind: IncidentKind::Conduct,
+                ..
             } | Transition::AssertionsFlipped
         ) && !flips_sent;
         if carries {
             flips_sent = true;
         }
+        // The target and the endpoint it measured: one name may be another agent elsewhere.
+        let who = format!("{target}\0{}", s.endpoint.as_deref().unwrap_or(""));
         let key = match &t {
             Transition::Opened { kind, incident } => {
-                format!("{target}\0{}\0{}\0opened", kind.as_str(), incident.number)
+                format!("{who}\0{}\0{}\0opened", kind.as_str(), incident.number)
             }
             Transition::Resolved { kind, number } => {
-                format!("{target}\0{}\0{number}\0resolved", kind.as_str())
+                format!("{who}\0{}\0{number}\0resolved", kind.as_str())
             }
             // A flip has no incident number: the observation count makes it unique per walk.
             Transition::AssertionsFlipped => {
-                format!("{target}\0assertion\0{}\0flipped", s.observations)
+                format!("{who}\0assertion\0{}\0flipped", s.observations)
+            }
+            Transition::Flapping { kind, episode } => {
+                format!("{who}\0{}\0{episode}\0flapping", kind.as_str())
+            }
+            Transition::Stable { kind, episode, .. } => {
+                format!("{who}\0{}\0{episode}\0stable", kind.as_str())
             }
             Transition::ConsentDeclined { episode } => {
-                format!("{target}\0consent\0{episode}\0declined")
+                format!("{who}\0consent\0{episode}\0declined")
             }
             Transition::ConsentAllowed { episode } => {
-                format!("{target}\0consent\0{episode}\0allowed")
+                format!("{who}\0consent\0{episode}\0allowed")
             }
         };
         out.push(Planned {
-            id: alert_id(&key),
             key,
             target: target.to_string(),
+            origin: s.origin.clone(),
+            endpoint: s.endpoint.clone(),
             at: now,
             transition: t,
             flips: if carries { flips.clone() } else { Vec::new() },
@@ -518,8 +697,10 @@ fn flush_into(
         });
     }
     // Now announced.
-    s.conduct.announced = s.conduct.open.as_ref().map(|i| i.number);
-    s.unreachable.announced = s.unreachable.open.as_ref().map(|i| i.number);
+    for t in [&mut s.conduct, &mut s.unreachable] {
+        t.announced = t.open.as_ref().map(|i| i.number);
+        t.announced_flapping = t.flapping;
+    }
     s.announced_consent_declined = s.consent_declined;
     if flips_sent {
         s.announced_assertions = s.assertions.clone();
@@ -546,6 +727,27 @@ fn pending_transitions(s: &TargetState, trig: Triggers) -> Vec<Transition> {
         (IncidentKind::Unreachable, &s.unreachable),
         (IncidentKind::Conduct, &s.conduct),
     ] {
+        // A flapping track says so once, and once when it is stable again (with the incident
+        // open then, if any); in between nothing.
+        match (t.flapping, t.announced_flapping) {
+            (true, false) => {
+                out.push(Transition::Flapping {
+                    kind,
+                    episode: t.flap_episodes,
+                });
+                continue;
+            }
+            (false, true) => {
+                out.push(Transition::Stable {
+                    kind,
+                    episode: t.flap_episodes,
+                    open: t.open.clone(),
+                });
+                continue;
+            }
+            (true, true) => continue,
+            (false, false) => {}
+        }
         let now = t.open.as_ref().map(|i| i.number);
         if let Some(old) = t.announced.filter(|old| Some(*old) != now) {
             out.push(Transition::Resolved { kind, number: old });
@@ -564,6 +766,12 @@ fn pending_transitions(s: &TargetState, trig: Triggers) -> Vec<Transition> {
                 kind: IncidentKind::Conduct,
                 ..
             } | Transition::Resolved {
+                kind: IncidentKind::Conduct,
+                ..
+            } | Transition::Flapping {
+                kind: IncidentKind::Conduct,
+                ..
+            } | Transition::Stable {
                 kind: IncidentKind::Conduct,
                 ..
             }

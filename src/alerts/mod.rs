@@ -29,15 +29,23 @@ mod tests;
 
 use sha2::{Digest, Sha256};
 
-/// The idempotency key of one alert: Standard Webhooks' `webhook-id`, and the outbox's unique key,
-/// so planning the same transition twice (a replayed walk, a restart) yields one delivery.
+/// The idempotency key of one alert: Standard Webhooks' `webhook-id`, the email's Message-ID and
+/// the outbox's unique key, so planning the same transition twice (a replayed walk, a restart)
+/// yields one delivery and a resend carries the id of the first send.
 ///
-/// `cwa_` and the first 32 hex digits of the SHA-256 of the alert's `key` (target, incident
-/// number, transition, ...; see each planner): header-safe whatever the target is called, and
-/// stable across versions as long as the key's text is.
-pub fn alert_id(key: &str) -> String {
-    let digest = Sha256::digest(key.as_bytes());
-    format!("cwa_{}", &hex::encode(digest)[..32])
+/// `cwa_` and the first 32 hex digits of the SHA-256 of the witness's identity and the alert's
+/// `key` (target, endpoint, incident number, transition, ...; see each planner). The witness's
+/// identity is the store's own identifier (`store_identity`, made once when the store is
+/// created): two witnesses, or one witness whose store was made anew, never send two different
+/// alerts under one id, which a receiver that deduplicates by id would silently drop.
+/// Header-safe whatever the target is called, and stable across versions as long as the key's
+/// text is.
+pub fn alert_id(witness: &str, key: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(witness.as_bytes());
+    h.update([0u8]);
+    h.update(key.as_bytes());
+    format!("cwa_{}", &hex::encode(h.finalize())[..32])
 }
 
 #[cfg(test)]
@@ -46,17 +54,19 @@ mod id_tests {
 
     #[test]
     fn alert_id_is_stable_header_safe_and_distinct() {
-        let a = alert_id("target\u{0}alpha\u{0}conduct\u{0}1\u{0}opened");
-        assert_eq!(a, alert_id("target\u{0}alpha\u{0}conduct\u{0}1\u{0}opened"));
-        assert_ne!(
-            a,
-            alert_id("target\u{0}alpha\u{0}conduct\u{0}1\u{0}resolved")
-        );
+        let key = "alpha\u{0}https://a.example/a2a\u{0}conduct\u{0}1\u{0}opened";
+        let a = alert_id("w1", key);
+        assert_eq!(a, alert_id("w1", key));
+        assert_ne!(a, alert_id("w1", &key.replace("opened", "resolved")));
+        // The same incident seen by another witness (or a store made anew) is another alert.
+        assert_ne!(a, alert_id("w2", key));
+        // The witness and the key cannot trade characters: ("w", "1x") is not ("w1", "x").
+        assert_ne!(alert_id("w", "1x"), alert_id("w1", "x"));
         assert_eq!(a.len(), 4 + 32);
         assert!(a.starts_with("cwa_"));
         assert!(a[4..].bytes().all(|b| b.is_ascii_hexdigit()));
         // A target name with newlines or spaces cannot leak into the header.
-        let odd = alert_id("target\u{0}a b\r\nX: y\u{0}conduct\u{0}1\u{0}opened");
+        let odd = alert_id("w1", "a b\r\nX: y\u{0}conduct\u{0}1\u{0}opened");
         assert!(odd.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'));
     }
 }

@@ -7,7 +7,7 @@ use super::budget::{self, Admission, ChannelDay};
 use super::config::AlertsConfig;
 use super::health::{PlannedHealth, StoreHealth};
 use super::incident::{self, Observation, Planned, TargetState};
-use super::payload::AlertPayload;
+use super::payload::{AlertPayload, WitnessRef};
 use crate::store::StoreError;
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -97,6 +97,15 @@ fn save_channel(conn: &Connection, channel: &str, d: &ChannelDay) -> Result<(), 
     Ok(())
 }
 
+/// Who sends this store's alerts: its identifier (every id is derived from it) and the
+/// configured `[witness]` name.
+pub fn witness(conn: &Connection, cfg: &AlertsConfig) -> Result<WitnessRef, StoreError> {
+    Ok(WitnessRef {
+        id: crate::store::identity(conn)?,
+        name: cfg.witness_name.clone(),
+    })
+}
+
 /// Insert one row per channel for `payload` (a row already there for the id is kept as it is),
 /// counting each against its channel's daily cap. Returns the rows inserted.
 fn enqueue(
@@ -121,7 +130,7 @@ fn enqueue(
             budget::admit(&ch.name, &day, ch.daily_cap, &payload.id, now);
         save_channel(conn, &ch.name, &next)?;
         if let Some(d) = digest {
-            insert_digest(conn, &ch.name, &d, now)?;
+            insert_digest(conn, cfg, &ch.name, &d, now)?;
         }
         let st = match admission {
             Admission::Send => state::QUEUED,
@@ -162,14 +171,28 @@ fn insert_row(
     Ok(())
 }
 
-/// A channel's digest row (queued now; it is about no target or record).
+/// A channel's digest row (queued now; it is about no target or record), listing each held
+/// alert from its stored body.
 fn insert_digest(
     conn: &Connection,
+    cfg: &AlertsConfig,
     channel: &str,
     d: &budget::Digest,
     now: DateTime<Utc>,
 ) -> Result<(), StoreError> {
-    let payload = AlertPayload::of_digest(d, now);
+    let mut held = Vec::new();
+    for id in d.held.iter().take(super::payload::DIGEST_LISTED) {
+        let body: Option<String> = conn
+            .prepare_cached(
+                "SELECT payload FROM alert_outbox WHERE alert_id = ?1 AND channel = ?2",
+            )?
+            .query_row(params![id, channel], |r| r.get(0))
+            .optional()?;
+        if let Some(b) = body {
+            held.push(serde_json::from_str::<AlertPayload>(&b).map_err(json_err)?);
+        }
+    }
+    let payload = AlertPayload::of_digest(d, now, &witness(conn, cfg)?, &held);
     let body = serde_json::to_string(&payload).map_err(json_err)?;
     insert_row(conn, channel, None, &payload, &body, state::QUEUED, now)
 }
@@ -191,13 +214,17 @@ fn enqueue_planned(
     planned: &[Planned],
     now: DateTime<Utc>,
 ) -> Result<u32, StoreError> {
+    if planned.is_empty() {
+        return Ok(0);
+    }
+    let w = witness(conn, cfg)?;
     let mut n = 0;
     for p in planned {
         n += enqueue(
             conn,
             cfg,
             Some(&p.target),
-            &AlertPayload::of_incident(p),
+            &AlertPayload::of_incident(p, &w),
             now,
         )?;
     }
@@ -262,7 +289,7 @@ pub fn digests_due(
         let (next, digest) = budget::digest_due(&ch.name, &day, now);
         if let Some(d) = digest {
             save_channel(conn, &ch.name, &next)?;
-            insert_digest(conn, &ch.name, &d, now)?;
+            insert_digest(conn, cfg, &ch.name, &d, now)?;
             n += 1;
         }
     }
@@ -278,7 +305,19 @@ pub fn plan_health(
     if !cfg.health {
         return Ok(0);
     }
-    enqueue(conn, cfg, None, &AlertPayload::of_health(p), p.at)
+    let mut payload = AlertPayload::of_health(p, &witness(conn, cfg)?);
+    // An alert about a record names what that record walked.
+    if let Some(sha) = payload.data.record.as_ref().map(|r| r.sha256.clone()) {
+        let walked: Option<(String, String)> = conn
+            .prepare_cached("SELECT origin, endpoint FROM records WHERE sha256 = ?1")?
+            .query_row([sha], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        if let Some((origin, endpoint)) = walked {
+            payload.data.origin = Some(origin);
+            payload.data.endpoint = Some(endpoint);
+        }
+    }
+    enqueue(conn, cfg, None, &payload, p.at)
 }
 
 /// The hook for issue 23's ledger follower: plan the alert of one ledger finding, in the
@@ -527,16 +566,45 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AlertRow> {
     })
 }
 
-/// Rows due by `now`, oldest due first.
+/// Rows due by `now`, in the order they were planned.
 pub fn due(conn: &Connection, now: DateTime<Utc>, limit: u32) -> Result<Vec<AlertRow>, StoreError> {
     let sql = format!(
         "SELECT {COLUMNS} FROM alert_outbox WHERE state = 'queued' AND next_attempt_at <= ?1 \
-         ORDER BY next_attempt_at, id LIMIT ?2"
+         ORDER BY id LIMIT ?2"
     );
     Ok(conn
         .prepare_cached(&sql)?
         .query_map(params![ts(now), limit], row)?
         .collect::<Result<_, _>>()?)
+}
+
+/// The next row of `channel` due by `now`, in the order they were planned.
+pub fn next_due_on(
+    conn: &Connection,
+    channel: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<AlertRow>, StoreError> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM alert_outbox WHERE state = 'queued' AND next_attempt_at <= ?1 \
+         AND channel = ?2 ORDER BY id LIMIT 1"
+    );
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row(params![ts(now), channel], row)
+        .optional()?)
+}
+
+/// The receiver of `channel` answered: every row of it waiting out a backoff is due now, so
+/// what queued up while it was away goes out at once, in order, instead of each row waiting
+/// for its own next attempt (issue 35: the last of 52 arrived 8.5 minutes after the receiver
+/// came back). Returns the rows released.
+pub fn release(conn: &Connection, channel: &str, now: DateTime<Utc>) -> Result<usize, StoreError> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE alert_outbox SET next_attempt_at = ?2 \
+             WHERE state = 'queued' AND channel = ?1 AND next_attempt_at > ?2",
+        )?
+        .execute(params![channel, ts(now)])?)
 }
 
 /// The next time a queued row is due, if any.

@@ -11,6 +11,17 @@ use crate::witness::filing::{AnswerKind, SubmissionState, Transition as FilingTr
 use chrono::{DateTime, Duration, TimeZone, Utc};
 
 const SHA: &str = "ab12";
+const ORIGIN: &str = "https://alpha.example";
+const ENDPOINT: &str = "https://alpha.example/a2a";
+/// The witness (a store's identifier) every id below is sent by.
+const WITNESS: &str = "0123456789abcdef0123456789abcdef";
+
+fn witness() -> super::payload::WitnessRef {
+    super::payload::WitnessRef {
+        id: WITNESS.into(),
+        name: Some("w1".into()),
+    }
+}
 
 fn t0() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 12, 1, 10, 0, 0).unwrap()
@@ -68,10 +79,14 @@ fn obs(w: W, at: DateTime<Utc>, i: usize) -> Observation {
     Observation {
         at,
         record_sha256: matches!(w.0, 'P' | 'F' | 'U').then(|| format!("{SHA}{i}")),
+        origin: Some(ORIGIN.into()),
+        endpoint: Some(ENDPOINT.into()),
         result,
     }
 }
 
+/// The consecutive rules alone: the windowed rule and flap detection off (their own tables
+/// turn them on).
 fn settings(n: u32, m: u32) -> Settings {
     Settings {
         open_after: n,
@@ -79,6 +94,10 @@ fn settings(n: u32, m: u32) -> Settings {
         unreachable_after: 3,
         triggers: Triggers::default(),
         min_interval_secs: 0,
+        window_failures: 0,
+        window_walks: 6,
+        flap_opens: 0,
+        flap_window: 20,
     }
 }
 
@@ -363,7 +382,7 @@ fn consent_declined_and_allowed_again() {
     );
     // The episodes give distinct ids.
     let (_, _, all) = run_from(TargetState::default(), &[p, d, p, d, p], &s, 0);
-    let ids: std::collections::BTreeSet<_> = all.iter().map(|p| p.id.clone()).collect();
+    let ids: std::collections::BTreeSet<_> = all.iter().map(|p| p.id(WITNESS)).collect();
     assert_eq!(ids.len(), 4);
 }
 
@@ -481,7 +500,7 @@ fn restart_and_reload_do_not_reannounce() {
     assert_eq!(a, b);
     // Another target, same transition: another id.
     let (_, c) = incident::step("beta", &before, &o, &s);
-    assert_ne!(a[0].id, c[0].id);
+    assert_ne!(a[0].id(WITNESS), c[0].id(WITNESS));
 }
 
 #[test]
@@ -550,14 +569,16 @@ fn ids_are_deterministic_and_distinct_per_transition() {
     assert_eq!(
         keys,
         [
-            "alpha/conduct/1/opened",
-            "alpha/conduct/1/resolved",
-            "alpha/conduct/2/opened",
-            "alpha/conduct/2/resolved"
+            "alpha/https://alpha.example/a2a/conduct/1/opened",
+            "alpha/https://alpha.example/a2a/conduct/1/resolved",
+            "alpha/https://alpha.example/a2a/conduct/2/opened",
+            "alpha/https://alpha.example/a2a/conduct/2/resolved"
         ]
     );
     for p in &a {
-        assert_eq!(p.id, super::alert_id(&p.key));
+        assert_eq!(p.id(WITNESS), super::alert_id(WITNESS, &p.key));
+        // Another witness sends the same transition under another id.
+        assert_ne!(p.id(WITNESS), p.id("fedcba9876543210fedcba9876543210"));
         assert_eq!(p.record_sha256.as_deref().map(|s| &s[..4]), Some(SHA));
     }
 }
@@ -584,6 +605,28 @@ fn settings_validate_names_the_setting() {
             "unreachable_after",
             Settings {
                 unreachable_after: 0,
+                ..Settings::default()
+            },
+        ),
+        (
+            "window_walks",
+            Settings {
+                window_failures: 4,
+                window_walks: 3,
+                ..Settings::default()
+            },
+        ),
+        (
+            "window_walks",
+            Settings {
+                window_walks: 65,
+                ..Settings::default()
+            },
+        ),
+        (
+            "flap_window",
+            Settings {
+                flap_window: 0,
                 ..Settings::default()
             },
         ),
@@ -633,12 +676,12 @@ fn daily_cap_holds_then_digests() {
     assert_eq!(digest.sent, 3);
     assert_eq!(digest.held, ["id3", "id4"]);
     assert_eq!(
-        digest.id,
-        budget::digest_due("ops", &ch, next_day).1.unwrap().id
+        digest.key,
+        budget::digest_due("ops", &ch, next_day).1.unwrap().key
     );
     assert_ne!(
-        digest.id,
-        budget::digest_due("other", &ch, next_day).1.unwrap().id
+        digest.key,
+        budget::digest_due("other", &ch, next_day).1.unwrap().key
     );
     assert_eq!(fresh.sent, 0);
     assert!(fresh.held.is_empty());
@@ -646,7 +689,7 @@ fn daily_cap_holds_then_digests() {
     // An alert on the new day before the timer ran: sent, and the old day's digest comes with it.
     let (after, adm, d) = budget::admit("ops", &ch, 3, "id5", next_day);
     assert_eq!(adm, Admission::Send);
-    assert_eq!(d.unwrap().id, digest.id);
+    assert_eq!(d.unwrap().key, digest.key);
     assert_eq!((after.day.as_str(), after.sent), ("2026-12-02", 1));
     // A day under the cap has no digest.
     let (under, _, _) = budget::admit("ops", &ChannelDay::default(), 3, "x", day1);
@@ -762,7 +805,7 @@ fn filing_and_health_triggers_table() {
     // Asked again later: the same id (one alert per stale record).
     let later = health::queued_too_long(&queued, 3600, now + Duration::minutes(5));
     assert_eq!(later.len(), 3);
-    assert_eq!(later[2].id, stale[0].id);
+    assert_eq!(later[2].key, stale[0].key);
 
     // Lane exhausted: at the cap, once per lane and day.
     assert!(health::lane_exhausted("https://i", "address", 9, 10, now).is_none());
@@ -770,20 +813,20 @@ fn filing_and_health_triggers_table() {
     assert_eq!(
         health::lane_exhausted("https://i", "address", 11, 10, now + Duration::hours(1))
             .unwrap()
-            .id,
-        full.id
+            .key,
+        full.key
     );
     assert_ne!(
         health::lane_exhausted("https://i", "address", 10, 10, now + Duration::days(1))
             .unwrap()
-            .id,
-        full.id
+            .key,
+        full.key
     );
     assert_ne!(
         health::lane_exhausted("https://i", "domain:x", 10, 10, now)
             .unwrap()
-            .id,
-        full.id
+            .key,
+        full.key
     );
 
     // The same from the filing's lane arithmetic (spec caps: 5 per address lane, 500 a day).
@@ -871,20 +914,26 @@ fn filing_and_health_triggers_table() {
     }
     .plan(now);
     assert_eq!(finding.event.type_name(), "ledger.finding");
-    assert_eq!(finding.id, super::alert_id(&finding.key));
+    assert_eq!(finding.id(WITNESS), super::alert_id(WITNESS, &finding.key));
 }
 
 #[test]
 fn payload_schema_v1() {
     let s = settings(1, 1);
     let (_, _, all) = run_from(TargetState::default(), &[pass(), W('F', [F, NA])], &s, 0);
-    let body = serde_json::to_value(AlertPayload::of_incident(&all[0])).unwrap();
+    let body = serde_json::to_value(AlertPayload::of_incident(&all[0], &witness())).unwrap();
     assert_eq!(body["schema_version"], SCHEMA_VERSION);
-    assert_eq!(body["id"], all[0].id.as_str());
+    assert_eq!(body["id"], all[0].id(WITNESS).as_str());
     assert_eq!(body["type"], "incident.opened");
     assert_eq!(body["timestamp"], "2026-12-01T10:01:00Z");
     let d = &body["data"];
     assert_eq!(d["target"], "alpha");
+    assert_eq!(d["origin"], ORIGIN);
+    assert_eq!(d["endpoint"], ENDPOINT);
+    assert_eq!(
+        d["witness"],
+        serde_json::json!({"id": WITNESS, "name": "w1"})
+    );
     assert_eq!(d["incident"]["number"], 1);
     assert_eq!(d["incident"]["kind"], "conduct");
     assert_eq!(d["incident"]["opened_at"], "2026-12-01T10:01:00Z");
@@ -904,7 +953,7 @@ fn payload_schema_v1() {
     assert!(d.get("filing").is_none(), "absent members are left out");
     // It reads back as it was written.
     let back: AlertPayload = serde_json::from_value(body.clone()).unwrap();
-    assert_eq!(back, AlertPayload::of_incident(&all[0]));
+    assert_eq!(back, AlertPayload::of_incident(&all[0], &witness()));
     // A receiver of a later v1 with members this one does not know still reads it.
     let mut later = body.clone();
     later["data"]["something_new"] = serde_json::json!(1);
@@ -925,12 +974,12 @@ fn payload_schema_v1() {
         true,
     )
     .unwrap();
-    let b = serde_json::to_value(AlertPayload::of_health(&refused)).unwrap();
+    let b = serde_json::to_value(AlertPayload::of_health(&refused, &witness())).unwrap();
     assert_eq!(b["type"], "filing.refused");
     assert_eq!(b["data"]["filing"]["reason"], "too_large");
     assert_eq!(b["data"]["record"]["raw"], "/records/dd/raw");
     let (_, degraded) = health::store_health(&StoreHealth::default(), Some("disk full"), now);
-    let b = serde_json::to_value(AlertPayload::of_health(&degraded.unwrap())).unwrap();
+    let b = serde_json::to_value(AlertPayload::of_health(&degraded.unwrap(), &witness())).unwrap();
     assert_eq!(b["type"], "health.store_degraded");
     assert_eq!(
         b["data"]["store"],
@@ -942,7 +991,7 @@ fn payload_schema_v1() {
         detail: "proof".into(),
     }
     .plan(now);
-    let b = serde_json::to_value(AlertPayload::of_health(&ledger)).unwrap();
+    let b = serde_json::to_value(AlertPayload::of_health(&ledger, &witness())).unwrap();
     assert_eq!(b["data"]["ledger"]["kind"], "inclusion_failed");
 
     // The digest body.
@@ -953,15 +1002,115 @@ fn payload_schema_v1() {
     let digest = budget::digest_due("ops", &ch, now + Duration::days(1))
         .1
         .unwrap();
-    let b =
-        serde_json::to_value(AlertPayload::of_digest(&digest, now + Duration::days(1))).unwrap();
+    let b = serde_json::to_value(AlertPayload::of_digest(
+        &digest,
+        now + Duration::days(1),
+        &witness(),
+        &[],
+    ))
+    .unwrap();
     assert_eq!(b["type"], "digest");
-    assert_eq!(b["id"], digest.id.as_str());
+    assert_eq!(b["id"], digest.id(WITNESS).as_str());
     assert_eq!(
         b["data"]["digest"]["held"],
         serde_json::json!(["id1", "id2"])
     );
     assert_eq!(b["data"]["digest"]["sent"], 1);
+    assert!(
+        b["data"]["digest"].get("alerts").is_none(),
+        "no held body given"
+    );
+
+    // A digest lists each held alert: what, about whom, when, and the record's link.
+    let held = [
+        AlertPayload::of_incident(&all[0], &witness()),
+        AlertPayload::of_health(&refused, &witness()),
+    ];
+    let p = AlertPayload::of_digest(&digest, now + Duration::days(1), &witness(), &held);
+    let b = serde_json::to_value(p.for_channel(Some("https://walker.example/"))).unwrap();
+    let listed = &b["data"]["digest"]["alerts"];
+    assert_eq!(listed.as_array().unwrap().len(), 2);
+    assert_eq!(listed[0]["id"], all[0].id(WITNESS).as_str());
+    assert_eq!(listed[0]["type"], "incident.opened");
+    assert_eq!(listed[0]["timestamp"], "2026-12-01T10:01:00Z");
+    assert_eq!(listed[0]["target"], "alpha");
+    assert_eq!(listed[0]["endpoint"], ENDPOINT);
+    assert_eq!(
+        listed[0]["summary"],
+        format!("alpha ({ENDPOINT}): conduct incident #1 opened (FAIL 0/1)")
+    );
+    assert_eq!(
+        listed[0]["record"]["page_url"],
+        "https://walker.example/records/ab121"
+    );
+    assert_eq!(listed[1]["type"], "filing.refused");
+    assert!(b["data"]["digest"].get("alerts_omitted").is_none());
+}
+
+/// Every human channel's text names the target, its origin and the measured endpoint; links
+/// are absolute under a `pages_url`, and without one the text says so instead of printing a
+/// path that leads nowhere; a digest lists each held alert, as much as the channel takes.
+#[test]
+fn text_names_the_endpoint_links_absolutely_and_lists_a_digest() {
+    use super::deliver::render_text;
+    let s = settings(1, 1);
+    let (_, _, all) = run_from(TargetState::default(), &[pass(), fail()], &s, 0);
+    let p = AlertPayload::of_incident(&all[0], &witness());
+    let (title, body) = render_text(&p, Some("https://walker.example"), None);
+    assert_eq!(
+        title,
+        format!("alpha ({ENDPOINT}): conduct incident #1 opened (FAIL 1/2)")
+    );
+    for line in [
+        "target: alpha\n".to_string(),
+        format!("origin: {ORIGIN}\n"),
+        format!("endpoint: {ENDPOINT}\n"),
+        format!("witness: w1 (store {WITNESS})\n"),
+        "record: https://walker.example/records/ab121\n".to_string(),
+        "raw: https://walker.example/records/ab121/raw\n".to_string(),
+        format!("alert id: {}\n", all[0].id(WITNESS)),
+    ] {
+        assert!(body.contains(&line), "{line:?} in {body}");
+    }
+    let (_, bare) = render_text(&p, None, None);
+    assert!(!bare.contains("record: /records"), "{bare}");
+    assert!(bare.contains("set this channel's pages_url"), "{bare}");
+
+    // A digest of 40 held alerts: all listed in an email, as many as fit in 3000 characters
+    // (Slack) with the rest counted.
+    let now = t0();
+    let mut ch = ChannelDay::default();
+    let mut held = Vec::new();
+    for i in 0..41 {
+        let mut one = p.clone();
+        one.id = format!("cwa_{i:032}");
+        ch = budget::admit("ops", &ch, 1, &one.id, now).0;
+        held.push(one);
+    }
+    held.remove(0); // the one sent, not held
+    let digest = budget::digest_due("ops", &ch, now + Duration::days(1))
+        .1
+        .unwrap();
+    let d = AlertPayload::of_digest(&digest, now + Duration::days(1), &witness(), &held);
+    let (title, full) = render_text(&d, Some("https://walker.example"), None);
+    assert_eq!(
+        title,
+        "conduct-walker digest 2026-12-01: 40 alert(s) held over the daily cap"
+    );
+    let lines: Vec<&str> = full.lines().filter(|l| l.starts_with("- ")).collect();
+    assert_eq!(lines.len(), 40, "{full}");
+    assert!(lines[0].contains("2026-12-01T10:01:00Z"), "{}", lines[0]);
+    assert!(lines[0].contains(&format!("alpha ({ENDPOINT}): conduct incident #1 opened")));
+    assert!(lines[0].contains("https://walker.example/records/ab121"));
+    assert!(lines[0].contains("cwa_00000000000000000000000000000001"));
+    let (_, short) = render_text(&d, Some("https://walker.example"), Some(3000));
+    assert!(short.chars().count() <= 3000, "{}", short.len());
+    let shown = short.lines().filter(|l| l.starts_with("- ")).count();
+    assert!((1..40).contains(&shown), "{shown}");
+    assert!(
+        short.contains(&format!("... and {} more", 40 - shown)),
+        "{short}"
+    );
 }
 
 #[test]
@@ -1114,7 +1263,7 @@ mod properties {
                     _ => {}
                 }
             }
-            let ids: std::collections::HashSet<_> = all.iter().map(|p| &p.id).collect();
+            let ids: std::collections::HashSet<_> = all.iter().map(|p| p.id(WITNESS)).collect();
             prop_assert_eq!(ids.len(), all.len());
             for pair in all.windows(2) {
                 let gap = (pair[1].at - pair[0].at).num_seconds();
@@ -1140,7 +1289,7 @@ fn payload_of_every_target_transition() {
     let (_, _, all) = run_from(TargetState::default(), &walks, &s, 0);
     let bodies: Vec<serde_json::Value> = all
         .iter()
-        .map(|p| serde_json::to_value(AlertPayload::of_incident(p)).unwrap())
+        .map(|p| serde_json::to_value(AlertPayload::of_incident(p, &witness())).unwrap())
         .collect();
     let summary: Vec<(String, serde_json::Value)> = bodies
         .iter()
@@ -1214,4 +1363,174 @@ fn receiver_url_admits_plain_http_only_at_a_named_loopback_host() {
     assert!(why("http://u:p@127.0.0.1:8080/").contains("user name or password"));
     assert!(why("ftp://127.0.0.1:8080/").contains("only https://"));
     assert!(why("not a url").contains("not a URL"));
+}
+
+/// One case of `testdata/incident_sequences.txt`.
+struct Sequence {
+    name: String,
+    settings: Settings,
+    walks: Vec<W>,
+    expect: Vec<(usize, String)>,
+}
+
+fn sequences() -> Vec<Sequence> {
+    let text = include_str!("testdata/incident_sequences.txt");
+    let mut out = Vec::new();
+    for para in text.split("\n\n") {
+        let lines: Vec<&str> = para
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .collect();
+        if lines.is_empty() {
+            continue;
+        }
+        let field = |k: &str| -> Vec<&str> {
+            lines
+                .iter()
+                .filter_map(|l| l.strip_prefix(k).map(str::trim))
+                .collect()
+        };
+        let name = field("name:").concat();
+        // Flips alone are `assertion_flips_table`'s: here only incidents.
+        let mut settings = Settings {
+            min_interval_secs: 0,
+            triggers: Triggers {
+                assertion: false,
+                ..Triggers::default()
+            },
+            ..Settings::default()
+        };
+        for kv in field("settings:").concat().split_whitespace() {
+            if kv == "default" {
+                continue;
+            }
+            let (k, v) = kv.split_once('=').unwrap_or_else(|| panic!("{name}: {kv}"));
+            let v: u32 = v.parse().unwrap();
+            match k {
+                "open_after" => settings.open_after = v,
+                "resolve_after" => settings.resolve_after = v,
+                "unreachable_after" => settings.unreachable_after = v,
+                "window_failures" => settings.window_failures = v,
+                "window_walks" => settings.window_walks = v,
+                "flap_opens" => settings.flap_opens = v,
+                "flap_window" => settings.flap_window = v,
+                "min_interval_secs" => settings.min_interval_secs = v.into(),
+                _ => panic!("{name}: no setting {k}"),
+            }
+        }
+        let mut walks = Vec::new();
+        for token in field("walks:").join(" ").split_whitespace() {
+            let (pattern, times) = match token.split_once('*') {
+                Some((p, n)) => (p, n.parse::<usize>().unwrap()),
+                None => (token, 1),
+            };
+            for _ in 0..times {
+                walks.extend(pattern.chars().map(|c| match c {
+                    'P' => pass(),
+                    'F' => fail(),
+                    'U' => unreach(),
+                    'D' => declined(),
+                    other => panic!("{name}: no walk {other}"),
+                }));
+            }
+        }
+        let expect = field("expect:")
+            .concat()
+            .split_whitespace()
+            .filter(|t| *t != "none")
+            .map(|t| {
+                let (i, kind) = t.split_once(':').unwrap();
+                (i.parse().unwrap(), kind.to_string())
+            })
+            .collect();
+        settings.validate().unwrap();
+        out.push(Sequence {
+            name,
+            settings,
+            walks,
+            expect,
+        });
+    }
+    out
+}
+
+/// Issue 35: the windowed rule ("k of the last n walks fail") beside `open_after`, and flap
+/// detection, over the recorded sequences of `testdata/incident_sequences.txt`; and, for every
+/// sequence, a restart after any walk (the state stored and read back) plans the same.
+#[test]
+fn recorded_sequences() {
+    let cases = sequences();
+    assert!(cases.len() >= 12, "{}", cases.len());
+    for c in &cases {
+        let got: Vec<(usize, String)> = run(&c.walks, &c.settings)
+            .into_iter()
+            .map(|(i, t)| (i, t.to_string()))
+            .collect();
+        assert_eq!(got, c.expect, "{}", c.name);
+        // Stored and read back between any two walks: nothing changes.
+        let cut = c.walks.len() / 2;
+        let (state, first, _) = run_from(TargetState::default(), &c.walks[..cut], &c.settings, 0);
+        let text = serde_json::to_string(&state).unwrap();
+        let back: TargetState = serde_json::from_str(&text).unwrap();
+        let (_, second, _) = run_from(back, &c.walks[cut..], &c.settings, cut);
+        let resumed: Vec<(usize, String)> = first
+            .into_iter()
+            .chain(second)
+            .map(|(i, t)| (i, t.to_string()))
+            .collect();
+        assert_eq!(resumed, c.expect, "{} (resumed at walk {cut})", c.name);
+    }
+}
+
+/// The flapping pair's bodies: one episode, distinct ids, the stable alert naming the
+/// incident open as it turned stable; and a state stored before this version still loads.
+#[test]
+fn flapping_and_stable_payloads_and_an_old_state_loads() {
+    let s = Settings {
+        min_interval_secs: 0,
+        window_failures: 0,
+        ..Settings::default()
+    };
+    let walks: Vec<W> = "FFPPFFPPFF"
+        .chars()
+        .chain(std::iter::repeat_n('F', 20))
+        .map(|c| if c == 'F' { fail() } else { pass() })
+        .collect();
+    let (state, seen, all) = run_from(TargetState::default(), &walks, &s, 0);
+    assert_eq!(seen.last(), Some(&(29, "incident.stable")), "{seen:?}");
+    let flapping = all
+        .iter()
+        .find(|p| p.transition.type_name() == "incident.flapping")
+        .unwrap();
+    let stable = all.last().unwrap();
+    assert_ne!(flapping.id(WITNESS), stable.id(WITNESS));
+    let f = serde_json::to_value(AlertPayload::of_incident(flapping, &witness())).unwrap();
+    assert_eq!(
+        f["data"]["flap"],
+        serde_json::json!({"kind": "conduct", "episode": 1})
+    );
+    assert!(f["data"].get("incident").is_none());
+    let b = AlertPayload::of_incident(stable, &witness());
+    let v = serde_json::to_value(&b).unwrap();
+    assert_eq!(v["data"]["flap"]["episode"], 1);
+    assert_eq!(v["data"]["incident"]["number"], 3);
+    assert_eq!(
+        super::payload::title(&b),
+        format!("alpha ({ENDPOINT}): conduct stable again, conduct incident #3 open (FAIL 1/2)")
+    );
+    assert_eq!(state.conduct.open.as_ref().unwrap().number, 3);
+    assert!(!state.conduct.flapping);
+
+    // A state written before the windowed rule and flap detection existed.
+    let old = r#"{"observations":3,"incidents":1,"conduct":{"bad_streak":2,"good_streak":0,
+        "open":{"number":1,"opened_at":"2026-12-01T10:00:00Z"},"announced":1},
+        "unreachable":{"bad_streak":0,"good_streak":3,"open":null,"announced":null},
+        "last_ok":false,"assertions":{},"announced_assertions":{},"consent_declined":false,
+        "consent_episodes":0,"announced_consent_declined":false,"last_alert_at":null,
+        "held_changes":0,"last_record_sha256":null,"last_assertions":[],"last_verdict":null}"#;
+    let old: TargetState = serde_json::from_str(old).unwrap();
+    assert_eq!(old.conduct.announced, Some(1));
+    assert_eq!(old.recent_walks, 0);
+    let (_, more, _) = run_from(old, &[pass(), pass()], &s, 3);
+    assert_eq!(more, vec![(4, RESOLVED)]);
 }

@@ -154,6 +154,23 @@ fn explain_alerts(cfg: &Config, lines: &mut Vec<String>, problems: &mut Vec<Stri
         }
         Err(e) => problems.push(e),
     }
+    // A message read in a mail client or a phone notification can only link a record when
+    // the channel knows where the status pages are.
+    for c in a.channels.iter().filter(|c| {
+        c.pages_url.is_none()
+            && matches!(
+                c.kind,
+                crate::alerts::config::ChannelKind::Email
+                    | crate::alerts::config::ChannelKind::Slack
+                    | crate::alerts::config::ChannelKind::Ntfy
+            )
+    }) {
+        lines.push(format!(
+            "warning: alerts.channel {:?} ({}) has no pages_url: its messages name each record by sha256, with no link to its page",
+            c.name,
+            c.kind.as_str()
+        ));
+    }
 }
 
 /// The identity config/walker.toml ships with (the package installs it as is): records signed

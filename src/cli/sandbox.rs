@@ -28,7 +28,14 @@ pub struct SandboxArgs {
     /// Seed of the choice of which answers --drop-answers loses.
     #[arg(long, value_name = "S", default_value_t = 0, requires = "drop_answers")]
     pub seed: u64,
+    /// How long the `changes-conduct` agent keeps each conduct: honest for this many seconds,
+    /// then failing as long, and so on (what an alert opens and resolves on).
+    #[arg(long, value_name = "SECS", default_value_t = 300)]
+    pub conduct_period: u64,
 }
+
+/// The sandbox agent whose conduct changes on a schedule, walked beside the demo's.
+pub const CHANGING_AGENT: &str = "changes-conduct";
 
 /// Start the agents and the intake, write `ca.pem` and `walker.toml`, print where they are and
 /// serve until SIGINT or SIGTERM.
@@ -73,7 +80,7 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
         agents.push((sc, agent, *pass_under_spec));
     }
 
-    let targets: Vec<Target> = agents
+    let mut targets: Vec<Target> = agents
         .iter()
         .map(|(sc, agent, pass)| Target {
             name: sc.name.to_string(),
@@ -81,10 +88,34 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
             endpoint: sc.endpoint_path.map(|p| format!("{}{p}", agent.origin())),
             mode: sc.mode.as_str(),
             wire: sc.wire.as_str(),
-            expect: if *pass { "PASS" } else { "FAIL" },
+            expect: if *pass { "PASS" } else { "FAIL" }.to_string(),
             about: sc.about.to_string(),
         })
         .collect();
+    // An honest A2A agent that stops echoing the request's metadata every other period: the
+    // one to try alerts with (an incident opens, then resolves).
+    let scenario = |name: &str| {
+        all.iter()
+            .find(|s| s.name == name)
+            .context("sandbox scenario missing")
+            .cloned()
+    };
+    let (honest, failing) = (scenario("honest-a2a")?, scenario("metadata-missing")?);
+    let period = std::time::Duration::from_secs(args.conduct_period.max(1));
+    let changing =
+        SandboxAgent::start_alternating(&ca, honest.behaviour, failing.behaviour, period).await?;
+    targets.push(Target {
+        name: CHANGING_AGENT.to_string(),
+        origin: changing.origin(),
+        endpoint: None,
+        mode: honest.mode.as_str(),
+        wire: honest.wire.as_str(),
+        expect: format!(
+            "PASS for {} s, then FAIL as long, and so on",
+            period.as_secs()
+        ),
+        about: "an A2A agent whose conduct changes on a schedule: try alerts with it".into(),
+    });
     let snippet = config_snippet(&ca_path, &emulator.url(), &targets, &args.schedule);
     let config_path = dir.join("walker.toml");
     let whole = format!(
@@ -150,6 +181,7 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
         _ = sigterm.recv() => {}
     }
     drop(agents);
+    drop(changing);
     drop(emulator);
     Ok(ExitCode::from(super::EXIT_OK))
 }
@@ -160,7 +192,7 @@ struct Target {
     endpoint: Option<String>,
     mode: &'static str,
     wire: &'static str,
-    expect: &'static str,
+    expect: String,
     about: String,
 }
 

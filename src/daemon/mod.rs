@@ -533,7 +533,7 @@ fn start_deliverer(
     db_path: &Path,
     clock: Arc<dyn crate::clock::Clock>,
     live: &Arc<http::Live>,
-    in_flight: &Arc<std::sync::Mutex<std::collections::HashSet<i64>>>,
+    in_flight: &Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
     slots: &Arc<Semaphore>,
 ) -> Option<tokio::sync::watch::Sender<bool>> {
     if !cfg.alerts.enabled() {

@@ -288,6 +288,8 @@ async fn fire_in_slot(
                     let obs = crate::alerts::incident::Observation {
                         at,
                         record_sha256: None,
+                        origin: Some(target.request.base()),
+                        endpoint: target.request.endpoint.clone(),
                         result: crate::alerts::incident::WalkResult::ConsentDeclined {
                             consent_sha256: sha256.clone(),
                         },
@@ -297,7 +299,7 @@ async fn fire_in_slot(
                 let r = ctx
                     .store
                     .with(move |c| {
-                        let tx = c.unchecked_transaction()?;
+                        let tx = crate::store::write_transaction(c)?;
                         let c = &*tx;
                         if let Some((cfg, name, obs)) = &alerting {
                             crate::alerts::outbox::observe(c, cfg, name, obs)?;

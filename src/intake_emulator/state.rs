@@ -169,7 +169,9 @@ impl State {
     /// claim the counting marker. The global cap was checked at step 4 already; it is checked
     /// again here only to close that race (sequential use gets the same answers).
     pub fn admit(&mut self, a: Admission<'_>) -> Result<Admit, EmulatorError> {
-        let tx = self.conn.transaction()?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         if counter_in(&tx, a.day, LANE_GLOBAL)? >= a.global_cap {
             return Ok(Admit::GlobalFull);
         }
@@ -367,7 +369,9 @@ impl State {
         anchored: &[String],
         now_ms: i64,
     ) -> Result<(), EmulatorError> {
-        let tx = self.conn.transaction()?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         tx.execute(
             "INSERT INTO ledger_entries (n, entry, claim) VALUES (?1, ?2, ?3)",
             params![n as i64, entry_json, claim],

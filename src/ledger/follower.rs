@@ -465,8 +465,7 @@ async fn chain_step<R: LedgerReads>(
     }
     p.report.new_entries = out.heads.len() as u64;
     if let Some(hold) = out.hold.filter(|_| changed.is_empty()) {
-        let tx =
-            rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
+        let tx = crate::store::write_transaction(conn)?;
         for (row, head) in new_rows.iter_mut().zip(&out.heads) {
             row.entry_sha256 = head.head.clone();
             lstore::put_entry(conn, p.intake, row, &p.now_s)?;

@@ -321,6 +321,33 @@ impl SandboxAgent {
         Ok((SandboxAgent { server, counts }, flag))
     }
 
+    /// An agent whose conduct changes on a schedule: `first` for `period`, then `second` for
+    /// `period`, and so on from its start. The sandbox's `changes-conduct` agent: an operator
+    /// sees an incident open and resolve without writing an agent of their own.
+    pub async fn start_alternating(
+        ca: &SandboxCa,
+        first: Behaviour,
+        second: Behaviour,
+        period: std::time::Duration,
+    ) -> std::io::Result<Self> {
+        let counts = Arc::new(Counts::default());
+        let (seen, seen_second) = (counts.clone(), Arc::new(Counts::default()));
+        let started = std::time::Instant::now();
+        let period_ms = period.as_millis().max(1);
+        let server = HttpsServer::start(
+            ca,
+            handler(move |req| {
+                if (started.elapsed().as_millis() / period_ms) % 2 == 1 {
+                    respond(&second, &seen_second, req)
+                } else {
+                    respond(&first, &seen, req)
+                }
+            }),
+        )
+        .await?;
+        Ok(SandboxAgent { server, counts })
+    }
+
     /// `https://127.0.0.1:<port>`: the origin to walk.
     pub fn origin(&self) -> String {
         self.server.base()

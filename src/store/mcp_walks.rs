@@ -17,7 +17,7 @@ pub fn begin(
     files: bool,
     cap: u32,
 ) -> Result<Result<(i64, u32), u32>, StoreError> {
-    let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
+    let tx = super::write_transaction(conn)?;
     let used: u32 = conn.query_row(
         "SELECT count(*) FROM mcp_walks WHERE day = ?1 AND files = ?2",
         params![day, files],

@@ -292,6 +292,26 @@ pub struct ListFilter {
     pub outcome: Option<String>,
 }
 
+/// Begin a transaction that writes, the one way every writer of the store begins one:
+/// IMMEDIATE, so the write lock is taken first and another writer is waited for (up to the
+/// busy timeout, 10 s). A DEFERRED transaction that reads and then writes cannot wait: SQLite
+/// answers its first write with "database is locked" at once when another connection wrote
+/// since its read (issue 35: alert-timer planning beside a restarted daemon's writer).
+pub fn write_transaction(conn: &Connection) -> Result<rusqlite::Transaction<'_>, StoreError> {
+    Ok(rusqlite::Transaction::new_unchecked(
+        conn,
+        rusqlite::TransactionBehavior::Immediate,
+    )?)
+}
+
+/// The store's own identifier (`store_identity`: 32 hex digits, made once when the store was
+/// created or migrated, never changed): the witness's identity in every alert id.
+pub fn identity(conn: &Connection) -> Result<String, StoreError> {
+    Ok(conn
+        .prepare_cached("SELECT id FROM store_identity WHERE one = 1")?
+        .query_row([], |r| r.get(0))?)
+}
+
 /// Turn a user's `--since` value into the `walked_at` form it is compared with:
 /// `YYYY-MM-DD` means midnight UTC; an RFC 3339 time is converted to UTC whole seconds.
 pub fn parse_since(text: &str) -> Result<String, StoreError> {
@@ -623,10 +643,7 @@ impl Store {
     /// IMMEDIATE so the previous chain hash read inside cannot change under us (another
     /// process's insert waits for our commit).
     fn begin_immediate(&self) -> Result<rusqlite::Transaction<'_>, StoreError> {
-        Ok(rusqlite::Transaction::new_unchecked(
-            &self.conn,
-            rusqlite::TransactionBehavior::Immediate,
-        )?)
+        write_transaction(&self.conn)
     }
 
     /// Number of stored records.

@@ -219,7 +219,7 @@ pub fn record_attempt_then(
     a: &AttemptResult,
     then: impl FnOnce(&Connection) -> Result<(), StoreError>,
 ) -> Result<(), StoreError> {
-    let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
+    let tx = super::write_transaction(conn)?;
     conn.prepare_cached(
         "INSERT INTO submission_attempts (submission_id, attempted_at, answer, status, body) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?

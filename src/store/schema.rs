@@ -65,6 +65,10 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "filing",
         sql: include_str!("migrations/0013_filing.sql"),
     },
+    Migration {
+        name: "alerts_ids",
+        sql: include_str!("migrations/0014_alerts_ids.sql"),
+    },
 ];
 
 /// The schema version this binary writes and understands.

@@ -1,7 +1,8 @@
 """A loopback HTTPS alert receiver for the tests: /hook verifies each delivery with the official
 `standardwebhooks` library (PyPI), /slack and /ntfy check their request shapes. Every request is
 appended to LOG as one JSON line (path, webhook-id, verified or why not, the parsed body). The
-answer is 204, or what MODE says (500 forever; "plain": plain HTTP, no TLS).
+answer is 204, or what MODE says (500 forever; "plain": plain HTTP, no TLS; "hang_first": the
+first /hook delivery is logged and never answered, as if the sender were killed mid-request).
 
 usage: receiver.py CERT KEY SECRET LOG MODE   (prints the port on stdout)
 """
@@ -16,6 +17,7 @@ from standardwebhooks.webhooks import Webhook
 cert, key, secret, log_path, mode = sys.argv[1:6]
 hook = Webhook(secret)
 lock = threading.Lock()
+hooks_seen = [0]
 
 
 class H(BaseHTTPRequestHandler):
@@ -50,6 +52,11 @@ class H(BaseHTTPRequestHandler):
         with lock:
             with open(log_path, "a") as f:
                 f.write(json.dumps(entry) + "\n")
+            if self.path == "/hook":
+                hooks_seen[0] += 1
+            hang = mode == "hang_first" and self.path == "/hook" and hooks_seen[0] == 1
+        if hang:
+            threading.Event().wait()
         status = 500 if mode == "fail" else 204
         self.send_response(status)
         self.send_header("content-length", "0")

@@ -30,12 +30,12 @@ fn entry(i: usize) -> String {
         i % 60,
         i % 1000,
         ["pass", "pending", "fail"][i % 3],
-        i % 7 != 0,
+        !i.is_multiple_of(7),
         i,
-        if i % 4 == 0 { "owner" } else { "none" },
-        i % 2 == 0,
+        if i.is_multiple_of(4) { "owner" } else { "none" },
+        i.is_multiple_of(2),
         i / 5000,
-        i % 3 == 0,
+        i.is_multiple_of(3),
     )
 }
 
@@ -66,9 +66,9 @@ fn walk(i: usize, w: usize, day: usize, ok: bool) -> String {
 /// The i-th witness file: 80% stored objects, 10% pending answers, 10% plain forms.
 fn witness_file(i: usize) -> String {
     let w = i % 400;
-    let text = walk(i, w, i, i % 9 != 0);
+    let text = walk(i, w, i, !i.is_multiple_of(9));
     let rc = serde_json::to_string(&text).unwrap();
-    let signed_domain = if w % 2 == 0 {
+    let signed_domain = if w.is_multiple_of(2) {
         format!("\"w{w}.example\"")
     } else {
         "null".into()
@@ -85,7 +85,7 @@ fn witness_file(i: usize) -> String {
         _ => format!(
             r#"{{"sha":"{:064x}","record_canonical":{rc},"signed":true,"signed_domain":{signed_domain},"mode":"full","counted":{},"witness_name":"witness-{w}","vantage":"vantage","submitted_at":"2026-09-30T00:00:00.000Z"}}"#,
             i,
-            i % 13 != 0
+            !i.is_multiple_of(13)
         ),
     }
 }

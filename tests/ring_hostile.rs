@@ -119,11 +119,11 @@ fn entry(i: usize, month: &str) -> String {
         i / 60 % 60,
         i % 60,
         ["pass", "pending", "fail"][i % 3],
-        i % 5 != 0,
+        !i.is_multiple_of(5),
         i,
-        i % 2 == 0,
+        i.is_multiple_of(2),
         i / 1000,
-        i % 3 == 0,
+        i.is_multiple_of(3),
     )
 }
 
@@ -141,7 +141,14 @@ fn a_100_mb_history_is_read_one_entry_at_a_time() {
     let mut n = 0usize;
     while written < 100 * 1_000_000 {
         // Half in the month, half in the month before.
-        let e = entry(n, if n % 2 == 0 { "2026-09" } else { "2026-08" });
+        let e = entry(
+            n,
+            if n.is_multiple_of(2) {
+                "2026-09"
+            } else {
+                "2026-08"
+            },
+        );
         if n > 0 {
             f.write_all(b",").unwrap();
         }

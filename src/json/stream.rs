@@ -397,7 +397,7 @@ mod tests {
     #[test]
     fn values_across_buffer_refills() {
         let item = format!("{{\"k\":\"{}\\\"\",\"n\":[1,2,3]}}", "é".repeat(40_000));
-        let text = format!("[{}]", vec![item.as_str(); 5].join(" , "));
+        let text = format!("[{}]", [item.as_str(); 5].join(" , "));
         let got = items(&text, 1 << 20).unwrap();
         assert_eq!(got.len(), 5);
         assert!(got[4].ends_with("\\\"\",\"n\":[1,2,3]}"));

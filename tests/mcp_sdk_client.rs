@@ -152,7 +152,11 @@ async fn the_python_sdk_over_http_with_the_token_walks_and_ends_its_session_clea
     let v: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
     assert_eq!(v["warnings"], serde_json::json!([]), "{stderr}");
-    assert_eq!(v["tools"].as_array().unwrap().len(), 7, "the six walker tools and ring_verify");
+    assert_eq!(
+        v["tools"].as_array().unwrap().len(),
+        7,
+        "the six walker tools and ring_verify"
+    );
     let walk = &v["answers"]["legacy witness_walk"];
     assert_eq!(walk["structured"]["verdict"]["outcome"], "PASS");
     assert_eq!(

@@ -191,8 +191,13 @@ async fn main() {
             stored = now;
             last_change = Instant::now();
         }
-        if stored >= targets as u64 || last_change.elapsed() > Duration::from_secs(60) {
+        if stored >= targets as u64 {
             break Instant::now();
+        }
+        // Nothing more for 60 s (a record two targets walked alike is stored once): the wave
+        // ended at its last record, not at the end of this wait.
+        if last_change.elapsed() > Duration::from_secs(60) {
+            break last_change;
         }
     };
     let wave_cpu = cpu_ticks(pid) - cpu_before_wave;

@@ -412,7 +412,8 @@ impl Pipeline {
             &request.witness.name,
             on_stage,
             WithRecord {
-                alert_target,
+                // The origin walked rides along: every alert names it.
+                alert_target: alert_target.map(|name| (name, request.base())),
                 binding,
             },
         )
@@ -533,10 +534,14 @@ impl Pipeline {
             .map_err(|e| PipelineError::Join(e.to_string()))??;
         // What the alert core sees of this walk, stepped in the record's transaction.
         let alerting = match (&self.inner.alerts, alert_target) {
-            (Some(cfg), Some(target)) => Some((
+            (Some(cfg), Some((target, origin))) => Some((
                 cfg.clone(),
                 target,
-                crate::alerts::incident::Observation::from_walk(&outcome, self.inner.clock.now()),
+                crate::alerts::incident::Observation::from_walk(
+                    &outcome,
+                    &origin,
+                    self.inner.clock.now(),
+                ),
             )),
             _ => None,
         };
@@ -1080,8 +1085,8 @@ impl Pipeline {
 /// What is committed in a record's transaction beside the record and its outbox row.
 #[derive(Default)]
 struct WithRecord {
-    /// The configured target whose alerts the walk steps (daemon walks).
-    alert_target: Option<String>,
+    /// The configured target whose alerts the walk steps (daemon walks), and its origin.
+    alert_target: Option<(String, String)>,
     /// The walk's task binding (spec §5.1), when asked.
     binding: Option<NewBinding>,
 }

@@ -4,7 +4,8 @@
 //!   order it was planned, instead of each row waiting out its own backoff (the clock is held
 //!   still: nothing is due by time alone);
 //! - the alert timers' transaction waits for another writer of the store, as every writer
-//!   does, instead of failing with "database is locked".
+//!   does, instead of failing with "database is locked" (and takes no lock when it finds
+//!   nothing to write).
 
 use chrono::{DateTime, TimeDelta, Utc};
 use conduct_walker::alerts::config::{self, AlertsSection};
@@ -332,4 +333,17 @@ async fn the_alert_timers_wait_for_another_writer_instead_of_failing() {
         )
         .unwrap();
     assert_eq!(marks, 2);
+
+    // A look that finds nothing to write takes no lock: it does not wait for the writer (and
+    // so never makes the records' writer wait for it either).
+    let h = hold(800);
+    std::thread::sleep(Duration::from_millis(100));
+    let started = Instant::now();
+    assert_eq!(d.plan_timers(true).await.unwrap(), 0);
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        started.elapsed()
+    );
+    h.join().unwrap();
 }

@@ -723,21 +723,23 @@ impl Deliverer {
             .map(|h| h.fault().map(|f| f.reason));
         let n = self
             .with_store(move |s| {
-                let tx = crate::store::write_transaction(s.connection())?;
-                let mut n = outbox::flush_due(&tx, &cfg, now)?;
-                // While the store cannot write this fails too, and is tried again next time:
-                // the degraded alert is planned once writes work (with the recovery after it).
-                if let Some(fault) = &fault {
-                    n += outbox::store_health(&tx, &cfg, fault.as_deref(), now)?;
-                }
-                n += outbox::digests_due(&tx, &cfg, now)?;
-                n += outbox::refusals(&tx, &cfg, now)?;
-                n += outbox::ledger_findings(&tx, &cfg, now)?;
-                if with_queued {
-                    n += outbox::queued_too_long(&tx, &cfg, now)?;
-                }
-                tx.commit()?;
-                Ok(n)
+                // Most ticks find nothing to write: no write lock is taken for those.
+                crate::store::mostly_read_transaction(s.connection(), |tx| {
+                    let mut n = outbox::flush_due(tx, &cfg, now)?;
+                    // While the store cannot write this fails too, and is tried again next
+                    // time: the degraded alert is planned once writes work (with the recovery
+                    // after it).
+                    if let Some(fault) = &fault {
+                        n += outbox::store_health(tx, &cfg, fault.as_deref(), now)?;
+                    }
+                    n += outbox::digests_due(tx, &cfg, now)?;
+                    n += outbox::refusals(tx, &cfg, now)?;
+                    n += outbox::ledger_findings(tx, &cfg, now)?;
+                    if with_queued {
+                        n += outbox::queued_too_long(tx, &cfg, now)?;
+                    }
+                    Ok(n)
+                })
             })
             .await?;
         self.metrics

@@ -180,8 +180,14 @@ pub struct Observation {
 }
 
 impl Observation {
-    /// From a finished walk: unreachable when node 1 (the card) got no HTTP answer at all.
-    pub fn from_walk(outcome: &crate::walk::WalkOutcome, at: DateTime<Utc>) -> Observation {
+    /// From a finished walk of `origin`: unreachable when node 1 (the card) got no HTTP answer
+    /// at all. The endpoint is the record's (§6.5: the n3 target, else the origin), taken from
+    /// the walk rather than parsed back from the record's bytes.
+    pub fn from_walk(
+        outcome: &crate::walk::WalkOutcome,
+        origin: &str,
+        at: DateTime<Utc>,
+    ) -> Observation {
         let unreachable = outcome
             .nodes
             .iter()
@@ -205,13 +211,11 @@ impl Observation {
                     .collect(),
             },
         };
-        // The record says what was walked: its origin and measured endpoint.
-        let meta = crate::store::meta::derive_from_bytes(&outcome.canonical).ok();
         Observation {
             at,
             record_sha256: Some(outcome.sha256.clone()),
-            origin: meta.as_ref().map(|m| m.origin.clone()),
-            endpoint: meta.map(|m| m.endpoint),
+            origin: Some(origin.to_string()),
+            endpoint: Some(outcome.target.clone().unwrap_or_else(|| origin.to_string())),
             result,
         }
     }

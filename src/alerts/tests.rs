@@ -1170,7 +1170,12 @@ fn observation_from_walk_tells_transport_from_conduct() {
     };
     let at = t0();
     // The card could not be fetched at all: unreachable, not a conduct failure.
-    let o = Observation::from_walk(&outcome(vec![refused(0), refused(1)]), at);
+    let o = Observation::from_walk(&outcome(vec![refused(0), refused(1)]), ORIGIN, at);
+    // No n3 target (the card never came): the record's endpoint is the origin.
+    assert_eq!(
+        (o.origin.as_deref(), o.endpoint.as_deref()),
+        (Some(ORIGIN), Some(ORIGIN))
+    );
     assert_eq!(
         o.result,
         WalkResult::Unreachable {
@@ -1180,7 +1185,8 @@ fn observation_from_walk_tells_transport_from_conduct() {
     assert_eq!(o.record_sha256.as_deref(), Some("5e"));
     // The card answered (even 404) and node 3 failed: the agent's conduct, a FAIL verdict.
     for n1 in [answered(1, 200), answered(1, 404)] {
-        let o = Observation::from_walk(&outcome(vec![answered(0, 200), n1, refused(3)]), at);
+        let o =
+            Observation::from_walk(&outcome(vec![answered(0, 200), n1, refused(3)]), ORIGIN, at);
         match o.result {
             WalkResult::Conduct {
                 ok,

@@ -148,6 +148,15 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// Another connection held the lock past what this one could wait (`SQLITE_BUSY`).
+    pub fn is_busy(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Sql(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+        )
+    }
+
     /// Why the store cannot write, when that is what this error means: SQLite ran out of disk
     /// (`SQLITE_FULL`), the file system failed a write or a sync (`SQLITE_IOERR`, which is what
     /// a write past a file-size limit gives), or the file became read-only. None for everything
@@ -302,6 +311,31 @@ pub fn write_transaction(conn: &Connection) -> Result<rusqlite::Transaction<'_>,
         conn,
         rusqlite::TransactionBehavior::Immediate,
     )?)
+}
+
+/// Run `f` in a transaction that usually only reads (a timer looking for work): DEFERRED, so
+/// it takes no write lock when it writes nothing and never stalls the records' writer for a
+/// look that finds nothing. When its first write is refused because another connection holds
+/// the lock (which a transaction that has read cannot wait out), it is rolled back and runs
+/// again from the start in a [`write_transaction`], which waits like every writer. `f` must
+/// decide only from what it reads (it may run twice).
+pub fn mostly_read_transaction<T>(
+    conn: &Connection,
+    mut f: impl FnMut(&Connection) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    {
+        let tx =
+            rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Deferred)?;
+        match f(&tx).and_then(|v| Ok(tx.commit().map(|()| v)?)) {
+            Ok(v) => return Ok(v),
+            Err(e) if e.is_busy() => {} // rolled back when `tx` was dropped
+            Err(e) => return Err(e),
+        }
+    }
+    let tx = write_transaction(conn)?;
+    let v = f(&tx)?;
+    tx.commit()?;
+    Ok(v)
 }
 
 /// The store's own identifier (`store_identity`: 32 hex digits, made once when the store was

@@ -20,6 +20,7 @@ pub mod intake_emulator;
 pub mod jcs;
 pub mod json;
 pub mod ledger;
+pub mod ledger_plan;
 pub mod mcp;
 pub mod mem;
 pub mod net;

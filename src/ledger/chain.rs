@@ -7,8 +7,8 @@ use super::text::ascii_compact;
 use crate::digest::sha256_hex;
 use serde::Serialize;
 
-/// head_0: the root, 64 `0` characters.
-pub const ROOT: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+/// head_0: the root, 64 `0` characters (kept with the held head, which starts there).
+pub use crate::ledger_plan::ROOT;
 
 /// What the chain covers of an entry (§6.1 step 5). `schema` / `created_at` are `None` when the
 /// entry's value is absent or not a string: omitted, never null.

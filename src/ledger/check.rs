@@ -242,22 +242,8 @@ fn row_agrees(n: u64, s: &StoredRecord, row: &BatchRow, out: &mut Vec<InclusionF
     }
 }
 
-/// A head we hold: (n, head_n), from an earlier check or a stamped batch / checkpoint.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct HeldHead {
-    pub n: u64,
-    pub head: String,
-}
-
-impl HeldHead {
-    /// The empty ledger's head.
-    pub fn root() -> Self {
-        HeldHead {
-            n: 0,
-            head: chain::ROOT.into(),
-        }
-    }
-}
+// The held head is pure state the store keeps too, so it lives below both (`ledger_plan`).
+pub use crate::ledger_plan::HeldHead;
 
 /// One entry past the held head, as fetched: what the chain covers, and, when fetched, the
 /// hash of its raw bytes, the head its text carries and its export row.

@@ -22,7 +22,8 @@ pub mod batch;
 pub mod chain;
 pub mod check;
 pub mod client;
-pub mod follow;
+/// The follower's poll planner and held state (pure; below the store, see `ledger_plan`).
+pub use crate::ledger_plan as follow;
 pub mod follower;
 pub mod pull;
 pub mod text;

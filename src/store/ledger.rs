@@ -4,8 +4,7 @@
 //! writes `records`, `submissions` or the records chain.
 
 use super::StoreError;
-use crate::ledger::check::HeldHead;
-use crate::ledger::follow::{self, Bucket, FollowState, Policy};
+use crate::ledger_plan::{self as follow, Bucket, FollowState, HeldHead, Policy};
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 

@@ -1,3 +1,7 @@
+//! The ledger follower's plan and held state, pure (pure core: no crate imports; the store
+//! keeps this state and the `ledger` capability acts on it, so it lives below both). Re-exported
+//! as `ledger::follow`; [`HeldHead`] also as `ledger::check::HeldHead`.
+//!
 //! The follower's poll planner (ledger.md §7 step 1; issue 23): when to read `/witness/<sha>`
 //! for one of our filed records, and when silence or an answer is a finding. Pure: no I/O, no
 //! clock (`now` is passed in), no randomness (the spread is derived from the sha, so two runs
@@ -19,6 +23,26 @@
 //!   nothing is retried away.
 
 use chrono::{DateTime, Duration, NaiveTime, TimeDelta, Utc};
+
+/// head_0 of `jidec-chain-v1`: the root, 64 `0` characters (ledger.md §6.1).
+pub const ROOT: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// A head we hold: (n, head_n), from an earlier check or a stamped batch / checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct HeldHead {
+    pub n: u64,
+    pub head: String,
+}
+
+impl HeldHead {
+    /// The empty ledger's head.
+    pub fn root() -> Self {
+        HeldHead {
+            n: 0,
+            head: ROOT.into(),
+        }
+    }
+}
 
 /// The scheduled batch run, 00:30 UTC every day (ledger.md §3, §4.1).
 pub const SCHEDULED_RUN: NaiveTime = match NaiveTime::from_hms_opt(0, 30, 0) {

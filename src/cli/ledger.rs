@@ -3,7 +3,7 @@
 //!
 //! `ledger verify --intake URL` reads `/ledger/head`, then `/ledger/export.jsonl` line by line,
 //! fetching each entry's bytes (`/ledger/<n>?format=raw`) as its row arrives, and feeds
-//! [`crate::ledger::check::Extender`] from the root: every export row against the recomputed
+//! [`crate::ledger::audit::Audit::full`] (the same fold the follower runs) from the root: every export row against the recomputed
 //! `jidec-chain-v1`, every entry's bytes against its `claim_sha256`, every `ledger_head` a batch
 //! or checkpoint carries against the head recomputed at its n, and the served head, its end
 //! marker and the export's end line against the recomputation. `--hold FILE` adds §7 step 5: the
@@ -12,11 +12,11 @@
 
 use crate::cli::net::NetArgs;
 use crate::cli::{EXIT_ERROR, EXIT_FINDING, EXIT_OK};
-use crate::digest::sha256_hex;
+use crate::ledger::audit::{Audit, Fetched, Need};
 use crate::ledger::chain::{self, ROOT};
-use crate::ledger::check::{ChainFinding, Extender, HeldHead, NewEntry};
-use crate::ledger::client::{ClientError, ExportLimits, LedgerClient};
-use crate::ledger::wire::{EntryText, ExportLine, ExportRow, Head, HeadAnswer};
+use crate::ledger::check::HeldHead;
+use crate::ledger::client::{ClientError, ExportLimits, ExportReader, LedgerClient};
+use crate::ledger::wire::HeadAnswer;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use serde::{Deserialize, Serialize};
@@ -82,60 +82,8 @@ pub async fn run(cmd: LedgerCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// A finding of `ledger verify`: the chain's own ([`ChainFinding`]) or one about what the
-/// ledger served around it. Each has a name (`finding` in JSON).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(untagged)]
-pub enum VerifyFinding {
-    Chain(ChainFinding),
-    Served(ServedFinding),
-}
-
-impl VerifyFinding {
-    pub fn name(&self) -> &'static str {
-        match self {
-            VerifyFinding::Chain(f) => f.name(),
-            VerifyFinding::Served(f) => f.name(),
-        }
-    }
-}
-
-/// What the ledger served that is not an answer of its route.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "finding")]
-pub enum ServedFinding {
-    /// The export lists entry n, `/ledger/<n>?format=raw` answers 404.
-    #[serde(rename = "entry_missing")]
-    EntryMissing { n: u64 },
-    /// Entry n's bytes (or its answer) do not read.
-    #[serde(rename = "entry_unreadable")]
-    EntryUnreadable { n: u64, detail: String },
-    /// A batch whose `count` is not its number of rows (§4.4).
-    #[serde(rename = "batch_count_differs")]
-    BatchCountDiffers { n: u64, count: u64, rows: usize },
-    /// An export line that is not a row, an end line or a broken line.
-    #[serde(rename = "export_line_unreadable")]
-    ExportLineUnreadable { line: u64, detail: String },
-    /// The export ended without its end line (or went on after it).
-    #[serde(rename = "export_end_missing")]
-    ExportEndMissing { lines: u64, detail: String },
-    /// `/ledger/head` or the export answered something that is not their answer.
-    #[serde(rename = "answer_unreadable")]
-    AnswerUnreadable { detail: String },
-}
-
-impl ServedFinding {
-    pub fn name(&self) -> &'static str {
-        match self {
-            ServedFinding::EntryMissing { .. } => "entry_missing",
-            ServedFinding::EntryUnreadable { .. } => "entry_unreadable",
-            ServedFinding::BatchCountDiffers { .. } => "batch_count_differs",
-            ServedFinding::ExportLineUnreadable { .. } => "export_line_unreadable",
-            ServedFinding::ExportEndMissing { .. } => "export_end_missing",
-            ServedFinding::AnswerUnreadable { .. } => "answer_unreadable",
-        }
-    }
-}
+/// A finding of `ledger verify`: the audit's ([`crate::ledger::audit`]), named as it names them.
+pub use crate::ledger::audit::{AuditFinding as VerifyFinding, ServedFinding};
 
 /// The head `--hold` keeps between runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -214,7 +162,8 @@ impl Progress for Bar {
 type RawFetch = tokio::task::JoinHandle<Result<Option<Vec<u8>>, ClientError>>;
 
 /// The full stateless check of a ledger (and of a held head, if given). Findings are in the
-/// report; `Err` only when the ledger could not be checked.
+/// report; `Err` only when the ledger could not be checked. The judging is the audit's
+/// ([`Audit::full`]); this reads the head and the export and fetches the bytes it asks for.
 pub async fn verify(
     client: &LedgerClient,
     hold: Option<&Path>,
@@ -248,137 +197,27 @@ pub async fn verify(
         });
         progress.start(h.n);
     }
-
-    let mut extender = Extender::new(HeldHead::root());
-    let Some(mut export) = answer_or_unreadable(client.export().await, &mut report)? else {
+    let Some(export) = answer_or_unreadable(client.export().await, &mut report)? else {
         return Ok(report);
     };
-    let mut in_flight: VecDeque<(ExportRow, RawFetch)> = VecDeque::new();
-    let mut end: Option<Head> = None;
-    let mut closed = false;
-    let mut last_row_n = 0u64;
-    loop {
-        let next = match export.next().await {
-            Ok(next) => next,
-            Err(e) if e.is_served() => {
-                report
-                    .findings
-                    .push(served_finding(ServedFinding::ExportLineUnreadable {
-                        line: export.lines_read() + 1,
-                        detail: e.to_string(),
-                    }));
-                closed = true;
-                break;
-            }
-            Err(e) => return Err(CouldNotCheck::Fetch(e)),
-        };
-        let Some((line_no, line)) = next else { break };
-        if closed {
-            report
-                .findings
-                .push(served_finding(ServedFinding::ExportEndMissing {
-                    lines: line_no,
-                    detail: format!("line {line_no} follows the end line"),
-                }));
-            break;
-        }
-        match line {
-            Ok(ExportLine::Entry(row)) => {
-                last_row_n = row.n;
-                let c = client.clone();
-                let n = row.n;
-                in_flight.push_back((row, tokio::spawn(async move { c.entry_raw(n).await })));
-                if in_flight.len() >= parallel {
-                    let (row, fetch) = in_flight.pop_front().expect("not empty");
-                    check_entry(&mut extender, &mut report, row, fetch).await?;
-                    progress.advance();
-                }
-            }
-            Ok(ExportLine::End(head)) => {
-                end = Some(head);
-                closed = true;
-            }
-            Ok(ExportLine::Broken {
-                broken_at,
-                last_linked,
-            }) => {
-                drain(&mut extender, &mut report, &mut in_flight, progress).await?;
-                extender.export_broken(broken_at, last_linked);
-                closed = true;
-            }
-            Err(e) => {
-                report
-                    .findings
-                    .push(served_finding(ServedFinding::ExportLineUnreadable {
-                        line: line_no,
-                        detail: e.to_string(),
-                    }));
-                closed = true;
-                break;
-            }
-        }
-    }
-    drain(&mut extender, &mut report, &mut in_flight, progress).await?;
+    let mut audit = Audit::full(served, held.clone());
+    read_export(client, export, &mut audit, parallel, progress).await?;
     progress.finish();
-    if !closed {
-        report
-            .findings
-            .push(served_finding(ServedFinding::ExportEndMissing {
-                lines: export.lines_read(),
-                detail: "the export has no end line".into(),
-            }));
-    }
-    if let Some(end) = &end
-        && end.n != last_row_n
-    {
-        // The end line names another n than the rows reach: the core compares the end line
-        // only with a head it recomputed, so say it here.
-        report
-            .findings
-            .push(VerifyFinding::Chain(ChainFinding::ExportEndDiffers {
-                end: end.clone(),
-                recomputed: format!("the export's rows end at n = {last_row_n}"),
-            }));
-    }
-
-    let ext = extender.finish(&served, end.as_ref());
-    report.recomputed = ext.heads.last().cloned();
-    report
-        .findings
-        .extend(ext.findings.into_iter().map(VerifyFinding::Chain));
-
+    let audited = audit.finish();
+    report.recomputed = audited.heads.last().cloned();
+    let t = audited.tally;
+    (report.entries, report.batches, report.checkpoints) = (t.entries, t.batches, t.checkpoints);
+    (report.other_entries, report.records_listed) = (t.other_entries, t.records_listed);
+    report.findings.extend(audited.findings);
     if let Some(path) = hold {
         let mut outcome = HoldOutcome {
             path: path.to_path_buf(),
-            held: held.clone(),
+            held,
             saved: None,
         };
-        if let (Some(h), Some(s)) = (&held, &report.served) {
-            if s.n < h.n {
-                report
-                    .findings
-                    .push(VerifyFinding::Chain(ChainFinding::Rewound {
-                        held: h.clone(),
-                        served: s.clone(),
-                    }));
-            } else if h.n > 0 {
-                let ours = ext.heads.get(h.n as usize - 1).map(|x| x.head.clone());
-                if ours.as_deref() != Some(h.head.as_str()) && ours.is_some() {
-                    report
-                        .findings
-                        .push(VerifyFinding::Chain(ChainFinding::Forked {
-                            held: h.clone(),
-                            served: s.clone(),
-                            recomputed: ours,
-                        }));
-                }
-            }
-        }
-        if report.findings.is_empty()
-            && let Some(s) = &report.served
-        {
-            save_hold(path, s, client.origin())?;
-            outcome.saved = Some(s.clone());
+        if let Some(s) = audited.hold {
+            save_hold(path, &s, client.origin())?;
+            outcome.saved = Some(s);
         }
         report.hold = Some(outcome);
     }
@@ -386,8 +225,43 @@ pub async fn verify(
     Ok(report)
 }
 
-fn served_finding(f: ServedFinding) -> VerifyFinding {
-    VerifyFinding::Served(f)
+/// Streams the export into the audit, with up to `parallel` entries' bytes in flight (the
+/// audit judges them in export order whenever they come).
+async fn read_export(
+    client: &LedgerClient,
+    mut export: ExportReader,
+    audit: &mut Audit,
+    parallel: usize,
+    progress: &dyn Progress,
+) -> Result<(), CouldNotCheck> {
+    let mut in_flight: VecDeque<(u64, RawFetch)> = VecDeque::new();
+    loop {
+        let line = match export.next().await {
+            Ok(Some((_, line))) => line.map_err(|e| e.to_string()),
+            Ok(None) => break,
+            // Served, but not a line (over the cap, cut inside a line): the audit says so.
+            Err(e) if e.is_served() => Err(e.to_string()),
+            Err(e) => return Err(CouldNotCheck::Fetch(e)),
+        };
+        match audit.on_line(line) {
+            Need::EntryBytes(n) => {
+                let c = client.clone();
+                in_flight.push_back((n, tokio::spawn(async move { c.entry_raw(n).await })));
+                if in_flight.len() >= parallel {
+                    let (n, fetch) = in_flight.pop_front().expect("not empty");
+                    audit.on_entry(n, fetched(n, fetch).await?);
+                    progress.advance();
+                }
+            }
+            Need::Stop => break,
+            Need::Nothing | Need::HeldEntry(_) => {}
+        }
+    }
+    while let Some((n, fetch)) = in_flight.pop_front() {
+        audit.on_entry(n, fetched(n, fetch).await?);
+        progress.advance();
+    }
+    Ok(())
 }
 
 /// `/ledger/head` or the export: a served answer that is not theirs is `answer_unreadable`
@@ -401,7 +275,7 @@ fn answer_or_unreadable<T>(
         Err(e) if e.is_served() => {
             report
                 .findings
-                .push(served_finding(ServedFinding::AnswerUnreadable {
+                .push(VerifyFinding::Served(ServedFinding::AnswerUnreadable {
                     detail: e.to_string(),
                 }));
             Ok(None)
@@ -410,94 +284,18 @@ fn answer_or_unreadable<T>(
     }
 }
 
-async fn drain(
-    extender: &mut Extender,
-    report: &mut VerifyReport,
-    in_flight: &mut VecDeque<(ExportRow, RawFetch)>,
-    progress: &dyn Progress,
-) -> Result<(), CouldNotCheck> {
-    while let Some((row, fetch)) = in_flight.pop_front() {
-        check_entry(extender, report, row, fetch).await?;
-        progress.advance();
+/// Entry n's bytes as the audit takes them; a fetch that failed is a failure to check.
+async fn fetched(n: u64, fetch: RawFetch) -> Result<Fetched, CouldNotCheck> {
+    match fetch.await {
+        Ok(Ok(Some(raw))) => Ok(Fetched::Bytes(raw)),
+        Ok(Ok(None)) => Ok(Fetched::Missing),
+        Ok(Err(e)) if e.is_served() => Ok(Fetched::Unreadable(e.to_string())),
+        Ok(Err(e)) => Err(CouldNotCheck::Fetch(e)),
+        Err(join) => Err(CouldNotCheck::Fetch(ClientError::Fetch {
+            url: format!("/ledger/{n}?format=raw"),
+            why: join.to_string(),
+        })),
     }
-    Ok(())
-}
-
-/// One entry: its bytes against its claim, its text's carried head, then the chain.
-async fn check_entry(
-    extender: &mut Extender,
-    report: &mut VerifyReport,
-    row: ExportRow,
-    fetch: RawFetch,
-) -> Result<(), CouldNotCheck> {
-    let n = row.n;
-    let raw = match fetch.await {
-        Ok(Ok(Some(raw))) => Some(raw),
-        Ok(Ok(None)) => {
-            report
-                .findings
-                .push(served_finding(ServedFinding::EntryMissing { n }));
-            None
-        }
-        Ok(Err(e)) if e.is_served() => {
-            report
-                .findings
-                .push(served_finding(ServedFinding::EntryUnreadable {
-                    n,
-                    detail: e.to_string(),
-                }));
-            None
-        }
-        Ok(Err(e)) => return Err(CouldNotCheck::Fetch(e)),
-        Err(join) => {
-            return Err(CouldNotCheck::Fetch(ClientError::Fetch {
-                url: format!("/ledger/{n}?format=raw"),
-                why: join.to_string(),
-            }));
-        }
-    };
-    report.entries += 1;
-    let mut carried = None;
-    let raw_sha256 = match &raw {
-        None => None,
-        Some(bytes) => {
-            match EntryText::parse(bytes) {
-                Ok(EntryText::Batch(b)) => {
-                    report.batches += 1;
-                    report.records_listed += b.records.len() as u64;
-                    if b.count != b.records.len() as u64 {
-                        report
-                            .findings
-                            .push(served_finding(ServedFinding::BatchCountDiffers {
-                                n,
-                                count: b.count,
-                                rows: b.records.len(),
-                            }));
-                    }
-                    carried = Some(b.ledger_head);
-                }
-                Ok(EntryText::Checkpoint(c)) => {
-                    report.checkpoints += 1;
-                    carried = Some(c.ledger_head);
-                }
-                Ok(EntryText::Other { .. }) => report.other_entries += 1,
-                Err(e) => report
-                    .findings
-                    .push(served_finding(ServedFinding::EntryUnreadable {
-                        n,
-                        detail: e.to_string(),
-                    })),
-            }
-            Some(sha256_hex(bytes))
-        }
-    };
-    extender.push(&NewEntry {
-        fields: row.chain_fields(),
-        raw_sha256,
-        carried,
-        export_row: Some(row),
-    });
-    Ok(())
 }
 
 fn read_hold(path: &Path) -> Result<Option<HeldHead>, CouldNotCheck> {

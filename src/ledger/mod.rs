@@ -10,6 +10,8 @@
 //! - [`check`]: the monitor's checks of ledger.md §7 (inclusion; append-only consistency
 //!   against a held head), each returning typed findings that carry their evidence.
 //!
+//! - [`audit`]: one audit of an export, the fold `ledger verify` and the follower both run
+//!   (`on_line` → what to fetch, `finish` → findings, the head to hold, the heads).
 //! - [`follow`]: the follower's poll planner (pure: when to read, what silence means).
 //! - [`client`]: bounded reads of the routes over the crate's transport (I/O).
 //! - [`follower`], [`pull`]: a follower's pass and `ledger pull` over [`follower::LedgerReads`]
@@ -18,6 +20,7 @@
 //! The commands and the faces are the edges' business (ARCHITECTURE.md, "The ledger monitor's
 //! core", "Following filed records").
 
+pub mod audit;
 pub mod batch;
 pub mod chain;
 pub mod check;

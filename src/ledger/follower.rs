@@ -5,7 +5,8 @@
 //! One pass, per intake, within the intake's read bucket:
 //! 1. Overdue records become findings (no read).
 //! 2. `GET /ledger/head`. If it moved from the head held: stream `/ledger/export.jsonl` once,
-//!    extend the held head over the new lines only (`check::Extender`), compare the served head,
+//!    extend the held head over the new lines only (`audit::Audit::extend`, the fold `ledger
+//!    verify` runs too), compare the served head,
 //!    its marker and the end line; rows at or before the held head must keep their claims. The
 //!    new head is held only when nothing was found.
 //! 3. Each new entry's raw bytes are read once (oldest first, as the bucket allows): they must
@@ -20,7 +21,8 @@
 //! Memory: one entry's bytes at a time, and the new export rows of this pass (a claim and a
 //! head each, as the `Extender` keeps).
 
-use super::check::{self, Extender, HeldHead, InclusionInputs, NewEntry, Seen};
+use super::audit::{Audit, AuditFinding, Audited, Cut, Need};
+use super::check::{self, HeldHead, InclusionInputs, Seen};
 use super::follow::{self, Answered, Bucket, FollowState, Followed, Policy};
 use super::wire::{EntryText, ExportLine, HeadAnswer, LedgerEntry, WireError, WitnessAnswer};
 use crate::digest::sha256_hex;
@@ -293,71 +295,111 @@ fn followed(row: &lstore::FollowRow, filed_at: DateTime<Utc>) -> Followed<'_> {
     }
 }
 
-/// §7 steps 4–5 for the part of the chain past the held head.
+/// §7 steps 4–5 for the part of the chain past the held head: the audit
+/// ([`Audit::extend`]) judges; this reads the head and the export and keeps what it says.
 async fn chain_step<R: LedgerReads>(
     p: &mut Pass<'_, R>,
     store: &mut crate::store::Store,
     held: Option<HeldHead>,
 ) -> Result<(), StoreError> {
+    let Some(served) = read_head(p, store).await? else {
+        return Ok(());
+    };
+    let first_sync = held.is_none();
+    let mut audit = Audit::extend(served, held, p.policy.max_new_rows);
+    if audit.export_needed() {
+        if !p.take() {
+            return Ok(());
+        }
+        if let Err(e) = stream_export(p, store.connection(), &mut audit).await {
+            // Down or cut off mid-stream: nothing is judged from half an export.
+            return p.failed(store.connection(), "/ledger/export.jsonl", &e);
+        }
+    }
+    let audited = audit.finish();
+    let conn = store.connection();
+    match &audited.cut {
+        Some(Cut::UnreadableLine { detail, .. }) => {
+            let e = ReadError {
+                served: true,
+                detail: detail.clone(),
+                body: None,
+            };
+            return p.failed(conn, "/ledger/export.jsonl", &e);
+        }
+        Some(Cut::TooManyRows { max_new_rows }) => {
+            let evidence = json!({"new_rows_over": max_new_rows});
+            return p.finding(conn, "export_too_long", None, None, evidence);
+        }
+        None => {}
+    }
+    keep_audited(p, conn, audited, first_sync)
+}
+
+/// `GET /ledger/head` when it is due and the bucket allows; `None` when not read (a failed
+/// read is kept as such).
+async fn read_head<R: LedgerReads>(
+    p: &mut Pass<'_, R>,
+    store: &mut crate::store::Store,
+) -> Result<Option<HeadAnswer>, StoreError> {
     let last = lstore::intake(store.connection(), p.intake)?
         .head_seen_at
         .and_then(|s| lstore::parse_ts(&s));
-    if !follow::head_due(last, p.now, p.policy) {
-        return Ok(());
+    if !follow::head_due(last, p.now, p.policy) || !p.take() {
+        return Ok(None);
     }
-    if !p.take() {
-        return Ok(());
-    }
-    let served = match p.reads.head().await {
-        Ok(h) => h,
+    match p.reads.head().await {
+        Ok(h) => {
+            lstore::mark_head_read(store.connection(), p.intake, &p.now_s)?;
+            Ok(Some(h))
+        }
         Err(e) => {
             if e.served {
                 lstore::mark_head_read(store.connection(), p.intake, &p.now_s)?;
             }
-            return p.failed(store.connection(), "/ledger/head", &e);
+            p.failed(store.connection(), "/ledger/head", &e).map(|()| None)
         }
+    }
+}
+
+/// Streams the export into the audit, answering what it asks of the entries held.
+async fn stream_export<R: LedgerReads>(
+    p: &Pass<'_, R>,
+    conn: &Connection,
+    audit: &mut Audit,
+) -> Result<(), ReadError> {
+    let intake = p.intake;
+    p.reads
+        .export(&mut |line| match audit.on_line(line.map_err(|e| e.to_string())) {
+            Need::HeldEntry(n) => {
+                let held = lstore::entry(conn, intake, n).ok().flatten();
+                audit.on_held(n, held.as_ref().map(seen).as_ref());
+                true
+            }
+            Need::Stop => false,
+            Need::Nothing | Need::EntryBytes(_) => true,
+        })
+        .await
+}
+
+/// Keeps the audit's findings and, when it holds, the new entries with their heads and the
+/// head to hold, in one transaction.
+fn keep_audited<R: LedgerReads>(
+    p: &mut Pass<'_, R>,
+    conn: &Connection,
+    audited: Audited,
+    first_sync: bool,
+) -> Result<(), StoreError> {
+    for f in &audited.findings {
+        p.typed_finding(conn, f, None, check_n(f))?;
+    }
+    p.report.new_entries = audited.heads.len() as u64;
+    let Some(hold) = audited.hold else {
+        return Ok(());
     };
-    lstore::mark_head_read(store.connection(), p.intake, &p.now_s)?;
-    let from = held.clone().unwrap_or_else(HeldHead::root);
-    if let HeadAnswer::Head(h) = &served
-        && h.n == from.n
-        && h.head == from.head
-        && held.is_some()
-    {
-        // Nothing appended since the head we hold (the marker is still checked).
-        let x = Extender::new(from).finish(&served, None);
-        for f in &x.findings {
-            p.typed_finding(store.connection(), f, None, None)?;
-        }
-        if let Some(hold) = x.hold {
-            // Same head: only when it was read.
-            lstore::hold_head(store.connection(), p.intake, &hold, &p.now_s)?;
-        }
-        return Ok(());
-    }
-    let mut x = Extender::new(from.clone());
-    let mut ends_at_or_before_held = true;
-    if let HeadAnswer::Head(h) = &served
-        && h.n >= from.n
-    {
-        ends_at_or_before_held = false;
-    }
-    if ends_at_or_before_held {
-        // A rewound or broken head: no export needed to say so.
-        let out = x.finish(&served, None);
-        for f in &out.findings {
-            p.typed_finding(store.connection(), f, None, None)?;
-        }
-        return Ok(());
-    }
-    if !p.take() {
-        return Ok(());
-    }
-    // Stream the export: old rows keep their claims; new rows are extended one by one.
-    let conn = store.connection();
     // On the first sync, entries written a day or more before the first record we follow
     // cannot list ours: their bytes are not read (the chain over them is still recomputed).
-    let read_from: Option<String> = if held.is_none() {
+    let read_from: Option<String> = if first_sync {
         Some(
             oldest_pending_filed(conn, p.intake)?
                 .and_then(|f| lstore::parse_ts(&f))
@@ -366,120 +408,34 @@ async fn chain_step<R: LedgerReads>(
     } else {
         None
     };
-    let mut new_rows: Vec<EntrySeen> = Vec::new();
-    let mut changed: Vec<check::ChainFinding> = Vec::new();
-    let mut garbage: Option<String> = None;
-    let mut end = None;
-    let mut too_many = false;
-    let intake = p.intake.to_owned();
-    let held_claims = |n: u64| lstore::entry(conn, &intake, n).ok().flatten();
-    let read = p
-        .reads
-        .export(&mut |line| match line {
-            Ok(ExportLine::Entry(row)) if row.n <= from.n => {
-                if let Some(h) = held_claims(row.n) {
-                    let served = check::SeenEntry {
-                        n: row.n,
-                        claim_sha256: row.claim_sha256.clone(),
-                        raw_sha256: None,
-                    };
-                    changed.extend(check::rereads(&[seen(&h)], &[served]));
-                }
-                true
-            }
-            Ok(ExportLine::Entry(row)) => {
-                if new_rows.len() >= p.policy.max_new_rows {
-                    too_many = true;
-                    return false;
-                }
-                let n = row.n;
-                let claim = row.claim_sha256.clone();
-                // Times sort as text (ISO 8601 UTC); an entry without one is read.
-                let skip = read_from.as_ref().is_some_and(|from| {
-                    row.created_at
-                        .as_ref()
-                        .is_some_and(|c| c.as_str() < from.as_str())
-                });
-                x.push(&NewEntry {
-                    fields: row.chain_fields(),
-                    raw_sha256: None,
-                    carried: None,
-                    export_row: Some(row),
-                });
-                new_rows.push(EntrySeen {
-                    n,
-                    claim_sha256: claim,
-                    raw_sha256: None,
-                    entry_sha256: String::new(),
-                    kind: skip.then(|| "not_read".to_owned()),
-                    rows: None,
-                });
-                true
-            }
-            Ok(ExportLine::End(h)) => {
-                end = Some(h);
-                true
-            }
-            Ok(ExportLine::Broken {
-                broken_at,
-                last_linked,
-            }) => {
-                x.export_broken(broken_at, last_linked);
-                true
-            }
-            Err(e) => {
-                garbage = Some(e.to_string());
-                false
-            }
-        })
-        .await;
-    let conn = store.connection();
-    if let Err(e) = read {
-        // Down or cut off mid-stream: nothing is judged from half an export.
-        return p.failed(conn, "/ledger/export.jsonl", &e);
-    }
-    if let Some(detail) = garbage {
-        let e = ReadError {
-            served: true,
-            detail,
-            body: None,
+    let tx = crate::store::write_transaction(conn)?;
+    for (fields, head) in audited.rows.iter().zip(&audited.heads) {
+        // Times sort as text (ISO 8601 UTC); an entry without one is read.
+        let skip = read_from.as_ref().is_some_and(|from| {
+            fields
+                .created_at
+                .as_ref()
+                .is_some_and(|c| c.as_str() < from.as_str())
+        });
+        let row = EntrySeen {
+            n: fields.n,
+            claim_sha256: fields.claim_sha256.clone(),
+            raw_sha256: None,
+            entry_sha256: head.head.clone(),
+            kind: skip.then(|| "not_read".to_owned()),
+            rows: None,
         };
-        return p.failed(conn, "/ledger/export.jsonl", &e);
+        lstore::put_entry(conn, p.intake, &row, &p.now_s)?;
     }
-    if too_many {
-        p.finding(
-            conn,
-            "export_too_long",
-            None,
-            None,
-            json!({"new_rows_over": p.policy.max_new_rows}),
-        )?;
-        return Ok(());
-    }
-    for f in &changed {
-        p.typed_finding(conn, f, None, check_n(f))?;
-    }
-    let out = x.finish(&served, end.as_ref());
-    for f in &out.findings {
-        p.typed_finding(conn, f, None, None)?;
-    }
-    p.report.new_entries = out.heads.len() as u64;
-    if let Some(hold) = out.hold.filter(|_| changed.is_empty()) {
-        let tx = crate::store::write_transaction(conn)?;
-        for (row, head) in new_rows.iter_mut().zip(&out.heads) {
-            row.entry_sha256 = head.head.clone();
-            lstore::put_entry(conn, p.intake, row, &p.now_s)?;
-        }
-        lstore::hold_head(conn, p.intake, &hold, &p.now_s)?;
-        tx.commit()?;
-        p.report.head = Some(hold);
-    }
+    lstore::hold_head(conn, p.intake, &hold, &p.now_s)?;
+    tx.commit()?;
+    p.report.head = Some(hold);
     Ok(())
 }
 
-fn check_n(f: &check::ChainFinding) -> Option<u64> {
+fn check_n(f: &AuditFinding) -> Option<u64> {
     match f {
-        check::ChainFinding::EntryChanged { n, .. } => Some(*n),
+        AuditFinding::Chain(check::ChainFinding::EntryChanged { n, .. }) => Some(*n),
         _ => None,
     }
 }

@@ -607,154 +607,183 @@ async fn witness_step<R: LedgerReads>(
             break;
         }
         p.report.polled += 1;
-        let fetched = p.reads.witness(&row.sha256).await;
         let filed = lstore::parse_ts(&row.filed_at).unwrap_or(p.now);
-        let answer = match fetched {
-            Ok(a) => Some(a),
+        match p.reads.witness(&row.sha256).await {
+            Ok(answer) => read_answer(p, store, &row, filed, &answer, cache).await?,
             Err(e) => {
                 p.failed(store.connection(), "/witness/<sha>", &e)?;
-                None
-            }
-        };
-        let Some(answer) = answer else {
-            let plan = follow::after_answer(
-                &followed(&row, filed),
-                Answered::Unreadable,
-                p.now,
-                p.policy,
-            );
-            let conn = store.connection();
-            let state = if row.follow_state() == FollowState::Pending {
-                plan.state
-            } else {
-                row.follow_state()
-            };
-            lstore::record_read(
-                conn,
-                row.submission_id,
-                &p.now_s,
-                &ReadResult {
-                    state: state.as_str(),
-                    last_seen: "unreadable",
-                    seen: false,
-                    next_poll_at: plan.next_poll_at.map(ts),
-                    ..ReadResult::default()
-                },
-            )?;
-            continue;
-        };
-        // Replies: every version seen.
-        let responses = serde_json::to_value(answer.responses()).unwrap_or(Value::Null);
-        lstore::keep_responses(
-            store.connection(),
-            p.intake,
-            &row.sha256,
-            &responses,
-            &p.now_s,
-        )?;
-        // §2.5: the steps a record's life may not take.
-        let last = last_seen(&row);
-        if let Some(t) = check::transition(last.as_ref(), &answer) {
-            p.typed_finding(
-                store.connection(),
-                &t,
-                Some(&row.sha256),
-                row.ledger_entry.map(|n| n as u64),
-            )?;
-        }
-        let (answered, last_seen_s, inclusion) = match &answer {
-            WitnessAnswer::NotFound { .. } => (Answered::NotFound, "not_found", None),
-            WitnessAnswer::Pending { .. } => (Answered::Pending, "pending", None),
-            WitnessAnswer::Anchored { ledger_entry, .. } => {
-                let n = *ledger_entry;
-                let inc = inclusion(p, store, &row, &answer, n, cache).await?;
-                match inc {
-                    Some(inc) => (
-                        Answered::Anchored {
-                            verified: inc.verified(),
-                        },
-                        "anchored",
-                        Some(inc),
-                    ),
-                    // The entry could not be read now: read the record again later.
-                    None => (Answered::Unreadable, "anchored", None),
-                }
-            }
-        };
-        let conn = store.connection();
-        let plan = follow::after_answer(&followed(&row, filed), answered, p.now, p.policy);
-        for f in &plan.findings {
-            // Stable evidence: the same finding read again is not opened again.
-            let evidence = planner_evidence(f.kind(), &row.filed_at, p.policy);
-            p.finding(conn, f.kind(), Some(&row.sha256), None, evidence)?;
-        }
-        let mut state = plan.state;
-        if row.follow_state() == FollowState::Finding && state == FollowState::Pending {
-            state = FollowState::Finding;
-        }
-        let seen = matches!(
-            answer,
-            WitnessAnswer::Pending { .. } | WitnessAnswer::Anchored { .. }
-        );
-        let (entry, claim, stored) = match (&answer, &inclusion) {
-            (
-                WitnessAnswer::Anchored {
-                    ledger_entry,
-                    record,
-                    ..
-                },
-                Some(_),
-            ) => (
-                Some(*ledger_entry),
-                cache
-                    .as_ref()
-                    .filter(|c| c.n == *ledger_entry)
-                    .map(|c| c.entry.claim_sha256.clone()),
-                record
-                    .as_ref()
-                    .map(|r| sha256_hex(r.record_canonical.as_bytes())),
-            ),
-            _ => (None, None, None),
-        };
-        let verified = inclusion.as_ref().is_some_and(check::Inclusion::verified);
-        if inclusion.is_some() {
-            p.report.anchored += 1;
-        }
-        if verified {
-            p.report.verified += 1;
-        }
-        if let Some(inc) = &inclusion {
-            for f in &inc.findings {
-                p.typed_finding(conn, f, Some(&row.sha256), entry)?;
+                unreadable_read(p, store.connection(), &row, filed)?;
             }
         }
-        if inclusion.is_some() && !verified {
-            state = FollowState::Finding;
-        }
-        if !matches!(plan.findings.as_slice(), []) || row.overdue_at.is_some() {
-            // An open finding keeps the record in `finding` until it is anchored and verified.
-            if !verified {
-                state = FollowState::Finding;
-            }
-        }
-        lstore::record_read(
-            conn,
-            row.submission_id,
-            &p.now_s,
-            &ReadResult {
-                state: state.as_str(),
-                last_seen: last_seen_s,
-                seen,
-                next_poll_at: plan.next_poll_at.map(ts),
-                ledger_entry: entry,
-                claim_sha256: claim.as_deref(),
-                stored_sha256: stored.as_deref(),
-                verified,
-                overdue: plan.findings.iter().any(|f| f.kind() == "overdue"),
-            },
-        )?;
     }
     Ok(())
+}
+
+/// No usable answer: read again later. A record already in `finding` stays there.
+fn unreadable_read<R: LedgerReads>(
+    p: &Pass<'_, R>,
+    conn: &Connection,
+    row: &lstore::FollowRow,
+    filed: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let plan = follow::after_answer(&followed(row, filed), Answered::Unreadable, p.now, p.policy);
+    let state = if row.follow_state() == FollowState::Pending {
+        plan.state
+    } else {
+        row.follow_state()
+    };
+    lstore::record_read(
+        conn,
+        row.submission_id,
+        &p.now_s,
+        &ReadResult {
+            state: state.as_str(),
+            last_seen: "unreadable",
+            seen: false,
+            next_poll_at: plan.next_poll_at.map(ts),
+            ..ReadResult::default()
+        },
+    )
+}
+
+/// One `/witness/<sha>` answer: its replies kept, the §2.5 step checked, inclusion once
+/// anchored, the planner's findings, and the record's row updated.
+async fn read_answer<R: LedgerReads>(
+    p: &mut Pass<'_, R>,
+    store: &mut crate::store::Store,
+    row: &lstore::FollowRow,
+    filed: DateTime<Utc>,
+    answer: &WitnessAnswer,
+    cache: &mut Option<EntryCache>,
+) -> Result<(), StoreError> {
+    // Replies: every version seen.
+    let responses = serde_json::to_value(answer.responses()).unwrap_or(Value::Null);
+    lstore::keep_responses(
+        store.connection(),
+        p.intake,
+        &row.sha256,
+        &responses,
+        &p.now_s,
+    )?;
+    // §2.5: the steps a record's life may not take.
+    if let Some(t) = check::transition(last_seen(row).as_ref(), answer) {
+        let entry = row.ledger_entry.map(|n| n as u64);
+        p.typed_finding(store.connection(), &t, Some(&row.sha256), entry)?;
+    }
+    let inclusion = match answer {
+        WitnessAnswer::Anchored { ledger_entry, .. } => {
+            inclusion(p, store, row, answer, *ledger_entry, cache).await?
+        }
+        _ => None,
+    };
+    let conn = store.connection();
+    let plan = follow::after_answer(
+        &followed(row, filed),
+        answered(answer, inclusion.as_ref()),
+        p.now,
+        p.policy,
+    );
+    for f in &plan.findings {
+        // Stable evidence: the same finding read again is not opened again.
+        let evidence = planner_evidence(f.kind(), &row.filed_at, p.policy);
+        p.finding(conn, f.kind(), Some(&row.sha256), None, evidence)?;
+    }
+    let anchored = Anchored::of(answer, inclusion.as_ref(), cache.as_ref());
+    let read = settled(row, answer, &plan, inclusion.as_ref(), &anchored);
+    if let Some(inc) = &inclusion {
+        p.report.anchored += 1;
+        p.report.verified += u64::from(read.verified);
+        for f in &inc.findings {
+            p.typed_finding(conn, f, Some(&row.sha256), read.ledger_entry)?;
+        }
+    }
+    lstore::record_read(conn, row.submission_id, &p.now_s, &read)
+}
+
+/// What the planner makes of an answer (an anchored one whose entry could not be read now is
+/// read again later).
+fn answered(answer: &WitnessAnswer, inclusion: Option<&check::Inclusion>) -> Answered {
+    match (answer, inclusion) {
+        (WitnessAnswer::NotFound { .. }, _) => Answered::NotFound,
+        (WitnessAnswer::Pending { .. }, _) => Answered::Pending,
+        (WitnessAnswer::Anchored { .. }, Some(inc)) => Answered::Anchored {
+            verified: inc.verified(),
+        },
+        (WitnessAnswer::Anchored { .. }, None) => Answered::Unreadable,
+    }
+}
+
+/// What is kept of an anchored answer whose inclusion was checked: its entry, the entry's
+/// claim (as read for the check) and the hash of the intake's copy.
+#[derive(Default)]
+struct Anchored {
+    entry: Option<u64>,
+    claim: Option<String>,
+    stored: Option<String>,
+}
+
+impl Anchored {
+    fn of(
+        answer: &WitnessAnswer,
+        inclusion: Option<&check::Inclusion>,
+        cache: Option<&EntryCache>,
+    ) -> Self {
+        let (WitnessAnswer::Anchored {
+            ledger_entry,
+            record,
+            ..
+        }, Some(_)) = (answer, inclusion)
+        else {
+            return Anchored::default();
+        };
+        Anchored {
+            entry: Some(*ledger_entry),
+            claim: cache
+                .filter(|c| c.n == *ledger_entry)
+                .map(|c| c.entry.claim_sha256.clone()),
+            stored: record
+                .as_ref()
+                .map(|r| sha256_hex(r.record_canonical.as_bytes())),
+        }
+    }
+}
+
+/// The record's row after an answer (pure): its state (an open finding keeps it in `finding`
+/// until it is anchored and verified), what was seen, and when to read it next.
+fn settled<'a>(
+    row: &lstore::FollowRow,
+    answer: &WitnessAnswer,
+    plan: &follow::Plan,
+    inclusion: Option<&check::Inclusion>,
+    anchored: &'a Anchored,
+) -> ReadResult<'a> {
+    let verified = inclusion.is_some_and(check::Inclusion::verified);
+    let mut state = plan.state;
+    if row.follow_state() == FollowState::Finding && state == FollowState::Pending {
+        state = FollowState::Finding;
+    }
+    if inclusion.is_some() && !verified {
+        state = FollowState::Finding;
+    }
+    if (!plan.findings.is_empty() || row.overdue_at.is_some()) && !verified {
+        state = FollowState::Finding;
+    }
+    let (last_seen, seen) = match answer {
+        WitnessAnswer::NotFound { .. } => ("not_found", false),
+        WitnessAnswer::Pending { .. } => ("pending", true),
+        WitnessAnswer::Anchored { .. } => ("anchored", true),
+    };
+    ReadResult {
+        state: state.as_str(),
+        last_seen,
+        seen,
+        next_poll_at: plan.next_poll_at.map(ts),
+        ledger_entry: anchored.entry,
+        claim_sha256: anchored.claim.as_deref(),
+        stored_sha256: anchored.stored.as_deref(),
+        verified,
+        overdue: plan.findings.iter().any(|f| f.kind() == "overdue"),
+    }
 }
 
 fn last_seen(row: &lstore::FollowRow) -> Option<Seen> {

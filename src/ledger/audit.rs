@@ -158,8 +158,12 @@ struct EntryFacts {
 /// with it, so the findings come in line order however many fetches are in flight.
 #[derive(Debug)]
 enum Step {
-    Row(ExportRow, Option<EntryFacts>),
-    Broken { broken_at: u64, last_linked: u64 },
+    /// Boxed: a row and its facts are most of a step's size, and few wait at once.
+    Row(Box<(ExportRow, Option<EntryFacts>)>),
+    Broken {
+        broken_at: u64,
+        last_linked: u64,
+    },
     Served(ServedFinding),
 }
 
@@ -286,7 +290,7 @@ impl Audit {
         let n = row.n;
         match self.mode {
             Mode::Full { .. } => {
-                self.waiting.push_back(Step::Row(row, None));
+                self.waiting.push_back(Step::Row(Box::new((row, None))));
                 Need::EntryBytes(n)
             }
             Mode::Extend { .. } if n <= self.from.n => {
@@ -303,7 +307,7 @@ impl Audit {
                     return Need::Stop;
                 }
                 self.rows.push(row.chain_fields());
-                self.step(Step::Row(row, Some(EntryFacts::not_fetched())));
+                self.step(Step::Row(Box::new((row, Some(EntryFacts::not_fetched())))));
                 Need::Nothing
             }
         }
@@ -327,7 +331,7 @@ impl Audit {
     pub fn on_entry(&mut self, n: u64, fetched: Fetched) {
         let facts = EntryFacts::of(n, fetched);
         let slot = self.waiting.iter_mut().find_map(|s| match s {
-            Step::Row(row, facts @ None) if row.n == n => Some(facts),
+            Step::Row(waiting) if waiting.0.n == n && waiting.1.is_none() => Some(&mut waiting.1),
             _ => None,
         });
         if let Some(slot) = slot {
@@ -344,7 +348,7 @@ impl Audit {
 
     fn settle(&mut self) {
         while let Some(front) = self.waiting.front() {
-            if matches!(front, Step::Row(_, None)) {
+            if matches!(front, Step::Row(waiting) if waiting.1.is_none()) {
                 return;
             }
             let step = self.waiting.pop_front().expect("a front");
@@ -354,7 +358,8 @@ impl Audit {
 
     fn judge(&mut self, step: Step) {
         match step {
-            Step::Row(row, facts) => {
+            Step::Row(waiting) => {
+                let (row, facts) = *waiting;
                 let facts = facts.unwrap_or_else(EntryFacts::not_fetched);
                 self.tally.add(&facts.tally);
                 self.findings
@@ -417,11 +422,7 @@ impl Audit {
 
 /// §7 step 5 after a full recomputation: the held head is not ahead of the served one, and the
 /// chain recomputed from the root passes through it.
-fn still_held(
-    held: &HeldHead,
-    served: &HeadAnswer,
-    heads: &[HeldHead],
-) -> Option<ChainFinding> {
+fn still_held(held: &HeldHead, served: &HeadAnswer, heads: &[HeldHead]) -> Option<ChainFinding> {
     let HeadAnswer::Head(h) = served else {
         return None;
     };

@@ -47,10 +47,7 @@ fn head(n: u64, head: &str) -> Head {
 }
 
 fn held(n: u64, h: &str) -> HeldHead {
-    HeldHead {
-        n,
-        head: h.into(),
-    }
+    HeldHead { n, head: h.into() }
 }
 
 fn names(a: &Audited) -> Vec<&'static str> {
@@ -296,7 +293,9 @@ fn full_audit_table() {
                     let Fetched::Bytes(b) = s.bytes(3) else {
                         unreachable!()
                     };
-                    let t = String::from_utf8(b).unwrap().replace("\"count\":1", "\"count\":2");
+                    let t = String::from_utf8(b)
+                        .unwrap()
+                        .replace("\"count\":1", "\"count\":2");
                     Fetched::Bytes(t.into_bytes())
                 }
                 _ => s.bytes(n),
@@ -393,7 +392,10 @@ fn an_unreadable_line_cuts_the_export() {
     assert_eq!(audit.on_line(Ok(s.lines()[1].clone())), Need::Stop);
     audit.on_entry(1, Fetched::Missing);
     let a = audit.finish();
-    assert_eq!(names(&a), ["entry_missing", "export_line_unreadable", "hole"]);
+    assert_eq!(
+        names(&a),
+        ["entry_missing", "export_line_unreadable", "hole"]
+    );
     assert_eq!(
         a.cut,
         Some(Cut::UnreadableLine {
@@ -431,7 +433,11 @@ fn extend_table() {
     assert_eq!(names(&audit.finish()), ["chain_broken"]);
     // Held at 1, two new rows, room for one: cut, nothing judged as whole.
     let mut audit = Audit::extend(served.clone(), Some(held(1, &s.heads[0])), 1);
-    let needs: Vec<Need> = s.lines().into_iter().map(|l| audit.on_line(Ok(l))).collect();
+    let needs: Vec<Need> = s
+        .lines()
+        .into_iter()
+        .map(|l| audit.on_line(Ok(l)))
+        .collect();
     assert_eq!(
         needs,
         [Need::HeldEntry(1), Need::Nothing, Need::Stop, Need::Stop]

@@ -357,7 +357,8 @@ async fn read_head<R: LedgerReads>(
             if e.served {
                 lstore::mark_head_read(store.connection(), p.intake, &p.now_s)?;
             }
-            p.failed(store.connection(), "/ledger/head", &e).map(|()| None)
+            p.failed(store.connection(), "/ledger/head", &e)
+                .map(|()| None)
         }
     }
 }
@@ -370,15 +371,17 @@ async fn stream_export<R: LedgerReads>(
 ) -> Result<(), ReadError> {
     let intake = p.intake;
     p.reads
-        .export(&mut |line| match audit.on_line(line.map_err(|e| e.to_string())) {
-            Need::HeldEntry(n) => {
-                let held = lstore::entry(conn, intake, n).ok().flatten();
-                audit.on_held(n, held.as_ref().map(seen).as_ref());
-                true
-            }
-            Need::Stop => false,
-            Need::Nothing | Need::EntryBytes(_) => true,
-        })
+        .export(
+            &mut |line| match audit.on_line(line.map_err(|e| e.to_string())) {
+                Need::HeldEntry(n) => {
+                    let held = lstore::entry(conn, intake, n).ok().flatten();
+                    audit.on_held(n, held.as_ref().map(seen).as_ref());
+                    true
+                }
+                Need::Stop => false,
+                Need::Nothing | Need::EntryBytes(_) => true,
+            },
+        )
         .await
 }
 
@@ -728,11 +731,14 @@ impl Anchored {
         inclusion: Option<&check::Inclusion>,
         cache: Option<&EntryCache>,
     ) -> Self {
-        let (WitnessAnswer::Anchored {
-            ledger_entry,
-            record,
-            ..
-        }, Some(_)) = (answer, inclusion)
+        let (
+            WitnessAnswer::Anchored {
+                ledger_entry,
+                record,
+                ..
+            },
+            Some(_),
+        ) = (answer, inclusion)
         else {
             return Anchored::default();
         };

@@ -78,6 +78,10 @@ fn write_entries<'a>(out: &mut String, entries: impl Iterator<Item = (&'a String
     }
 }
 
+/// Number text standing for Python's `NaN` in a `serde_json::Value` (it parses as a float;
+/// [`write_number_text`] writes it back as `NaN`, as Python's `json.dumps` does).
+pub const NAN_MARKER: &str = "-0.0e-7777777777777777777";
+
 /// Python's JSON string escaping with `ensure_ascii=False`.
 pub fn write_string(out: &mut String, s: &str) {
     out.push('"');
@@ -121,7 +125,7 @@ fn write_number(out: &mut String, n: &Number) {
 
 /// A JSON number, given its exact source text, in Python's form.
 pub(crate) fn write_number_text(out: &mut String, text: &str) {
-    if text == crate::json::NAN_MARKER {
+    if text == NAN_MARKER {
         out.push_str("NaN");
     } else if number_is_float(text) {
         let value: f64 = text.parse().unwrap_or(f64::NAN);

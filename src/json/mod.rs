@@ -63,10 +63,10 @@ pub async fn large_tree_permit(doc: &Doc) -> Option<tokio::sync::SemaphorePermit
     )
 }
 
-/// Number text standing for Python's `NaN` in a `Value` (it parses as a float;
-/// [`crate::canonical`] writes it back as `NaN`). The infinities are number texts that
-/// overflow to infinity.
-pub const NAN_MARKER: &str = "-0.0e-7777777777777777777";
+/// Number text standing for Python's `NaN` in a `Value`; defined beside the writer that turns
+/// it back into `NaN` (`crate::canonical` sits below this reader and must not import it).
+pub use crate::canonical::NAN_MARKER;
+/// The infinities are number texts that overflow to infinity.
 pub(crate) const INFINITY_TEXT: &str = "1e7777777777777777777";
 pub(crate) const NEG_INFINITY_TEXT: &str = "-1e7777777777777777777";
 

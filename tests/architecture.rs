@@ -1,0 +1,713 @@
+//! The house rules, checked (issue 36): ARCHITECTURE.md states the layer order once, in its
+//! `layers` block; this test reads that block and the production code under `src/` and fails on
+//!
+//! - a top-level module missing from the table (or a name in the table that is no module),
+//! - an import that points up the layers, or from one face into another,
+//! - an import cycle between top-level modules,
+//! - a production function over [`MAX_FN_LINES`] lines that is not a named data table.
+//!
+//! The module tree is followed from `src/lib.rs` through its `mod` items, so `#[cfg(test)]`
+//! modules (and their files) are left out: tests may reach anywhere. Imports are every path that
+//! starts at the crate root (`crate::x`, or `super::` climbing to it), in items and in macro
+//! bodies alike. rust-analyzer keeps its invariants the same way (`xtask/src/tidy.rs`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use proc_macro2::{TokenStream, TokenTree};
+use syn::spanned::Spanned;
+use syn::visit::Visit;
+
+/// Longer than this, a function does several things; split it by responsibility.
+const MAX_FN_LINES: usize = 150;
+
+#[derive(Debug)]
+struct Layers {
+    /// Layer index by module; 0 is the bottom.
+    of: BTreeMap<String, usize>,
+    names: Vec<String>,
+    /// Functions allowed over the length limit because they are data (`module::path::fn`).
+    data_tables: BTreeSet<String>,
+}
+
+impl Layers {
+    fn is_faces(&self, layer: usize) -> bool {
+        layer == self.names.len() - 1
+    }
+}
+
+/// Reads the fenced block tagged `layers` in ARCHITECTURE.md: one line per layer, top first,
+/// `name: module module …`, then a `data tables:` line listing functions that may be long.
+fn read_layers(root: &Path) -> Layers {
+    let text = std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let start = text
+        .find("```layers\n")
+        .expect("ARCHITECTURE.md has a ```layers block")
+        + "```layers\n".len();
+    let end = start + text[start..].find("```").expect("the layers block ends");
+    let mut rows = Vec::new();
+    let mut data_tables = BTreeSet::new();
+    for line in text[start..end].lines().filter(|l| !l.trim().is_empty()) {
+        let (name, modules) = line
+            .split_once(':')
+            .expect("a layer line is `name: modules`");
+        let modules: Vec<String> = modules.split_whitespace().map(str::to_owned).collect();
+        if name.trim() == "data tables" {
+            data_tables.extend(modules);
+        } else {
+            rows.push((name.trim().to_owned(), modules));
+        }
+    }
+    rows.reverse();
+    let mut of = BTreeMap::new();
+    for (i, (_, modules)) in rows.iter().enumerate() {
+        for m in modules {
+            assert!(
+                of.insert(m.clone(), i).is_none(),
+                "ARCHITECTURE.md puts {m} in two layers"
+            );
+        }
+    }
+    Layers {
+        of,
+        names: rows.into_iter().map(|(n, _)| n).collect(),
+        data_tables,
+    }
+}
+
+/// One production source file and the module path it holds (`["store", "verify"]`).
+struct SourceFile {
+    path: PathBuf,
+    module: Vec<String>,
+}
+
+fn has_cfg_test(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg")
+            && a.parse_args::<syn::Meta>()
+                .is_ok_and(|m| m.path().is_ident("test"))
+    })
+}
+
+fn path_attr(attrs: &[syn::Attribute]) -> Option<String> {
+    attrs.iter().find_map(|a| match &a.meta {
+        syn::Meta::NameValue(nv) if nv.path.is_ident("path") => match &nv.value {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(s),
+                ..
+            }) => Some(s.value()),
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
+/// Follows `mod x;` items from `src/lib.rs`, leaving out `#[cfg(test)]` ones.
+fn production_files(src: &Path) -> Vec<SourceFile> {
+    let mut out = Vec::new();
+    let mut todo = vec![(src.join("lib.rs"), Vec::<String>::new(), src.to_path_buf())];
+    while let Some((path, module, dir)) = todo.pop() {
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+        let file = syn::parse_file(&text).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+        collect_mods(&file.items, &module, &dir, &mut todo);
+        out.push(SourceFile { path, module });
+    }
+    out
+}
+
+fn collect_mods(
+    items: &[syn::Item],
+    module: &[String],
+    dir: &Path,
+    todo: &mut Vec<(PathBuf, Vec<String>, PathBuf)>,
+) {
+    for item in items {
+        let syn::Item::Mod(m) = item else { continue };
+        if has_cfg_test(&m.attrs) {
+            continue;
+        }
+        let mut child = module.to_vec();
+        child.push(m.ident.to_string());
+        let child_dir = dir.join(m.ident.to_string());
+        match &m.content {
+            // An inline module's own `mod x;` items live in `dir/name/`.
+            Some((_, inner)) => collect_mods(inner, &child, &child_dir, todo),
+            None => {
+                let file = match path_attr(&m.attrs) {
+                    Some(p) => dir.join(p),
+                    None if dir.join(format!("{}.rs", m.ident)).exists() => {
+                        dir.join(format!("{}.rs", m.ident))
+                    }
+                    None => child_dir.join("mod.rs"),
+                };
+                todo.push((file, child, child_dir));
+            }
+        }
+    }
+}
+
+/// Where one file's code reaches outside its own top-level module.
+#[derive(Default)]
+struct Reach {
+    /// (imported top-level module, line)
+    imports: Vec<(String, usize)>,
+    /// (function path, lines)
+    functions: Vec<(String, usize)>,
+}
+
+struct Walker<'a> {
+    /// The module path of the code being visited (grows inside inline modules).
+    module: Vec<String>,
+    top_level: &'a BTreeSet<String>,
+    reach: Reach,
+    in_test: usize,
+}
+
+impl Walker<'_> {
+    /// The top-level module a path names, if it starts at the crate root.
+    fn resolve(&self, segments: &[String]) -> Option<String> {
+        let mut here = self.module.clone();
+        let mut rest = segments;
+        match rest.first().map(String::as_str) {
+            Some("crate") => {
+                here.clear();
+                rest = &rest[1..];
+            }
+            Some("super") => {
+                while rest.first().map(String::as_str) == Some("super") {
+                    here.pop();
+                    rest = &rest[1..];
+                }
+            }
+            _ => return None,
+        }
+        let first = if here.is_empty() {
+            rest.first()?.clone()
+        } else {
+            here[0].clone()
+        };
+        self.top_level.contains(&first).then_some(first)
+    }
+
+    fn note(&mut self, segments: &[String], line: usize) {
+        if self.in_test > 0 {
+            return;
+        }
+        if let Some(m) = self.resolve(segments) {
+            self.reach.imports.push((m, line));
+        }
+    }
+
+    /// Paths inside macro bodies (`format!`, `matches!`, `select!` …) are tokens, not syntax.
+    fn scan_tokens(&mut self, tokens: TokenStream) {
+        let trees: Vec<TokenTree> = tokens.into_iter().collect();
+        for (i, tree) in trees.iter().enumerate() {
+            match tree {
+                TokenTree::Group(g) => self.scan_tokens(g.stream()),
+                TokenTree::Ident(id) if id == "crate" || id == "super" => {
+                    let mut segments = vec![id.to_string()];
+                    let mut j = i + 1;
+                    while j + 2 < trees.len() + 1 {
+                        match (&trees.get(j), &trees.get(j + 1), &trees.get(j + 2)) {
+                            (
+                                Some(TokenTree::Punct(a)),
+                                Some(TokenTree::Punct(b)),
+                                Some(TokenTree::Ident(next)),
+                            ) if a.as_char() == ':' && b.as_char() == ':' => {
+                                segments.push(next.to_string());
+                                j += 3;
+                            }
+                            _ => break,
+                        }
+                    }
+                    if segments.len() > 1 {
+                        self.note(&segments, id.span().start().line);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn function(&mut self, name: &syn::Ident, span: proc_macro2::Span) {
+        if self.in_test > 0 {
+            return;
+        }
+        let lines = span.end().line - span.start().line + 1;
+        let mut path = self.module.join("::");
+        write!(path, "::{name}").unwrap();
+        self.reach.functions.push((path, lines));
+    }
+}
+
+fn use_tree_paths(tree: &syn::UseTree, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+    match tree {
+        syn::UseTree::Path(p) => {
+            prefix.push(p.ident.to_string());
+            use_tree_paths(&p.tree, prefix, out);
+            prefix.pop();
+        }
+        syn::UseTree::Name(n) => {
+            let mut full = prefix.clone();
+            full.push(n.ident.to_string());
+            out.push(full);
+        }
+        syn::UseTree::Rename(r) => {
+            let mut full = prefix.clone();
+            full.push(r.ident.to_string());
+            out.push(full);
+        }
+        syn::UseTree::Glob(_) => out.push(prefix.clone()),
+        syn::UseTree::Group(g) => {
+            for t in &g.items {
+                use_tree_paths(t, prefix, out);
+            }
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Walker<'_> {
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        if m.content.is_none() {
+            return; // its file is visited on its own
+        }
+        let test = has_cfg_test(&m.attrs);
+        self.in_test += usize::from(test);
+        self.module.push(m.ident.to_string());
+        syn::visit::visit_item_mod(self, m);
+        self.module.pop();
+        self.in_test -= usize::from(test);
+    }
+
+    fn visit_attribute(&mut self, _: &'ast syn::Attribute) {}
+
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        let test = has_cfg_test(&f.attrs) || f.attrs.iter().any(|a| a.path().is_ident("test"));
+        self.in_test += usize::from(test);
+        self.function(&f.sig.ident, f.span());
+        syn::visit::visit_item_fn(self, f);
+        self.in_test -= usize::from(test);
+    }
+
+    fn visit_item_impl(&mut self, i: &'ast syn::ItemImpl) {
+        let test = has_cfg_test(&i.attrs);
+        self.in_test += usize::from(test);
+        syn::visit::visit_item_impl(self, i);
+        self.in_test -= usize::from(test);
+    }
+
+    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+        let test = has_cfg_test(&f.attrs);
+        self.in_test += usize::from(test);
+        self.function(&f.sig.ident, f.span());
+        syn::visit::visit_impl_item_fn(self, f);
+        self.in_test -= usize::from(test);
+    }
+
+    fn visit_trait_item_fn(&mut self, f: &'ast syn::TraitItemFn) {
+        if f.default.is_some() {
+            self.function(&f.sig.ident, f.span());
+        }
+        syn::visit::visit_trait_item_fn(self, f);
+    }
+
+    fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
+        if has_cfg_test(&u.attrs) {
+            return;
+        }
+        let mut paths = Vec::new();
+        use_tree_paths(&u.tree, &mut Vec::new(), &mut paths);
+        let line = u.span().start().line;
+        for p in paths {
+            self.note(&p, line);
+        }
+    }
+
+    fn visit_path(&mut self, p: &'ast syn::Path) {
+        let segments: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
+        self.note(&segments, p.span().start().line);
+        syn::visit::visit_path(self, p);
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        self.scan_tokens(m.tokens.clone());
+        syn::visit::visit_macro(self, m);
+    }
+}
+
+struct Graph {
+    /// from → to → first place seen (file:line)
+    edges: BTreeMap<String, BTreeMap<String, String>>,
+    long_functions: Vec<(String, usize, String)>,
+    top_level: BTreeSet<String>,
+}
+
+fn read_graph(root: &Path) -> Graph {
+    let src = root.join("src");
+    let files = production_files(&src);
+    let top_level: BTreeSet<String> = files
+        .iter()
+        .filter(|f| f.module.len() == 1)
+        .map(|f| f.module[0].clone())
+        .chain(inline_top_level(&src))
+        .collect();
+    let mut edges: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    let mut long_functions = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(&file.path).unwrap();
+        let parsed = syn::parse_file(&text).unwrap();
+        let mut walker = Walker {
+            module: file.module.clone(),
+            top_level: &top_level,
+            reach: Reach::default(),
+            in_test: 0,
+        };
+        walker.visit_file(&parsed);
+        let shown = file.path.strip_prefix(root).unwrap().display().to_string();
+        let Some(from) = file.module.first() else {
+            continue; // lib.rs declares the modules and re-exports nothing
+        };
+        for (to, line) in walker.reach.imports {
+            if &to != from {
+                edges
+                    .entry(from.clone())
+                    .or_default()
+                    .entry(to)
+                    .or_insert_with(|| format!("{shown}:{line}"));
+            }
+        }
+        for (function, lines) in walker.reach.functions {
+            if lines > MAX_FN_LINES {
+                long_functions.push((function, lines, shown.clone()));
+            }
+        }
+    }
+    Graph {
+        edges,
+        long_functions,
+        top_level,
+    }
+}
+
+/// Top-level modules written inline in lib.rs (none today, but they would count).
+fn inline_top_level(src: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+    let file = syn::parse_file(&text).unwrap();
+    file.items
+        .iter()
+        .filter_map(|i| match i {
+            syn::Item::Mod(m) if m.content.is_some() && !has_cfg_test(&m.attrs) => {
+                Some(m.ident.to_string())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Strongly connected components with more than one module (Tarjan).
+fn cycles(graph: &Graph) -> Vec<Vec<String>> {
+    struct State<'g> {
+        graph: &'g Graph,
+        index: BTreeMap<&'g str, usize>,
+        low: BTreeMap<&'g str, usize>,
+        stack: Vec<&'g str>,
+        on_stack: BTreeSet<&'g str>,
+        found: Vec<Vec<String>>,
+    }
+    fn connect<'g>(s: &mut State<'g>, v: &'g str) {
+        let i = s.index.len();
+        s.index.insert(v, i);
+        s.low.insert(v, i);
+        s.stack.push(v);
+        s.on_stack.insert(v);
+        let graph = s.graph;
+        for w in graph.edges.get(v).into_iter().flat_map(|e| e.keys()) {
+            let w = w.as_str();
+            if !s.index.contains_key(w) {
+                connect(s, w);
+                let low = s.low[v].min(s.low[w]);
+                s.low.insert(v, low);
+            } else if s.on_stack.contains(w) {
+                let low = s.low[v].min(s.index[w]);
+                s.low.insert(v, low);
+            }
+        }
+        if s.low[v] == s.index[v] {
+            let mut component = Vec::new();
+            loop {
+                let w = s.stack.pop().unwrap();
+                s.on_stack.remove(w);
+                component.push(w.to_owned());
+                if w == v {
+                    break;
+                }
+            }
+            if component.len() > 1 {
+                component.sort();
+                s.found.push(component);
+            }
+        }
+    }
+    let mut s = State {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        found: Vec::new(),
+    };
+    for m in &graph.top_level {
+        if !s.index.contains_key(m.as_str()) {
+            connect(&mut s, m);
+        }
+    }
+    s.found
+}
+
+/// Violations the code had when this test was written (issue 36), each to be removed from this
+/// list by the change that fixes it: a violation not listed fails, and so does a listed one that
+/// no longer occurs, so the list only shrinks. Keys: `up a->b`, `face a->b`, `cycle a,b,…`,
+/// `long module::fn`.
+const KNOWN_VIOLATIONS: &[&str] = &[
+    "up alerts->config",
+    "up alerts->daemon",
+    "face cli->daemon",
+    "face cli->mcp",
+    "up pages->config",
+    "up store->ledger",
+    "up store->walk",
+    "up store->witness",
+    "cycle alerts,config,daemon,pages,pipeline",
+    "cycle ledger,store,witness",
+    "long walk::record::full_record",
+    "long store::verify::verify_with",
+    "long pages::render::overview",
+    "long pages::render::record",
+    "long mcp::walk::witness_walk",
+    "long ledger::follower::chain_step",
+    "long ledger::follower::witness_step",
+    "long intake_emulator::submit::post_witness",
+    "long daemon::run_with",
+    "long daemon::scheduler::fire_in_slot",
+    "long daemon::metrics::render",
+    "long config::validate",
+    "long cli::ledger::verify",
+    "long cli::daemon::explain_for",
+    "long card_signature::verify::check_entry",
+    "long alerts::config::validate",
+];
+
+/// Fails on a violation not in [`KNOWN_VIOLATIONS`] and on a listed one of this `kind` that is
+/// gone; `found` holds (key, message).
+fn judge(kind: &str, found: Vec<(String, String)>, advice: &str) {
+    let unexpected: Vec<&str> = found
+        .iter()
+        .filter(|(key, _)| !KNOWN_VIOLATIONS.contains(&key.as_str()))
+        .map(|(_, message)| message.as_str())
+        .collect();
+    assert!(unexpected.is_empty(), "{}\n{advice}", unexpected.join("\n"));
+    let fixed: Vec<&&str> = KNOWN_VIOLATIONS
+        .iter()
+        .filter(|k| k.starts_with(&format!("{kind} ")))
+        .filter(|k| !found.iter().any(|(key, _)| key == **k))
+        .collect();
+    assert!(
+        fixed.is_empty(),
+        "fixed, so remove from KNOWN_VIOLATIONS in tests/architecture.rs: {fixed:?}"
+    );
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn every_top_level_module_has_one_layer() {
+    let layers = read_layers(&root());
+    let graph = read_graph(&root());
+    let missing: Vec<_> = graph
+        .top_level
+        .iter()
+        .filter(|m| !layers.of.contains_key(*m))
+        .collect();
+    let stale: Vec<_> = layers
+        .of
+        .keys()
+        .filter(|m| !graph.top_level.contains(*m))
+        .collect();
+    assert!(
+        missing.is_empty() && stale.is_empty(),
+        "ARCHITECTURE.md's layers block and src/lib.rs disagree: modules without a layer {missing:?}, \
+         names in the table that are no module {stale:?}"
+    );
+}
+
+#[test]
+fn imports_point_down_the_layers() {
+    let layers = read_layers(&root());
+    let graph = read_graph(&root());
+    let mut found = Vec::new();
+    for (from, tos) in &graph.edges {
+        let Some(&a) = layers.of.get(from) else {
+            continue; // reported by every_top_level_module_has_one_layer
+        };
+        for (to, place) in tos {
+            let Some(&b) = layers.of.get(to) else {
+                continue;
+            };
+            if b > a {
+                found.push((
+                    format!("up {from}->{to}"),
+                    format!(
+                        "{from} ({}) imports {to} ({}), up the layers, at {place}",
+                        layers.names[a], layers.names[b]
+                    ),
+                ));
+            } else if a == b && layers.is_faces(a) {
+                found.push((
+                    format!("face {from}->{to}"),
+                    format!("face {from} imports face {to} at {place}"),
+                ));
+            }
+        }
+    }
+    for kind in ["up", "face"] {
+        let of_kind = found
+            .iter()
+            .filter(|(k, _)| k.starts_with(&format!("{kind} ")))
+            .cloned()
+            .collect();
+        judge(
+            kind,
+            of_kind,
+            "imports point down the layers of ARCHITECTURE.md; faces share code through a layer below",
+        );
+    }
+}
+
+#[test]
+fn top_level_modules_import_each_other_without_cycles() {
+    let graph = read_graph(&root());
+    let mut found = Vec::new();
+    for component in cycles(&graph) {
+        let mut text = format!("cycle among {component:?}:");
+        for a in &component {
+            for (b, place) in graph.edges.get(a).into_iter().flatten() {
+                if component.contains(b) {
+                    write!(text, "\n  {a} -> {b} at {place}").unwrap();
+                }
+            }
+        }
+        found.push((format!("cycle {}", component.join(",")), text));
+    }
+    judge(
+        "cycle",
+        found,
+        "top-level modules must not import each other in a cycle",
+    );
+}
+
+#[test]
+fn production_functions_stay_short() {
+    let layers = read_layers(&root());
+    let graph = read_graph(&root());
+    let long = graph
+        .long_functions
+        .iter()
+        .filter(|(f, _, _)| !layers.data_tables.contains(f))
+        .map(|(f, n, file)| (format!("long {f}"), format!("{f} ({file}) has {n} lines")))
+        .collect();
+    judge(
+        "long",
+        long,
+        &format!(
+            "over {MAX_FN_LINES} lines: split by responsibility, or name it a data table in \
+             ARCHITECTURE.md if it is one"
+        ),
+    );
+    let stale: Vec<_> = layers
+        .data_tables
+        .iter()
+        .filter(|t| !graph.long_functions.iter().any(|(f, _, _)| f == *t))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "ARCHITECTURE.md names data tables that are no long function: {stale:?}"
+    );
+}
+
+/// The checker itself: a fixture tree with a cycle, an upward import and a face importing a
+/// face, so a checker that saw nothing could not pass.
+#[test]
+fn the_checker_sees_what_it_must() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(src.join("low")).unwrap();
+    std::fs::write(
+        src.join("lib.rs"),
+        "pub mod low; pub mod high; pub mod face_a; pub mod face_b;\n#[cfg(test)] mod tests;\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("low/mod.rs"),
+        "pub mod inner;\npub fn f() { crate::high::g(); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("low/inner.rs"),
+        "pub fn h() { let _ = format!(\"{}\", super::super::face_b::Y); }\n\
+         #[cfg(test)] mod t { use crate::face_a::X; }\n",
+    )
+    .unwrap();
+    std::fs::write(src.join("high.rs"), "use crate::low::f;\npub fn g() {}\n").unwrap();
+    let long_body = "    let _ = 1;\n".repeat(MAX_FN_LINES);
+    std::fs::write(
+        src.join("face_a.rs"),
+        format!(
+            "pub const X: u8 = 1;\nuse crate::{{face_b, low}};\npub fn long() {{\n{long_body}}}\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(src.join("face_b.rs"), "pub const Y: u8 = 2;\n").unwrap();
+    std::fs::write(src.join("tests.rs"), "use crate::face_a::X;\n").unwrap();
+    std::fs::write(
+        dir.path().join("ARCHITECTURE.md"),
+        "```layers\nfaces: face_a face_b\nmiddle: high\nbottom: low\n```\n",
+    )
+    .unwrap();
+
+    let graph = read_graph(dir.path());
+    let edges: BTreeSet<(String, String)> = graph
+        .edges
+        .iter()
+        .flat_map(|(a, tos)| tos.keys().map(move |b| (a.clone(), b.clone())))
+        .collect();
+    let expected: BTreeSet<(String, String)> = [
+        ("low", "high"),
+        ("low", "face_b"),
+        ("high", "low"),
+        ("face_a", "face_b"),
+        ("face_a", "low"),
+    ]
+    .into_iter()
+    .map(|(a, b)| (a.to_owned(), b.to_owned()))
+    .collect();
+    assert_eq!(
+        edges, expected,
+        "test-only code (mod t, tests.rs) must not count"
+    );
+    assert_eq!(
+        cycles(&graph),
+        vec![vec!["high".to_owned(), "low".to_owned()]]
+    );
+    let layers = read_layers(dir.path());
+    assert_eq!(layers.of["low"], 0);
+    assert!(layers.is_faces(layers.of["face_b"]));
+    let long: Vec<_> = graph
+        .long_functions
+        .iter()
+        .map(|(f, n, _)| (f.as_str(), *n))
+        .collect();
+    assert_eq!(long, vec![("face_a::long", MAX_FN_LINES + 2)]);
+}

@@ -62,5 +62,9 @@ pub fn endpoints_with(
     served_by: &str,
     extra: Markup,
 ) -> Result<String, StoreError> {
-    Ok(view::endpoint(&model::endpoint(conn, url)?, served_by, extra))
+    Ok(view::endpoint(
+        &model::endpoint(conn, url)?,
+        served_by,
+        extra,
+    ))
 }

@@ -17,9 +17,7 @@ pub struct RecordWitness {
 /// The newest record's witness (`None`: no record stored).
 pub fn newest_witness(conn: &Connection) -> Result<Option<RecordWitness>, StoreError> {
     let row: Option<(Vec<u8>, Option<String>)> = conn
-        .prepare_cached(
-            "SELECT canonical, public_key_b64 FROM records ORDER BY id DESC LIMIT 1",
-        )?
+        .prepare_cached("SELECT canonical, public_key_b64 FROM records ORDER BY id DESC LIMIT 1")?
         .query_row([], |r| {
             Ok((super::codec::decode(conn, r.get(0)?)?, r.get(1)?))
         })
@@ -44,4 +42,22 @@ pub fn canonical_of(conn: &Connection, id: i64) -> Result<Option<Vec<u8>>, Store
         .prepare_cached("SELECT canonical FROM records WHERE id = ?1")?
         .query_row([id], |r| Ok(super::codec::decode(conn, r.get(0)?)?))
         .optional()?)
+}
+
+/// Run `read` in one read transaction: its queries see one state of the store (the overview
+/// reads some 250 statements while the daemon commits), and take the snapshot once rather than
+/// once a statement. A read only: nothing to commit, and the snapshot is released at the end
+/// whatever `read` returned.
+pub fn in_one_snapshot<T>(
+    conn: &Connection,
+    read: impl FnOnce() -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    if !conn.is_autocommit() {
+        // Already inside the caller's transaction.
+        return read();
+    }
+    conn.execute_batch("BEGIN DEFERRED")?;
+    let out = read();
+    conn.execute_batch("COMMIT")?;
+    out
 }

@@ -12,8 +12,8 @@
 use super::verify::{Resume, VerifyOptions, verify_with};
 use super::{Store, StoreError, VerifyReport};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// The last verification of this store.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -214,9 +214,7 @@ fn verify_summary(
             _ => break,
         }
     }
-    let finished_at = chrono::Utc::now()
-        .format("%Y-%m-%dT%H:%M:%SZ")
-        .to_string();
+    let finished_at = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
     Ok(VerifySummary {
         full_at: finished_at.clone(),
         finished_at,
@@ -299,7 +297,18 @@ mod tests {
             "2026-12-01T10:00:00Z",
             Some((3, "cd".repeat(32))),
         ));
-        assert!(v.claim_due(now + 30).is_none(), "ran less than a minute ago");
-        assert_eq!(v.claim_due(now + 61).unwrap().from.unwrap().after_id, 3);
+        assert!(
+            v.claim_due(now + 30).is_none(),
+            "ran less than a minute ago"
+        );
+        assert_eq!(
+            v.claim_due(now + 61)
+                .unwrap()
+                .from
+                .clone()
+                .unwrap()
+                .after_id,
+            3
+        );
     }
 }

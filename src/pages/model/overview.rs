@@ -4,14 +4,15 @@
 use super::configured;
 use crate::pages::strips::StripCache;
 use crate::pages::{Context, VerifySummary, WitnessInfo, alerts, ledger};
+use crate::store::StoreError;
 use crate::store::outbox::{self, Submission};
 use crate::store::status::{self, Fire};
-use crate::store::StoreError;
 use crate::witness::filing::SubmissionState;
 use crate::witness::lanes::{Lane, Limits};
 use chrono::{DateTime, Duration, Utc};
 use rusqlite::Connection;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 /// Strip length: the last this many fires of a target.
 pub const STRIP: usize = 50;
@@ -79,8 +80,8 @@ pub struct TargetRow {
     pub endpoint: String,
     pub schedule: Option<String>,
     pub next_fire: Option<String>,
-    /// Newest first.
-    pub fires: Vec<Fire>,
+    /// Newest first (shared with the strip cache).
+    pub fires: Arc<Vec<Fire>>,
     /// How the intakes took the row's last record (`None`: no record).
     pub last_filed: Option<Vec<Submission>>,
 }
@@ -93,6 +94,19 @@ pub(crate) fn iso(t: DateTime<Utc>) -> String {
 /// (the served pages keep one for the process; `&StripCache::default()` reads every strip
 /// afresh).
 pub fn overview(
+    conn: &Connection,
+    ctx: &Context,
+    verify: &(Option<VerifySummary>, bool),
+    page: usize,
+    now: DateTime<Utc>,
+    strips: &StripCache,
+) -> Result<OverviewView, StoreError> {
+    crate::store::pages::in_one_snapshot(conn, || {
+        overview_now(conn, ctx, verify, page, now, strips)
+    })
+}
+
+fn overview_now(
     conn: &Connection,
     ctx: &Context,
     verify: &(Option<VerifySummary>, bool),
@@ -169,7 +183,11 @@ fn lanes_today(ctx: &Context, used: Vec<(String, String, u32)>) -> Vec<LaneToday
 
 /// One chart per lane, each under its own cap: a domain lane's 9 of 50 is not an address
 /// lane's 9 of 5. The caps: what the one intake stated, else the spec's.
-fn lane_charts(ctx: &Context, rows: &[(String, String, u64)], now: DateTime<Utc>) -> Vec<LaneChart> {
+fn lane_charts(
+    ctx: &Context,
+    rows: &[(String, String, u64)],
+    now: DateTime<Utc>,
+) -> Vec<LaneChart> {
     let chart_limits = match ctx.limits.as_slice() {
         [(_, l)] => *l,
         _ => Limits::default(),
@@ -275,7 +293,7 @@ fn endpoint_row(conn: &Connection, endpoint: &str) -> Result<TargetRow, StoreErr
         name: endpoint.to_string(),
         is_target: false,
         endpoint: endpoint.to_string(),
-        fires: status::endpoint_records(conn, endpoint, STRIP)?,
+        fires: Arc::new(status::endpoint_records(conn, endpoint, STRIP)?),
         ..TargetRow::default()
     })
 }
@@ -294,7 +312,7 @@ fn target_row(
     if fires.is_empty()
         && let Some(e) = conf.and_then(|t| t.endpoint.as_deref())
     {
-        fires = status::endpoint_records(conn, e, STRIP)?;
+        fires = Arc::new(status::endpoint_records(conn, e, STRIP)?);
     }
     let endpoint = conf
         .map(|t| t.endpoint.clone().unwrap_or_else(|| t.origin.clone()))

@@ -1,11 +1,11 @@
 //! The endpoints page markup.
 
 use super::{cells, fire_text, kind_of, layout, short, verdict_text};
+use crate::pages::ledger;
 use crate::pages::links::{endpoint_href, record_href};
 use crate::pages::model::endpoint::{EndpointView, OneEndpoint, WitnessKey};
 use crate::pages::model::overview::STRIP;
 use crate::pages::svg::{self, Kind};
-use crate::pages::ledger;
 use crate::store::status::Fire;
 use maud::{Markup, html};
 use std::collections::{BTreeMap, BTreeSet};

@@ -139,11 +139,10 @@ fn targets_section(t: &TargetList) -> Markup {
 
 fn target_row(r: &TargetRow, by_endpoint: bool) -> Markup {
     let last = r.fires.iter().find(|f| f.record.is_some());
-    let failed = r.fires.iter().find_map(|f| {
-        f.record
-            .as_ref()
-            .filter(|x| !x.facts.failed.is_empty())
-    });
+    let failed = r
+        .fires
+        .iter()
+        .find_map(|f| f.record.as_ref().filter(|x| !x.facts.failed.is_empty()));
     html! {
         tr class="target" data-name=(r.name) {
             td class="name" {

@@ -76,10 +76,8 @@ pub(super) fn daily_bars(
     rows: &[(String, String, u64)],
     days: &[String],
 ) -> Vec<(String, Vec<(Kind, u64)>)> {
-    let mut by_day: BTreeMap<&str, BTreeMap<&'static str, (Kind, u64)>> = days
-        .iter()
-        .map(|d| (d.as_str(), BTreeMap::new()))
-        .collect();
+    let mut by_day: BTreeMap<&str, BTreeMap<&'static str, (Kind, u64)>> =
+        days.iter().map(|d| (d.as_str(), BTreeMap::new())).collect();
     for (day, kind, n) in rows {
         let k = match kind.as_str() {
             "PASS" => Kind::Pass,

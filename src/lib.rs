@@ -6,6 +6,7 @@
 //! `ARCHITECTURE.md` at the repository root draws the map.
 
 pub mod alerts;
+pub mod app;
 pub mod background;
 pub mod canonical;
 pub mod card_signature;

@@ -155,7 +155,7 @@ async fn serve_with_a_config_over_a_merged_store_shows_every_endpoint_and_the_ke
     );
     let cfg = conduct_walker::config::parse(&w.dir.path().join("walker.toml"), &config).unwrap();
     // As `records serve --config` builds it: the key is a credential it cannot read.
-    let base = serve(w.db(), Context::from_config(&cfg, None)).await;
+    let base = serve(w.db(), conduct_walker::app::page_context(&cfg, None)).await;
     let (status, _, body) = get_html(&format!("{base}/")).await;
     assert_eq!(status, 200);
     let doc = Html::parse_document(&body);

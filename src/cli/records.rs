@@ -690,7 +690,7 @@ async fn serve(
         None => crate::pages::Context::default(),
         Some(c) => {
             let cfg = crate::config::load(c)?;
-            crate::pages::Context::from_config(&cfg, None)
+            crate::app::page_context(&cfg, None)
         }
     };
     if let Some(dir) = &rings

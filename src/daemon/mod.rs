@@ -71,7 +71,7 @@ fn page_context(cfg: &Config) -> crate::pages::Context {
         cfg.signing_key().ok().flatten().map(|k| {
             base64::engine::general_purpose::STANDARD.encode(k.verifying_key().to_bytes())
         });
-    crate::pages::Context::from_config(cfg, public)
+    crate::app::page_context(cfg, public)
 }
 
 /// Everything a configuration turns into, built before it replaces the running one.

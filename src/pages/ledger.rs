@@ -3,9 +3,9 @@
 //! ledger tables through their indexes or the one-row-per-intake table, never a scan of
 //! history; a store older than migration 7 (pages open read-only) shows nothing here.
 
-use super::render::record_href;
+use super::links::record_href;
 use crate::store::StoreError;
-use crate::store::ledger as lstore;
+use crate::store::ledger::{self as lstore, Finding, FollowRow, IntakeState, ResponsesVersion};
 use crate::witness::filing::SubmissionState;
 use maud::{Markup, html};
 use rusqlite::Connection;
@@ -14,20 +14,75 @@ fn has_ledger_tables(conn: &Connection) -> Result<bool, StoreError> {
     Ok(crate::store::schema::has_table(conn, "ledger_follow")?)
 }
 
+/// A record's life in the ledger (`None`: a store without the ledger's tables).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RecordLife(pub Option<Life>);
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Life {
+    pub rows: Vec<FollowRow>,
+    pub findings: Vec<Finding>,
+    pub replies: Vec<ResponsesVersion>,
+}
+
+/// The overview's ledger figures (`None`: a store without the ledger's tables).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LedgerOverview(pub Option<(Vec<IntakeState>, Vec<Finding>)>);
+
+/// Other witnesses' records of an endpoint (`None`: a store without the ledger's tables):
+/// `(witness, records, last walk)` and the latest records.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Foreign(pub Option<ForeignSeen>);
+
+pub type ForeignSeen = (Vec<(String, i64, String)>, Vec<lstore::ForeignRecord>);
+
+pub fn record_life(conn: &Connection, record_id: i64, sha: &str) -> Result<RecordLife, StoreError> {
+    if !has_ledger_tables(conn)? {
+        return Ok(RecordLife(None));
+    }
+    Ok(RecordLife(Some(Life {
+        rows: lstore::for_record(conn, record_id)?,
+        findings: lstore::findings_for(conn, sha)?,
+        replies: lstore::responses_for(conn, sha)?,
+    })))
+}
+
+pub fn overview(conn: &Connection) -> Result<LedgerOverview, StoreError> {
+    if !has_ledger_tables(conn)? {
+        return Ok(LedgerOverview(None));
+    }
+    Ok(LedgerOverview(Some((
+        lstore::all_intakes(conn)?,
+        lstore::latest_findings(conn, 5)?,
+    ))))
+}
+
+pub fn foreign(conn: &Connection, url: &str) -> Result<Foreign, StoreError> {
+    if !has_ledger_tables(conn)? {
+        return Ok(Foreign(None));
+    }
+    Ok(Foreign(Some((
+        lstore::foreign_witnesses(conn, url)?,
+        lstore::foreign_for_endpoint(conn, url, 200)?,
+    ))))
+}
+
 /// A record's ledger life: filed → pending → anchored at entry n → inclusion verified, the
 /// findings about it and the measured party's replies.
-pub fn record_life(conn: &Connection, record_id: i64, sha: &str) -> Result<Markup, StoreError> {
-    if !has_ledger_tables(conn)? {
-        return Ok(html! {});
-    }
-    let rows = lstore::for_record(conn, record_id)?;
-    let findings = lstore::findings_for(conn, sha)?;
-    let replies = lstore::responses_for(conn, sha)?;
-    Ok(html! {
+pub fn record_life_section(life: &RecordLife) -> Markup {
+    let Some(Life {
+        rows,
+        findings,
+        replies,
+    }) = &life.0
+    else {
+        return html! {};
+    };
+    html! {
         section id="ledger" {
             h2 { "In the ledger" }
             @if rows.is_empty() { p { "Not filed with an intake that accepted it, so not followed into a ledger." } }
-            @for r in &rows {
+            @for r in rows {
                 div class="box ledger-life" {
                     p { code { (r.intake_url) } " · " strong class={"ledger-state " (r.state)} { (r.describe()) } }
                     ol class="life" {
@@ -49,7 +104,7 @@ pub fn record_life(conn: &Connection, record_id: i64, sha: &str) -> Result<Marku
             @if !findings.is_empty() {
                 table class="ledger-findings" {
                     tr { th { "finding" } th { "opened at" } th { "evidence" } }
-                    @for f in &findings {
+                    @for f in findings {
                         tr class="ledger-finding" { td class="bad" { (f.kind) } td { (f.opened_at) } td { pre { (serde_json::to_string_pretty(&f.evidence).unwrap_or_default().chars().take(4000).collect::<String>()) } } }
                     }
                 }
@@ -66,22 +121,20 @@ pub fn record_life(conn: &Connection, record_id: i64, sha: &str) -> Result<Marku
                 }
             }
         }
-    })
+    }
 }
 
 /// The overview's ledger box: per intake, filed / anchored / overdue / findings and the head
 /// held (one row per intake).
-pub fn overview_box(conn: &Connection) -> Result<Markup, StoreError> {
-    if !has_ledger_tables(conn)? {
-        return Ok(html! {});
-    }
-    let intakes = lstore::all_intakes(conn)?;
-    let latest = lstore::latest_findings(conn, 5)?;
-    Ok(html! {
+pub fn overview_box(o: &LedgerOverview) -> Markup {
+    let Some((intakes, latest)) = &o.0 else {
+        return html! {};
+    };
+    html! {
         div class="box" id="ledger-overview" {
             h2 { "Ledger" }
             @if intakes.is_empty() { p { "No filed record followed yet." } }
-            @for i in &intakes {
+            @for i in intakes {
                 p { code { (i.intake_url) } }
                 table {
                     tr { td { (SubmissionState::Filed) } td class="n" data-ledger=(SubmissionState::Filed) { (i.filed) } }
@@ -99,24 +152,22 @@ pub fn overview_box(conn: &Connection) -> Result<Markup, StoreError> {
             }
             @if !latest.is_empty() {
                 p { "Latest findings:" }
-                ul { @for f in &latest {
+                ul { @for f in latest {
                     li class="bad" { (f.kind) " at " (f.opened_at)
                         @if let Some(s) = &f.sha256 { " · " a href=(record_href(s)) { code { (s.get(..12).unwrap_or(s)) } } }
                         @if let Some(n) = f.entry_n { " · entry " (n) } }
                 } }
             }
         }
-    })
+    }
 }
 
 /// Other witnesses' records of an endpoint, read from the ledger (`ledger pull`).
-pub fn endpoint_foreign(conn: &Connection, url: &str) -> Result<Markup, StoreError> {
-    if !has_ledger_tables(conn)? {
-        return Ok(html! {});
-    }
-    let witnesses = lstore::foreign_witnesses(conn, url)?;
-    let recs = lstore::foreign_for_endpoint(conn, url, 200)?;
-    Ok(html! {
+pub fn endpoint_foreign(f: &Foreign) -> Markup {
+    let Some((witnesses, recs)) = &f.0 else {
+        return html! {};
+    };
+    html! {
         section id="foreign" {
             h2 { "Other witnesses, from the ledger" }
             @if witnesses.is_empty() {
@@ -126,11 +177,11 @@ pub fn endpoint_foreign(conn: &Connection, url: &str) -> Result<Markup, StoreErr
                     "The ledger keeps no signature: who signed them cannot be checked here." }
                 table class="foreign-witnesses" {
                     thead { tr { th { "witness" } th { "records" } th { "last walk" } } }
-                    tbody { @for (name, n, last) in &witnesses { tr class="foreign-witness" { td { (name) } td class="n" { (n) } td { (last) } } } }
+                    tbody { @for (name, n, last) in witnesses { tr class="foreign-witness" { td { (name) } td class="n" { (n) } td { (last) } } } }
                 }
                 table class="foreign-records" {
                     thead { tr { th { "walked at" } th { "witness" } th { "vantage" } th { "outcome" } th { "entry" } th { "checked" } th { "sha256" } } }
-                    tbody { @for f in &recs {
+                    tbody { @for f in recs {
                         tr { td { (f.walked_at.as_deref().unwrap_or("")) } td { (f.witness_name) } td { (f.vantage) }
                              td { (f.outcome.as_deref().unwrap_or("none")) } td class="n" { (f.ledger_entry) }
                              td { @if f.checked == "ok" { span class="ok" { "agrees with its batch" } } @else { span class="bad" { (f.checked) } } }
@@ -139,5 +190,5 @@ pub fn endpoint_foreign(conn: &Connection, url: &str) -> Result<Markup, StoreErr
                 }
             }
         }
-    })
+    }
 }

@@ -12,12 +12,14 @@
 
 pub mod alerts;
 pub mod ledger;
+pub mod links;
+pub mod model;
 pub mod render;
 pub mod rings;
 pub mod strips;
 pub mod svg;
+pub mod view;
 
-use crate::config::{Config, Schedule};
 use crate::store::{Store, StoreError};
 use crate::witness::lanes::Limits;
 use axum::Router;
@@ -25,10 +27,12 @@ use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+pub use crate::store::verifier::{IncrementalVerifier as VerifyCache, VerifySummary};
 
 /// No script, no frames, no plugins; styles and images only from this listener (the one
 /// stylesheet). SVG charts are inline markup with presentation attributes, which CSP allows.
@@ -47,13 +51,32 @@ pub struct WitnessInfo {
     pub public_key_b64: Option<String>,
 }
 
-/// A configured target.
+/// A configured target, as plain data: the face that read the configuration says when its
+/// schedule fires (the pages parse no configuration).
 #[derive(Debug, Clone)]
 pub struct TargetInfo {
     pub name: String,
     pub origin: String,
     pub endpoint: Option<String>,
-    pub schedule: Schedule,
+    /// The schedule's pattern (UTC), as configured.
+    pub schedule: String,
+    pub next_fire: NextFire,
+}
+
+/// When a schedule fires next after a given time.
+#[derive(Clone)]
+pub struct NextFire(pub Arc<dyn Fn(DateTime<Utc>) -> Option<DateTime<Utc>> + Send + Sync>);
+
+impl NextFire {
+    pub fn after(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        (self.0)(t)
+    }
+}
+
+impl std::fmt::Debug for NextFire {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NextFire(..)")
+    }
 }
 
 /// What the face serving the pages knows beyond the store.
@@ -69,238 +92,24 @@ pub struct Context {
     pub rings: Option<PathBuf>,
 }
 
-impl Context {
-    /// The witness and targets a config names (`public_key_b64` from its key, when readable).
-    pub fn from_config(cfg: &Config, public_key_b64: Option<String>) -> Context {
-        Context {
-            witness: Some(WitnessInfo {
-                name: cfg.witness.name.clone(),
-                vantage: cfg.witness.vantage.clone(),
-                key_url: cfg.witness.key_url.clone(),
-                public_key_b64,
-            }),
-            targets: cfg
-                .targets
-                .iter()
-                .map(|t| TargetInfo {
-                    name: t.name.clone(),
-                    origin: t.request.origin.clone(),
-                    endpoint: t.request.endpoint.clone(),
-                    schedule: t.schedule.clone(),
-                })
-                .collect(),
-            limits: Vec::new(),
-            rings: None,
-        }
-    }
-}
-
-/// The last `records verify` the pages ran over this store.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VerifySummary {
-    /// When the last run finished (a full one, or one over the rows added since).
-    pub finished_at: String,
-    /// When the last run over every row finished.
-    pub full_at: String,
-    /// Rows checked by the last full run and the runs over new rows since.
-    pub rows: u64,
-    pub signed: u64,
-    pub problems: Vec<String>,
-    pub head: Option<(i64, String)>,
-}
-
-impl VerifySummary {
-    /// This summary followed by a run over the rows added after its head.
-    fn then(self, newer: VerifySummary) -> VerifySummary {
-        VerifySummary {
-            finished_at: newer.finished_at,
-            full_at: self.full_at,
-            rows: self.rows + newer.rows,
-            signed: self.signed + newer.signed,
-            problems: self.problems.into_iter().chain(newer.problems).collect(),
-            head: newer.head.or(self.head),
-        }
-    }
-}
-
-/// Verification runs in the background, started by a visit to the overview; the page shows the
-/// last finished run. Its cost must not grow with the history (issue 27: a store of 10,000,000
-/// records takes many minutes to verify), so a visit checks only the rows added since the last
-/// run, linked to the chain value that run ended in, at most once a minute; every row is read
-/// again once a day. Both run at the lowest CPU and I/O priority ([`crate::background`]), with
-/// one worker, at most [`VERIFY_ROWS_PER_SEC`] rows a second: what walks and page requests leave. An edit to a row already checked shows at
-/// the next daily run (and at any `records verify`).
-#[derive(Default)]
-pub struct VerifyCache {
-    last: Mutex<Option<VerifySummary>>,
-    running: AtomicBool,
-}
-
-/// How often every row is read again.
-const VERIFY_ALL_EVERY_SECS: i64 = 24 * 3600;
-/// How often a visit checks the rows added since the last run.
-const VERIFY_NEW_EVERY_SECS: i64 = 60;
-/// The background runs' pace: 10,000,000 rows in under 17 minutes once a day, while its reads
-/// (unlike its CPU, which nice 19 yields) would otherwise sweep the page cache the pages and
-/// the walks read from (the I/O scheduler may ignore the idle class).
-const VERIFY_ROWS_PER_SEC: u32 = 10_000;
-/// Rows per read transaction of a background run (about a second of it at that pace).
-const VERIFY_CHUNK_ROWS: u64 = 10_000;
-
-/// What a visit starts.
-#[derive(Debug, PartialEq, Eq)]
-enum VerifyRun {
-    Nothing,
-    All,
-    Since(crate::store::verify::Resume),
-}
-
-/// The run due at `now` (seconds) after `last`.
-fn run_due(last: Option<&VerifySummary>, now: i64) -> VerifyRun {
-    let age = |t: &str| {
-        chrono::DateTime::parse_from_rfc3339(t)
-            .map(|t| now - t.timestamp())
-            .unwrap_or(i64::MAX)
+/// The verification job: runs what [`VerifyCache::claim_due`] says is due (the rows added
+/// since the last run, at most once a minute; every row once a day) on a thread of its own at
+/// the lowest CPU and I/O priority ([`crate::background`]), paced
+/// ([`crate::store::verifier::VerifyPace::background`]): it takes what walks and page requests
+/// leave. Cheap when nothing is due, so it may tick as often as wanted: the overview ticks it
+/// on each visit, and a daemon may tick it on a timer.
+pub fn verify_tick(verifier: &Arc<VerifyCache>, db: PathBuf) {
+    let Some(claim) = verifier.claim_due(Utc::now().timestamp()) else {
+        return;
     };
-    let Some(last) = last else {
-        return VerifyRun::All;
-    };
-    if age(&last.full_at) > VERIFY_ALL_EVERY_SECS {
-        return VerifyRun::All;
-    }
-    if age(&last.finished_at) <= VERIFY_NEW_EVERY_SECS {
-        return VerifyRun::Nothing;
-    }
-    match crate::store::verify::Resume::from_head(&last.head) {
-        Some(from) => VerifyRun::Since(from),
-        // Nothing read yet (an empty store): reading everything costs nothing.
-        None => VerifyRun::All,
-    }
-}
-
-impl VerifyCache {
-    pub fn last(&self) -> Option<VerifySummary> {
-        self.last.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    pub fn is_running(&self) -> bool {
-        self.running.load(Ordering::SeqCst)
-    }
-
-    /// Start the run that is due, unless one is running.
-    fn refresh_if_stale(self: &Arc<Self>, db: PathBuf) {
-        let from = match run_due(self.last().as_ref(), chrono::Utc::now().timestamp()) {
-            VerifyRun::Nothing => return,
-            VerifyRun::All => None,
-            VerifyRun::Since(from) => Some(from),
-        };
-        if self.running.swap(true, Ordering::SeqCst) {
-            return;
+    // A plain thread: this may run outside a tokio runtime's blocking pool budget, and
+    // verification's own workers are threads too (they inherit its low priority).
+    std::thread::spawn(move || {
+        crate::background::lower_this_thread();
+        if let Err(e) = claim.run(&db, &crate::store::verifier::VerifyPace::background()) {
+            tracing::warn!(error = %e, "status pages: verify failed to run");
         }
-        let me = self.clone();
-        // A plain thread: this may run outside a tokio runtime's blocking pool budget, and
-        // verification's own workers are threads too (they inherit its low priority).
-        std::thread::spawn(move || {
-            crate::background::lower_this_thread();
-            let paced = VerifyPace {
-                workers: Some(1),
-                rows_per_sec: Some(VERIFY_ROWS_PER_SEC),
-                chunk: Some(VERIFY_CHUNK_ROWS),
-            };
-            if let Err(e) = me.run(&db, from, &paced) {
-                tracing::warn!(error = %e, "status pages: verify failed to run");
-            }
-            me.running.store(false, Ordering::SeqCst);
-        });
-    }
-
-    /// Run verification of every row now, in this thread (tests and `records serve
-    /// --verify-now`).
-    pub fn run_now(&self, db: &std::path::Path) -> Result<(), StoreError> {
-        self.run(db, None, &VerifyPace::default())
-    }
-
-    /// Check the rows added since the last run now, in this thread (tests).
-    pub fn run_new_rows_now(&self, db: &std::path::Path) -> Result<(), StoreError> {
-        let from = self
-            .last()
-            .and_then(|l| crate::store::verify::Resume::from_head(&l.head));
-        self.run(db, from, &VerifyPace::default())
-    }
-
-    /// Verify every row (`from` = None) or those after `from`, and remember the result: a
-    /// resumed run adds to the last summary.
-    fn run(
-        &self,
-        db: &std::path::Path,
-        from: Option<crate::store::verify::Resume>,
-        pace: &VerifyPace,
-    ) -> Result<(), StoreError> {
-        let resumed = from.is_some();
-        let s = verify_summary(db, from, pace)?;
-        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-        *last = Some(match last.take() {
-            Some(prev) if resumed => prev.then(s),
-            _ => s,
-        });
-        Ok(())
-    }
-}
-
-/// How a verification runs: its workers, its pace, and the rows per read transaction (`None`:
-/// the defaults, unpaced, one transaction).
-#[derive(Default)]
-struct VerifyPace {
-    workers: Option<usize>,
-    rows_per_sec: Option<u32>,
-    chunk: Option<u64>,
-}
-
-/// `records verify` over the store at `db`, read-only, as the overview shows it: every row, or
-/// those after `from`. With a chunk, in runs of at most that many rows, each in its own read
-/// transaction and resumed from the last one's head: a paced scrub of millions of rows must not
-/// hold one read transaction for many minutes (the write-ahead log could not be checkpointed
-/// meanwhile, and every reader's page lookups would slow as it grew).
-fn verify_summary(
-    db: &std::path::Path,
-    mut from: Option<crate::store::verify::Resume>,
-    pace: &VerifyPace,
-) -> Result<VerifySummary, StoreError> {
-    let store = Store::open_read_only(db)?;
-    let mut all = crate::store::VerifyReport::default();
-    loop {
-        let r = crate::store::verify::verify_with(
-            &store,
-            &crate::store::verify::VerifyOptions {
-                archives: None,
-                from: from.clone(),
-                workers: pace.workers,
-                rows_per_sec: pace.rows_per_sec,
-                limit: pace.chunk,
-            },
-            |_, _| {},
-        )?;
-        let more = pace.chunk.is_some_and(|c| r.rows >= c);
-        let next = crate::store::verify::Resume::from_head(&r.head);
-        all.extend(r);
-        match next {
-            Some(next) if more => from = Some(next),
-            _ => break,
-        }
-    }
-    let finished_at = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
-    Ok(VerifySummary {
-        full_at: finished_at.clone(),
-        finished_at,
-        rows: all.rows,
-        signed: all.signed,
-        problems: all
-            .problems
-            .iter()
-            .map(|p| format!("row {}: {}: {}", p.row, p.kind, p.detail))
-            .collect(),
-        head: all.head,
-    })
+    });
 }
 
 /// A face's way to say what it knows now (the daemon's config changes on reload).
@@ -443,7 +252,7 @@ pub struct OverviewQuery {
 }
 
 async fn overview(State(s): State<PagesState>, Query(q): Query<OverviewQuery>) -> Response {
-    s.verify.refresh_if_stale(s.db_path.clone());
+    verify_tick(&s.verify, s.db_path.clone());
     let ctx = (s.context)();
     let verify = (s.verify.last(), s.verify.is_running());
     let path = s.db_path.clone();
@@ -580,59 +389,5 @@ async fn endpoints(State(s): State<PagesState>, Query(q): Query<EndpointQuery>) 
     match result {
         Ok(body) => html(body),
         Err(e) => e.into_response(),
-    }
-}
-
-#[cfg(test)]
-mod verify_cadence_tests {
-    use super::*;
-
-    fn summary(finished: &str, full: &str, head: Option<(i64, String)>) -> VerifySummary {
-        VerifySummary {
-            finished_at: finished.into(),
-            full_at: full.into(),
-            rows: 1,
-            signed: 1,
-            problems: Vec::new(),
-            head,
-        }
-    }
-
-    fn at(t: &str) -> i64 {
-        chrono::DateTime::parse_from_rfc3339(t).unwrap().timestamp()
-    }
-
-    #[test]
-    fn every_row_first_then_new_rows_each_minute_then_every_row_daily() {
-        let head = Some((7, "ab".repeat(32)));
-        let resume = VerifyRun::Since(crate::store::verify::Resume {
-            after_id: 7,
-            chain: [0xab; 32],
-        });
-        assert_eq!(run_due(None, at("2026-12-01T10:00:00Z")), VerifyRun::All);
-        let s = summary("2026-12-01T10:00:00Z", "2026-12-01T10:00:00Z", head.clone());
-        assert_eq!(
-            run_due(Some(&s), at("2026-12-01T10:01:00Z")),
-            VerifyRun::Nothing
-        );
-        assert_eq!(run_due(Some(&s), at("2026-12-01T10:01:01Z")), resume);
-        let s = summary("2026-12-02T09:58:00Z", "2026-12-01T10:00:00Z", head.clone());
-        assert_eq!(run_due(Some(&s), at("2026-12-02T10:00:00Z")), resume);
-        assert_eq!(
-            run_due(Some(&s), at("2026-12-02T10:00:01Z")),
-            VerifyRun::All
-        );
-        // An empty store has no head to resume from: reading "everything" costs nothing.
-        let s = summary("2026-12-01T10:00:00Z", "2026-12-01T10:00:00Z", None);
-        assert_eq!(
-            run_due(Some(&s), at("2026-12-01T10:05:00Z")),
-            VerifyRun::All
-        );
-        // A time that cannot be read is as old as can be.
-        let s = summary("garbage", "garbage", head);
-        assert_eq!(
-            run_due(Some(&s), at("2026-12-01T10:05:00Z")),
-            VerifyRun::All
-        );
     }
 }

@@ -12,7 +12,7 @@ use crate::store::StoreError;
 use crate::store::status::{self, Fire};
 use rusqlite::Connection;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 #[derive(Default)]
 pub struct StripCache {
@@ -23,7 +23,8 @@ pub struct StripCache {
 struct Kept {
     /// The archive cuts when the strips were read (count, highest id).
     cuts: Option<(usize, Option<i64>)>,
-    strips: HashMap<String, Vec<Fire>>,
+    /// Shared with the pages being rendered: a request copies no fire.
+    strips: HashMap<String, Arc<Vec<Fire>>>,
 }
 
 /// `kept` (newest first) brought up to date: `newer` are the fires after its newest (newest
@@ -66,14 +67,15 @@ impl StripCache {
         conn: &Connection,
         target: &str,
         n: usize,
-    ) -> Result<Vec<Fire>, StoreError> {
+    ) -> Result<Arc<Vec<Fire>>, StoreError> {
+        // Taken out while it is brought up to date (a request meanwhile reads afresh), so the
+        // fires are moved, not copied, unless a page still being rendered holds them.
         let kept = self
             .state
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .strips
-            .get(target)
-            .cloned();
+            .remove(target);
         let fires = match kept {
             // Kept, and full or as long as the target's history.
             Some(kept) if !kept.is_empty() && kept.len() <= n => {
@@ -84,9 +86,14 @@ impl StripCache {
                     .filter(|f| f.state == "running")
                     .map(|f| status::fire_by_id(conn, f.walk_id))
                     .collect::<Result<Vec<_>, _>>()?;
-                merge(kept, newer, &reread, n)
+                if newer.is_empty() && reread.is_empty() {
+                    kept
+                } else {
+                    let kept = Arc::try_unwrap(kept).unwrap_or_else(|shared| (*shared).clone());
+                    Arc::new(merge(kept, newer, &reread, n))
+                }
             }
-            _ => status::latest_fires(conn, target, n)?,
+            _ => Arc::new(status::latest_fires(conn, target, n)?),
         };
         self.state
             .lock()

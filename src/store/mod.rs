@@ -18,11 +18,13 @@ pub mod ledger;
 pub mod mcp_walks;
 pub mod meta;
 pub mod outbox;
+pub mod pages;
 pub mod schema;
 pub mod status;
 pub mod summary;
 pub mod task_bindings;
 pub mod transfer;
+pub mod verifier;
 pub mod verify;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, params};

@@ -108,18 +108,22 @@ impl Periodic {
     /// Start a run if one is due at `tick`. A job still running when its time comes skips
     /// that turn, except the status refresh, which runs as soon as the last one has ended.
     pub fn fire_if_due(&mut self, tick: Instant, ingredients: &Ingredients, env: &JobEnv) {
+        if self.take_turn(tick, self.period(ingredients)) {
+            self.running = self.start(ingredients, env);
+        }
+    }
+
+    /// Whether a run starts at `tick`; moves the next turn on by `period` when this one counts.
+    fn take_turn(&mut self, tick: Instant, period: Duration) -> bool {
         if tick < self.next {
-            return;
+            return false;
         }
         let busy = self.running.as_ref().is_some_and(|t| !t.is_finished());
         if busy && self.is_status() {
-            return;
+            return false;
         }
-        self.next = tick + self.period(ingredients);
-        if busy {
-            return;
-        }
-        self.running = self.start(ingredients, env);
+        self.next = tick + period;
+        !busy
     }
 
     /// How long the loop may sleep before this job wants it.
@@ -231,4 +235,78 @@ fn archive(
         }
         Output::Nothing
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(work: Work, next: Instant, running: Option<JoinHandle<Output>>) -> Periodic {
+        Periodic {
+            work,
+            next,
+            running,
+        }
+    }
+
+    fn busy() -> JoinHandle<Output> {
+        tokio::spawn(std::future::pending())
+    }
+
+    #[tokio::test]
+    async fn a_due_job_runs_and_its_next_turn_is_one_period_on() {
+        let t = Instant::now();
+        let mut drain = job(Work::Drain, t, None);
+        assert!(drain.take_turn(t, Duration::from_secs(5)));
+        assert_eq!(drain.next, t + Duration::from_secs(5));
+        assert!(!drain.take_turn(t + Duration::from_secs(4), Duration::from_secs(5)));
+        assert_eq!(
+            drain.wake_in(t + Duration::from_secs(4)),
+            Duration::from_secs(1)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_job_still_running_skips_its_turn_but_status_waits_for_it() {
+        let t = Instant::now();
+        let mut drain = job(Work::Drain, t, Some(busy()));
+        assert!(!drain.take_turn(t, Duration::from_secs(5)));
+        // The skipped turn counts: the next is a period on, not at the next look.
+        assert_eq!(drain.next, t + Duration::from_secs(5));
+
+        let mut status = job(Work::Status, t, Some(busy()));
+        assert!(!status.take_turn(t, STATUS_EVERY));
+        assert_eq!(
+            status.next, t,
+            "still due: it runs once the last refresh has ended"
+        );
+        assert_eq!(status.wake_in(t), Duration::from_millis(50));
+        status.running.take().unwrap().abort();
+        assert!(status.take_turn(t, STATUS_EVERY));
+    }
+
+    #[tokio::test]
+    async fn a_finished_status_run_hands_its_answer_back_once() {
+        let mut status = job(
+            Work::Status,
+            Instant::now(),
+            Some(tokio::spawn(async {
+                Output::Status(Some(RunnerStatus::default()))
+            })),
+        );
+        while !status.running.as_ref().unwrap().is_finished() {
+            tokio::task::yield_now().await;
+        }
+        assert!(matches!(status.reap().await, Some(Output::Status(Some(_)))));
+        assert!(status.reap().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn stopping_the_drain_cuts_it_off_at_the_deadline() {
+        let drain = job(Work::Drain, Instant::now(), Some(busy()));
+        let deadline = Instant::now() + Duration::from_millis(20);
+        tokio::time::timeout(Duration::from_secs(5), drain.stop(deadline))
+            .await
+            .expect("stop returns at the deadline");
+    }
 }

@@ -8,6 +8,12 @@
 //! SIGTERM/SIGINT let walks in flight finish up to `daemon.shutdown_grace_secs`, record the rest as
 //! aborted, and exit 0. SIGHUP re-reads the config; an invalid one is refused and the running
 //! configuration kept.
+//!
+//! Shape: the config is loaded as plain data and turned into [`ingredients::Ingredients`] in one
+//! place (again at each reload). Long-lived services (`services`: the listener, the ledger
+//! follower, alert delivery) start from them, take each reload's, and stop in the reverse of
+//! their start; periodic jobs (`jobs`: heap trim, `STATUS=`, retention, outbox drain) are one
+//! type the loop fires when due. The loop itself drives the scheduled walks and the signals.
 
 pub mod consent;
 /// The daemon's tables live with the rest of the store; `daemon::db` is their old name.

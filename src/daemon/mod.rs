@@ -9,7 +9,7 @@
 //! aborted, and exit 0. SIGHUP re-reads the config; an invalid one is refused and the running
 //! configuration kept.
 //!
-//! Shape: the config is loaded as plain data and turned into [`ingredients::Ingredients`] in one
+//! Shape: the config is loaded as plain data and turned into `ingredients::Ingredients` in one
 //! place (again at each reload). Long-lived services (`services`: the listener, the ledger
 //! follower, alert delivery) start from them, take each reload's, and stop in the reverse of
 //! their start; periodic jobs (`jobs`: heap trim, `STATUS=`, retention, outbox drain) are one

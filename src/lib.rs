@@ -27,6 +27,7 @@ pub mod mem;
 pub mod net;
 pub mod pages;
 pub mod pipeline;
+pub mod prometheus_text;
 pub mod readers;
 pub mod ring_files;
 pub mod rings;

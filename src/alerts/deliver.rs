@@ -69,41 +69,44 @@ impl AlertMetrics {
 
     /// Prometheus text lines.
     pub fn render(&self, out: &mut String) {
-        use std::fmt::Write as _;
+        use crate::prometheus_text::{Kind, TextWriter};
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let _ = writeln!(
-            out,
-            "# HELP conduct_walker_alerts_delivered_total Alert deliveries a receiver answered 2xx.\n\
-             # TYPE conduct_walker_alerts_delivered_total counter\n\
-             conduct_walker_alerts_delivered_total {}\n\
-             # HELP conduct_walker_alerts_failed_attempts_total Alert delivery attempts that failed (retried with backoff).\n\
-             # TYPE conduct_walker_alerts_failed_attempts_total counter\n\
-             conduct_walker_alerts_failed_attempts_total {}\n\
-             # HELP conduct_walker_alerts_refused_total Alerts a receiver refused (4xx; not retried).\n\
-             # TYPE conduct_walker_alerts_refused_total counter\n\
-             conduct_walker_alerts_refused_total {}\n\
-             # HELP conduct_walker_alerts_in_flight Alert deliveries in progress.\n\
-             # TYPE conduct_walker_alerts_in_flight gauge\n\
-             conduct_walker_alerts_in_flight {}",
+        let mut w = TextWriter::new(out);
+        w.single(
+            "conduct_walker_alerts_delivered_total",
+            Kind::Counter,
+            "Alert deliveries a receiver answered 2xx.",
             g(&self.delivered),
+        )
+        .single(
+            "conduct_walker_alerts_failed_attempts_total",
+            Kind::Counter,
+            "Alert delivery attempts that failed (retried with backoff).",
             g(&self.failed_attempts),
+        )
+        .single(
+            "conduct_walker_alerts_refused_total",
+            Kind::Counter,
+            "Alerts a receiver refused (4xx; not retried).",
             g(&self.refused),
+        )
+        .single(
+            "conduct_walker_alerts_in_flight",
+            Kind::Gauge,
+            "Alert deliveries in progress.",
             g(&self.in_flight),
         );
-        let _ = writeln!(
-            out,
-            "# HELP conduct_walker_alerts_channel_failing Consecutive failed attempts per alert channel.\n\
-             # TYPE conduct_walker_alerts_channel_failing gauge"
+        let name = "conduct_walker_alerts_channel_failing";
+        w.family(
+            name,
+            Kind::Gauge,
+            "Consecutive failed attempts per alert channel.",
         );
         let f = self.failing.lock().unwrap_or_else(|p| p.into_inner());
         let mut names: Vec<_> = f.iter().collect();
         names.sort();
-        for (name, n) in names {
-            let name = name.replace(['\\', '"', '\n'], "_");
-            let _ = writeln!(
-                out,
-                "conduct_walker_alerts_channel_failing{{channel=\"{name}\"}} {n}"
-            );
+        for (channel, n) in names {
+            w.sample(name, &[("channel", channel)], n);
         }
     }
 }

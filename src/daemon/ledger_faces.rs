@@ -1,16 +1,10 @@
 //! The ledger follower on `/metrics` and `/healthz` (issue 23): read from `ledger_intakes`, one
 //! row per intake kept by the follower and the store's triggers, never a scan of history.
 
+use crate::prometheus_text::{Kind, TextWriter};
 use crate::store::StoreError;
 use crate::store::ledger as lstore;
 use rusqlite::Connection;
-use std::fmt::Write as _;
-
-fn esc(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
 
 /// The follower's gauges and counters, in the Prometheus text format.
 pub fn metrics_text(conn: &Connection) -> Result<String, StoreError> {
@@ -20,73 +14,68 @@ pub fn metrics_text(conn: &Connection) -> Result<String, StoreError> {
         Err(_) => return Ok(String::new()),
     };
     let mut out = String::new();
+    let mut w = TextWriter::new(&mut out);
     type Get = fn(&lstore::IntakeState) -> i64;
-    let series: [(&str, &str, &str, Get); 9] = [
+    let series: [(&str, Kind, &str, Get); 9] = [
         (
             "conduct_walker_ledger_filed_total",
-            "counter",
+            Kind::Counter,
             "Records accepted by the intake and followed into its ledger.",
             |i| i.filed,
         ),
         (
             "conduct_walker_ledger_pending",
-            "gauge",
+            Kind::Gauge,
             "Followed records not yet seen anchored.",
             |i| i.pending,
         ),
         (
             "conduct_walker_ledger_anchored",
-            "gauge",
+            Kind::Gauge,
             "Followed records anchored with inclusion verified.",
             |i| i.anchored,
         ),
         (
             "conduct_walker_ledger_records_with_finding",
-            "gauge",
+            Kind::Gauge,
             "Followed records with a finding (not anchored in time, 404 after 201, inclusion failed).",
             |i| i.with_finding,
         ),
         (
             "conduct_walker_ledger_inclusion_verified_total",
-            "counter",
+            Kind::Counter,
             "Records whose inclusion in a batch of the chain was verified.",
             |i| i.verified,
         ),
         (
             "conduct_walker_ledger_overdue_total",
-            "counter",
+            Kind::Counter,
             "Records not anchored within overdue_after_hours of filing.",
             |i| i.overdue,
         ),
         (
             "conduct_walker_ledger_findings_total",
-            "counter",
+            Kind::Counter,
             "Findings opened about the ledger (each kept with its evidence).",
             |i| i.findings,
         ),
         (
             "conduct_walker_ledger_reads_total",
-            "counter",
+            Kind::Counter,
             "HTTP reads the follower made of the ledger.",
             |i| i.reads,
         ),
         (
             "conduct_walker_ledger_head_n",
-            "gauge",
+            Kind::Gauge,
             "Entry count of the head held (recomputed and agreed with the served head).",
             |i| i.head_n.unwrap_or(0),
         ),
     ];
     for (name, kind, help, get) in series {
-        let _ = writeln!(out, "# HELP {name} {help}");
-        let _ = writeln!(out, "# TYPE {name} {kind}");
+        w.family(name, kind, help);
         for i in &intakes {
-            let _ = writeln!(
-                out,
-                "{name}{{intake=\"{}\"}} {}",
-                esc(&i.intake_url),
-                get(i)
-            );
+            w.sample(name, &[("intake", &i.intake_url)], get(i));
         }
     }
     Ok(out)

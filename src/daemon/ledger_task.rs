@@ -8,11 +8,11 @@ use crate::ledger::client::LedgerClient;
 use crate::ledger::follower;
 use crate::net::Transport;
 use crate::store::Store;
-use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 /// What the follower thread reads on every pass (a reload replaces it).
+#[derive(Clone)]
 pub struct FollowerSettings {
     pub ledger: LedgerSettings,
     pub transport: Transport,
@@ -20,9 +20,10 @@ pub struct FollowerSettings {
     pub pull_endpoints: Vec<String>,
 }
 
-/// Starts the follower; it stops when `stop` turns true (checked at least every second).
+/// Starts the follower on its own connection to the store; it stops when `stop` turns true
+/// (checked at least every second).
 pub fn spawn(
-    db_path: PathBuf,
+    store: Store,
     settings: Arc<RwLock<FollowerSettings>>,
     clock: Arc<dyn Clock>,
     stop: tokio::sync::watch::Receiver<bool>,
@@ -40,23 +41,16 @@ pub fn spawn(
                     return;
                 }
             };
-            rt.block_on(run(db_path, settings, clock, stop));
+            rt.block_on(run(store, settings, clock, stop));
         })
 }
 
 async fn run(
-    db_path: PathBuf,
+    mut store: Store,
     settings: Arc<RwLock<FollowerSettings>>,
     clock: Arc<dyn Clock>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    let mut store = match Store::open(&db_path) {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::error!(error = %e, "the ledger follower cannot open the store");
-            return;
-        }
-    };
     loop {
         let (ledger, transport, pulls) = {
             let s = settings.read().unwrap_or_else(|p| p.into_inner());

@@ -6,10 +6,10 @@
 
 use super::db;
 use super::runner::RunnerStatus;
+use crate::prometheus_text::{Kind, TextWriter};
 use crate::store::{StoreError, summary};
 use rusqlite::Connection;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 /// Tallies over the `records` table.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -97,191 +97,161 @@ impl Snapshot {
     }
 }
 
-/// A label value escaped as the text format wants (backslash, quote, newline).
-fn esc(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
-fn header(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} {kind}");
-}
-
 fn unix_seconds(ts: &str) -> Option<f64> {
     chrono::DateTime::parse_from_rfc3339(ts)
         .ok()
         .map(|t| t.timestamp_millis() as f64 / 1000.0)
 }
 
-/// Render a snapshot.
+/// Render a snapshot: the stored records, the scheduled fires, consent, the submissions (when
+/// the runner answered) and the scheduling loop, in that order.
 pub fn render(s: &Snapshot) -> String {
     let mut out = String::new();
-    header(
-        &mut out,
-        "conduct_walker_walks_total",
-        "counter",
+    let mut w = TextWriter::new(&mut out);
+    render_records(&mut w, &s.tally);
+    render_fires(&mut w, s);
+    render_consent(&mut w, &s.declined);
+    if let Some(r) = &s.runner {
+        render_submissions(&mut w, r);
+    }
+    render_schedule(&mut w, s);
+    out
+}
+
+/// What the stored records say: verdicts by endpoint, failed assertions by name.
+fn render_records(w: &mut TextWriter, tally: &RecordTally) {
+    let name = "conduct_walker_walks_total";
+    w.family(
+        name,
+        Kind::Counter,
         "Stored walk records by endpoint and verdict outcome (none: commitment records).",
     );
-    for ((endpoint, outcome), n) in &s.tally.by_endpoint_outcome {
-        let _ = writeln!(
-            out,
-            "conduct_walker_walks_total{{endpoint=\"{}\",outcome=\"{}\"}} {n}",
-            esc(endpoint),
-            esc(outcome)
-        );
+    for ((endpoint, outcome), n) in &tally.by_endpoint_outcome {
+        w.sample(name, &[("endpoint", endpoint), ("outcome", outcome)], n);
     }
-    header(
-        &mut out,
-        "conduct_walker_assertion_failures_total",
-        "counter",
+    let name = "conduct_walker_assertion_failures_total";
+    w.family(
+        name,
+        Kind::Counter,
         "Stored records in which an assertion failed, by assertion name.",
     );
-    for (name, n) in &s.tally.assertion_failures {
-        let _ = writeln!(
-            out,
-            "conduct_walker_assertion_failures_total{{assertion=\"{}\"}} {n}",
-            esc(name)
-        );
+    for (assertion, n) in &tally.assertion_failures {
+        w.sample(name, &[("assertion", assertion)], n);
     }
-    header(
-        &mut out,
-        "conduct_walker_scheduled_walks_total",
-        "counter",
+}
+
+/// How the scheduled fires ended, and each target's last success.
+fn render_fires(w: &mut TextWriter, s: &Snapshot) {
+    let name = "conduct_walker_scheduled_walks_total";
+    w.family(
+        name,
+        Kind::Counter,
         "Scheduled fires by how they ended (done, aborted by shutdown, declined by consent, skipped_overlap, error, running).",
     );
     for (state, n) in &s.walks_by_state {
-        let _ = writeln!(
-            out,
-            "conduct_walker_scheduled_walks_total{{state=\"{}\"}} {n}",
-            esc(state)
-        );
+        w.sample(name, &[("state", state)], n);
     }
-    header(
-        &mut out,
-        "conduct_walker_target_last_success_timestamp_seconds",
-        "gauge",
+    let name = "conduct_walker_target_last_success_timestamp_seconds";
+    w.family(
+        name,
+        Kind::Gauge,
         "When the target's last scheduled walk finished and stored its record (Unix time).",
     );
     for (target, at) in &s.last_success {
         if let Some(t) = unix_seconds(at) {
-            let _ = writeln!(
-                out,
-                "conduct_walker_target_last_success_timestamp_seconds{{target=\"{}\"}} {t:.3}",
-                esc(target)
-            );
+            w.sample(name, &[("target", target)], format_args!("{t:.3}"));
         }
     }
-    header(
-        &mut out,
-        "conduct_walker_consent_declined",
-        "gauge",
+}
+
+/// Origins whose consent file declines listing.
+fn render_consent(w: &mut TextWriter, declined: &[db::ConsentRow]) {
+    let name = "conduct_walker_consent_declined";
+    w.family(
+        name,
+        Kind::Gauge,
         "Origins whose consent file declines listing (1 each; not walked), with the sha256 of the declining bytes.",
     );
-    for d in &s.declined {
-        let _ = writeln!(
-            out,
-            "conduct_walker_consent_declined{{origin=\"{}\",sha256=\"{}\"}} 1",
-            esc(&d.origin),
-            esc(d.sha256.as_deref().unwrap_or(""))
-        );
+    for d in declined {
+        let sha256 = d.sha256.as_deref().unwrap_or("");
+        w.sample(name, &[("origin", &d.origin), ("sha256", sha256)], 1);
     }
-    header(
-        &mut out,
+    w.single(
         "conduct_walker_consent_declined_origins",
-        "gauge",
+        Kind::Gauge,
         "Number of origins whose consent file declines listing.",
+        declined.len(),
     );
-    let _ = writeln!(
-        out,
-        "conduct_walker_consent_declined_origins {}",
-        s.declined.len()
+}
+
+/// The submissions, lookups, lanes and outbox, as the runner reports them.
+fn render_submissions(w: &mut TextWriter, r: &RunnerStatus) {
+    let name = "conduct_walker_submissions_total";
+    w.family(
+        name,
+        Kind::Counter,
+        "Submissions by their last answer (accepted, duplicate, refused, lane_full, retry, unknown, found, lookup_failed).",
     );
-    if let Some(r) = &s.runner {
-        header(
-            &mut out,
-            "conduct_walker_submissions_total",
-            "counter",
-            "Submissions by their last answer (accepted, duplicate, refused, lane_full, retry, unknown, found, lookup_failed).",
-        );
-        for (answer, n) in &r.submissions_by_answer {
-            let _ = writeln!(
-                out,
-                "conduct_walker_submissions_total{{answer=\"{}\"}} {n}",
-                esc(answer)
-            );
-        }
-        header(
-            &mut out,
-            "conduct_walker_submissions",
-            "gauge",
-            "Submissions by where they stand, as the CLI, MCP and status pages word it.",
-        );
-        for (outcome, n) in &r.submissions_by_outcome {
-            let _ = writeln!(
-                out,
-                "conduct_walker_submissions{{outcome=\"{outcome}\"}} {n}"
-            );
-        }
-        header(
-            &mut out,
-            "conduct_walker_intake_lookups_total",
-            "counter",
-            "Lookups (GET <intake>/<sha256>) made after an attempt whose answer was lost or a stopped process, by result: found (filed, not sent again), not_found (sent), lookup_failed (asked again later).",
-        );
-        for (result, n) in &r.lookups_by_result {
-            let _ = writeln!(
-                out,
-                "conduct_walker_intake_lookups_total{{result=\"{result}\"}} {n}"
-            );
-        }
-        header(
-            &mut out,
-            "conduct_walker_lane_used_today",
-            "gauge",
-            "Records filed today (UTC) per intake and lane.",
-        );
-        for (intake, lane, n) in &r.lanes_used_today {
-            let _ = writeln!(
-                out,
-                "conduct_walker_lane_used_today{{intake=\"{}\",lane=\"{}\"}} {n}",
-                esc(intake),
-                esc(lane)
-            );
-        }
-        header(
-            &mut out,
-            "conduct_walker_outbox_depth",
-            "gauge",
-            "Submissions waiting to be filed.",
-        );
-        let _ = writeln!(out, "conduct_walker_outbox_depth {}", r.outbox_depth);
+    for (answer, n) in &r.submissions_by_answer {
+        w.sample(name, &[("answer", answer)], n);
     }
-    header(
-        &mut out,
+    let name = "conduct_walker_submissions";
+    w.family(
+        name,
+        Kind::Gauge,
+        "Submissions by where they stand, as the CLI, MCP and status pages word it.",
+    );
+    for (outcome, n) in &r.submissions_by_outcome {
+        w.sample(name, &[("outcome", &outcome.to_string())], n);
+    }
+    let name = "conduct_walker_intake_lookups_total";
+    w.family(
+        name,
+        Kind::Counter,
+        "Lookups (GET <intake>/<sha256>) made after an attempt whose answer was lost or a stopped process, by result: found (filed, not sent again), not_found (sent), lookup_failed (asked again later).",
+    );
+    for (result, n) in &r.lookups_by_result {
+        w.sample(name, &[("result", &result.to_string())], n);
+    }
+    let name = "conduct_walker_lane_used_today";
+    w.family(
+        name,
+        Kind::Gauge,
+        "Records filed today (UTC) per intake and lane.",
+    );
+    for (intake, lane, n) in &r.lanes_used_today {
+        w.sample(name, &[("intake", intake), ("lane", lane)], n);
+    }
+    w.single(
+        "conduct_walker_outbox_depth",
+        Kind::Gauge,
+        "Submissions waiting to be filed.",
+        r.outbox_depth,
+    );
+}
+
+/// What the scheduling loop publishes: targets, walks in flight, the next fire.
+fn render_schedule(w: &mut TextWriter, s: &Snapshot) {
+    w.single(
         "conduct_walker_targets",
-        "gauge",
+        Kind::Gauge,
         "Configured targets.",
+        s.targets,
     );
-    let _ = writeln!(out, "conduct_walker_targets {}", s.targets);
-    header(
-        &mut out,
+    w.single(
         "conduct_walker_walks_in_flight",
-        "gauge",
+        Kind::Gauge,
         "Walks running or waiting for a slot.",
+        s.in_flight,
     );
-    let _ = writeln!(out, "conduct_walker_walks_in_flight {}", s.in_flight);
     if let Some(t) = s.next_fire_unix {
-        header(
-            &mut out,
+        w.single(
             "conduct_walker_next_walk_timestamp_seconds",
-            "gauge",
+            Kind::Gauge,
             "When the next scheduled walk fires (Unix time).",
+            t,
         );
-        let _ = writeln!(out, "conduct_walker_next_walk_timestamp_seconds {t}");
     }
-    out
 }
 
 #[cfg(test)]
@@ -293,10 +263,5 @@ mod tests {
         let rec = br#"{"assertions":[{"claim":"card_bytes_stable: a == b","result":true},{"claim":"endpoint_bound: x","result":false},{"claim":"extension_echoed: y","result":null}]}"#;
         assert_eq!(failed_assertions(rec), vec!["endpoint_bound".to_string()]);
         assert!(failed_assertions(b"not json").is_empty());
-    }
-
-    #[test]
-    fn labels_are_escaped() {
-        assert_eq!(esc("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
 }

@@ -8,38 +8,45 @@
 //! SIGTERM/SIGINT let walks in flight finish up to `daemon.shutdown_grace_secs`, record the rest as
 //! aborted, and exit 0. SIGHUP re-reads the config; an invalid one is refused and the running
 //! configuration kept.
+//!
+//! Shape: the config is loaded as plain data and turned into `ingredients::Ingredients` in one
+//! place (again at each reload). Long-lived services (`services`: the listener, the ledger
+//! follower, alert delivery) start from them, take each reload's, and stop in the reverse of
+//! their start; periodic jobs (`jobs`: heap trim, `STATUS=`, retention, outbox drain) are one
+//! type the loop fires when due. The loop itself drives the scheduled walks and the signals.
 
 pub mod consent;
 /// The daemon's tables live with the rest of the store; `daemon::db` is their old name.
 pub use crate::store::daemon_walks as db;
 pub mod http;
+mod ingredients;
+mod jobs;
 pub mod ledger_faces;
 pub mod ledger_task;
 pub mod metrics;
 pub mod runner;
 pub mod scheduler;
+mod services;
 pub mod store;
 
+use crate::clock::Clock;
 use crate::config::{self, Config, ConfigError, ConfigTransportError};
-use consent::ConsentGate;
-use runner::JobRunner;
-use scheduler::{FireContext, Scheduler};
+use ingredients::{Ingredients, ingredients};
+use jobs::{JobEnv, Periodic};
+use scheduler::Scheduler;
 use sd_notify::NotifyState;
+use services::{Alerts, Follower, Listener, Service, Walks};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use store::DaemonStore;
-use tokio::signal::unix::{SignalKind, signal};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::Semaphore;
 
 /// The loop wakes at least this often even with nothing due, so a wall-clock jump is noticed
 /// within a minute and the heartbeat stays fresh.
 const MAX_SLEEP: Duration = Duration::from_secs(60);
-/// How often `STATUS=` is refreshed when nothing else happens.
-const STATUS_EVERY: Duration = Duration::from_secs(30);
-/// How often the loop hands freed heap back to the system (issue 27, `crate::mem`).
-const TRIM_EVERY: Duration = Duration::from_secs(60);
 
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
@@ -61,51 +68,6 @@ pub enum DaemonError {
     Setup(#[from] config::SetupError),
     #[error("cannot install the signal handlers: {0}")]
     Signals(std::io::Error),
-}
-
-/// What the status pages show of a configuration: the witness (with its public key, when the
-/// key can be read) and the targets' schedules.
-fn page_context(cfg: &Config) -> crate::pages::Context {
-    use base64::Engine as _;
-    let public =
-        cfg.signing_key().ok().flatten().map(|k| {
-            base64::engine::general_purpose::STANDARD.encode(k.verifying_key().to_bytes())
-        });
-    crate::app::page_context(cfg, public)
-}
-
-/// Everything a configuration turns into, built before it replaces the running one.
-struct Built {
-    config: Config,
-    runner: Arc<dyn JobRunner>,
-    consent: Arc<ConsentGate>,
-}
-
-async fn build(
-    cfg: Config,
-    store: &DaemonStore,
-    previous: Option<&ConsentGate>,
-    clock: Arc<dyn crate::clock::Clock>,
-) -> Result<Built, DaemonError> {
-    let transport = cfg.transport().map_err(|source| DaemonError::Transport {
-        path: cfg.path.clone(),
-        source,
-    })?;
-    // The config's own pipeline: it opens its own connection to the same store (WAL).
-    let runner: Arc<dyn JobRunner> = Arc::new(cfg.pipeline_with(
-        transport.clone(),
-        store.path().to_path_buf(),
-        clock.clone(),
-    )?);
-    let consent = match previous {
-        Some(gate) => Arc::new(gate.with_transport(transport)),
-        None => Arc::new(ConsentGate::new(transport, store.clone(), clock).await?),
-    };
-    Ok(Built {
-        config: cfg,
-        runner,
-        consent,
-    })
 }
 
 fn notify(states: &[NotifyState]) {
@@ -130,13 +92,27 @@ pub async fn run(config_path: &Path) -> Result<(), DaemonError> {
 /// one more way to stop (as SIGTERM does): what lets a test cross a UTC midnight in seconds.
 pub async fn run_with(
     config_path: &Path,
-    clock: Arc<dyn crate::clock::Clock>,
+    clock: Arc<dyn Clock>,
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<(), DaemonError> {
-    tokio::pin!(stop);
-    let cfg = config::load(config_path)?;
-    let db_path = cfg.database_path()?;
+    let config = config::load(config_path)?;
+    let db_path = config.database_path()?;
+    // The walks' connection, for the process's life; the services that need one of their own
+    // open it from this handle.
     let store = DaemonStore::open(&db_path)?;
+    close_leftovers(&store, clock.as_ref()).await?;
+    let ingredients = ingredients(config, &db_path, clock.clone())?;
+    let mut signals = Signals::install()?;
+    let mut daemon = Daemon::start(ingredients, store, clock).await?;
+    let reason = daemon
+        .run_until_stopped(config_path, &mut signals, stop)
+        .await;
+    daemon.shutdown(reason).await;
+    Ok(())
+}
+
+/// Walks the previous run left `running` are recorded as aborted.
+async fn close_leftovers(store: &DaemonStore, clock: &dyn Clock) -> Result<(), DaemonError> {
     let now = db::timestamp(clock.now());
     let leftovers = store.with(move |c| db::abort_leftovers(c, &now)).await?;
     if leftovers > 0 {
@@ -145,456 +121,265 @@ pub async fn run_with(
             "walks the previous run left unfinished are recorded as aborted"
         );
     }
-    let built = build(cfg, &store, None, clock.clone()).await?;
-    let mut cfg = built.config;
-    let mut consent = built.consent;
-    let live = Arc::new(http::Live::new(built.runner.clone(), store.health()));
-    let page_ctx = Arc::new(std::sync::RwLock::new(page_context(&cfg)));
-    let mut sigterm = signal(SignalKind::terminate()).map_err(DaemonError::Signals)?;
-    let mut sigint = signal(SignalKind::interrupt()).map_err(DaemonError::Signals)?;
-    let mut sighup = signal(SignalKind::hangup()).map_err(DaemonError::Signals)?;
-
-    let (stop_http, http_stopped) = tokio::sync::watch::channel(false);
-    let http_task = match cfg.listen {
-        None => None,
-        Some(addr) => {
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(|source| DaemonError::Listen { addr, source })?;
-            let bound = listener.local_addr().unwrap_or(addr);
-            tracing::info!(listen = %bound, "serving /healthz, /metrics, /records and the status pages");
-            let (ctx_now, live_now) = (page_ctx.clone(), live.clone());
-            let pages = crate::pages::PagesState::new(
-                db_path.clone(),
-                Arc::new(move || {
-                    let mut c = ctx_now.read().unwrap_or_else(|p| p.into_inner()).clone();
-                    c.limits = live_now.runner().stated_limits();
-                    c
-                }),
-                "the daemon (conduct-walker run)",
-            );
-            let app = http::router(http::AppState {
-                db_path: db_path.clone(),
-                live: live.clone(),
-            })
-            .merge(crate::pages::router(pages));
-            let mut stopped = http_stopped.clone();
-            Some(tokio::spawn(async move {
-                let r = axum::serve(listener, app)
-                    .with_graceful_shutdown(async move {
-                        let _ = stopped.wait_for(|s| *s).await;
-                    })
-                    .await;
-                if let Err(e) = r {
-                    tracing::error!(error = %e, "the listener failed");
-                }
-            }))
-        }
-    };
-
-    // The ledger follower: a thread of its own, reading its settings on every pass.
-    let follower_settings = Arc::new(std::sync::RwLock::new(follower_settings(&cfg)));
-    let follower = if cfg.ledger.follow {
-        match ledger_task::spawn(
-            db_path.clone(),
-            follower_settings.clone(),
-            clock.clone(),
-            http_stopped.clone(),
-        ) {
-            Ok(h) => Some(h),
-            Err(e) => {
-                tracing::error!(error = %e, "the ledger follower could not start");
-                None
-            }
-        }
-    } else {
-        None
-    };
-
-    // One semaphore for the daemon's life: walks started before a reload still hold their
-    // permits after it, so `concurrency` bounds old and new walks together.
-    let semaphore = Arc::new(Semaphore::new(cfg.concurrency));
-    let ctx = |runner: Arc<dyn JobRunner>, consent: Arc<ConsentGate>| FireContext {
-        runner,
-        consent,
-        store: store.clone(),
-        semaphore: semaphore.clone(),
-        clock: clock.clone(),
-    };
-    let mut fire_ctx = ctx(built.runner, consent.clone());
-    let mut sched = Scheduler::new(cfg.targets.clone(), fire_ctx.clone(), clock.now());
-
-    let mut watchdog_usec = 0u64;
-    let watchdog = sd_notify::watchdog_enabled(false, &mut watchdog_usec)
-        .then(|| Duration::from_micros(watchdog_usec / 2));
-    tracing::info!(
-        config = %cfg.path.display(),
-        database = %db_path.display(),
-        targets = sched.target_count(),
-        concurrency = cfg.concurrency,
-        watchdog = ?watchdog,
-        "conduct-walker daemon ready"
-    );
-    warn_if_idle(&cfg);
-    let mut status = StatusLine::default();
-    notify(&[
-        NotifyState::Ready,
-        NotifyState::Status(&status.render(&sched)),
-    ]);
-
-    // Alert delivery: its own task (own store connection, transport and slots), restarted with
-    // each configuration; rows being sent are remembered across the restart.
-    let alert_in_flight = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
-    let alert_slots = Arc::new(Semaphore::new(crate::alerts::deliver::CONCURRENCY));
-    let start_alerts = |cfg: &Config| -> Option<tokio::sync::watch::Sender<bool>> {
-        start_deliverer(
-            cfg,
-            &db_path,
-            clock.clone(),
-            &live,
-            &alert_in_flight,
-            &alert_slots,
-        )
-    };
-    let mut alerts_stop = start_alerts(&cfg);
-    let mut next_drain = tokio::time::Instant::now() + cfg.drain_interval;
-    let mut next_trim = tokio::time::Instant::now() + TRIM_EVERY;
-    let mut drain_task: Option<tokio::task::JoinHandle<()>> = None;
-    let mut next_status = tokio::time::Instant::now();
-    // Retention (issue 27): the first run 10 s after start, then every `every_hours`.
-    let mut next_retention = tokio::time::Instant::now() + RETENTION_FIRST;
-    let mut retention_task: Option<tokio::task::JoinHandle<()>> = None;
-    let stop_retention = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let mut status_task: Option<tokio::task::JoinHandle<Option<runner::RunnerStatus>>> = None;
-    let reason = loop {
-        let now = clock.now();
-        sched.fire_due(now);
-        live.last_tick.store(now.timestamp(), Ordering::Relaxed);
-        live.targets.store(sched.target_count(), Ordering::Relaxed);
-        live.in_flight.store(sched.in_flight(), Ordering::Relaxed);
-        live.next_fire.store(
-            sched
-                .next_fire()
-                .map(|(t, _)| t.timestamp())
-                .unwrap_or(i64::MIN),
-            Ordering::Relaxed,
-        );
-        if watchdog.is_some() {
-            notify(&[NotifyState::Watchdog]);
-        }
-        let tick = tokio::time::Instant::now();
-        if tick >= next_drain {
-            next_drain = tick + cfg.drain_interval;
-            if drain_task.as_ref().is_none_or(|t| t.is_finished()) {
-                let runner = fire_ctx.runner.clone();
-                drain_task = Some(tokio::spawn(async move {
-                    match runner.drain().await {
-                        Ok(d) if d.attempted > 0 || d.looked_up > 0 => tracing::info!(
-                            attempted = d.attempted,
-                            looked_up = d.looked_up,
-                            filed = d.filed,
-                            deferred = d.deferred,
-                            refused = d.refused,
-                            "outbox drained"
-                        ),
-                        Ok(_) => {}
-                        Err(e) => tracing::error!(error = %e, "outbox drain failed"),
-                    }
-                }));
-            }
-        }
-        if tick >= next_retention {
-            next_retention = tick + cfg.retention.every;
-            if !cfg.retention.policy.is_off()
-                && retention_task.as_ref().is_none_or(|t| t.is_finished())
-            {
-                retention_task = Some(spawn_retention(
-                    &cfg,
-                    &db_path,
-                    clock.now(),
-                    stop_retention.clone(),
-                ));
-            }
-        }
-        if tick >= next_trim {
-            // Bursts of walks leave freed memory in the arenas (`crate::mem`).
-            next_trim = tick + TRIM_EVERY;
-            tokio::task::spawn_blocking(crate::mem::release_free_heap);
-        }
-        if let Some(t) = status_task.take_if(|t| t.is_finished()) {
-            if let Ok(Some(r)) = t.await {
-                status.runner = Some(r);
-            }
-            notify(&[NotifyState::Status(&status.render(&sched))]);
-        }
-        if tick >= next_status && status_task.is_none() {
-            next_status = tick + STATUS_EVERY;
-            let runner = fire_ctx.runner.clone();
-            status_task = Some(tokio::task::spawn_blocking(move || runner.status().ok()));
-        }
-        let mut wake = MAX_SLEEP;
-        if let Some((t, _)) = sched.next_fire() {
-            wake = wake.min((t - clock.now()).to_std().unwrap_or(Duration::ZERO));
-        }
-        if let Some(w) = watchdog {
-            wake = wake.min(w);
-        }
-        wake = wake.min(next_drain.saturating_duration_since(tick));
-        wake = wake.min(next_status.saturating_duration_since(tick));
-        wake = wake.min(next_retention.saturating_duration_since(tick));
-        if status_task.is_some() {
-            wake = wake.min(Duration::from_millis(50));
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(wake) => {}
-            _ = sched.join_next() => { next_status = tokio::time::Instant::now(); }
-            _ = sigterm.recv() => break "SIGTERM",
-            _ = sigint.recv() => break "SIGINT",
-            _ = &mut stop => break "stop requested",
-            _ = sighup.recv() => {
-                let monotonic = NotifyState::monotonic_usec_now().ok();
-                let mut states = vec![NotifyState::Reloading];
-                states.extend(monotonic);
-                notify(&states);
-                match reload(config_path, &cfg, &store, &consent, clock.clone()).await {
-                    Ok(b) => {
-                        tracing::info!(targets = b.config.targets.len(), "configuration reloaded");
-                        resize_permits(&semaphore, cfg.concurrency, b.config.concurrency);
-                        cfg = b.config;
-                        *page_ctx.write().unwrap_or_else(|p| p.into_inner()) = page_context(&cfg);
-                        consent = b.consent;
-                        *live.runner.write().unwrap_or_else(|p| p.into_inner()) = b.runner.clone();
-                        fire_ctx = ctx(b.runner, consent.clone());
-                        *follower_settings.write().unwrap_or_else(|p| p.into_inner()) =
-                            follower_settings_of(&cfg, &follower_settings);
-                        sched.replace(cfg.targets.clone(), fire_ctx.clone(), clock.now());
-                        if let Some(stop) = alerts_stop.take() {
-                            let _ = stop.send(true);
-                        }
-                        alerts_stop = start_alerts(&cfg);
-                        warn_if_idle(&cfg);
-                    }
-                    Err(e) => tracing::error!(
-                        error = %e,
-                        "config reload refused: keeping the running configuration"
-                    ),
-                }
-                notify(&[NotifyState::Ready, NotifyState::Status(&status.render(&sched))]);
-                next_status = tokio::time::Instant::now();
-            }
-        }
-    };
-
-    tracing::info!(
-        signal = reason,
-        in_flight = sched.in_flight(),
-        grace_secs = cfg.shutdown_grace.as_secs(),
-        "stopping: letting walks in flight finish"
-    );
-    notify(&[
-        NotifyState::Stopping,
-        NotifyState::Status(&format!(
-            "stopping ({reason}): {} walk(s) finishing",
-            sched.in_flight()
-        )),
-    ]);
-    let deadline = tokio::time::Instant::now() + cfg.shutdown_grace;
-    let report = sched.shutdown(cfg.shutdown_grace).await;
-    if let Some(mut t) = drain_task {
-        tokio::select! {
-            _ = &mut t => {}
-            _ = tokio::time::sleep_until(deadline) => t.abort(),
-        }
-    }
-    stop_retention.store(true, Ordering::Relaxed);
-    if let Some(t) = retention_task {
-        // It stops between two segments; a segment in the middle of its delete finishes.
-        let _ = t.await;
-    }
-    if let Some(stop) = alerts_stop.take() {
-        let _ = stop.send(true);
-    }
-    let _ = stop_http.send(true);
-    if let Some(t) = http_task {
-        let _ = t.await;
-    }
-    if let Some(f) = follower {
-        // A pass in flight ends within its reads' deadlines; past the grace it is left behind
-        // (every store write of a pass is its own transaction).
-        let joined = tokio::task::spawn_blocking(move || f.join());
-        if tokio::time::timeout_at(
-            deadline.max(tokio::time::Instant::now() + Duration::from_secs(5)),
-            joined,
-        )
-        .await
-        .is_err()
-        {
-            tracing::warn!("the ledger follower was still reading at shutdown");
-        }
-    }
-    // The store left behind is whole in walker.db: a copy of that one file holds every record.
-    if let Err(e) = store.with_store(|s| s.checkpoint()).await {
-        tracing::warn!(error = %e, "could not checkpoint the store's write-ahead log");
-    }
-    tracing::info!(
-        finished = report.finished,
-        aborted = report.aborted,
-        "stopped"
-    );
     Ok(())
 }
 
-/// What the ledger follower reads: `[ledger]`, a transport from `[network]` (intakes are
-/// reached like any fetch), the endpoints of `pull_ledger` targets.
-fn follower_settings(cfg: &Config) -> ledger_task::FollowerSettings {
-    let transport = cfg.transport().unwrap_or_else(|e| {
-        tracing::warn!(error = %e, "ledger follower: network settings refused, using the defaults");
-        crate::net::NetworkOptions::default()
-            .transport(&[])
-            .expect("the default transport builds")
-    });
-    ledger_task::FollowerSettings {
-        ledger: cfg.ledger.clone(),
-        transport,
-        pull_endpoints: pull_endpoints(cfg),
+struct Signals {
+    term: Signal,
+    int: Signal,
+    hup: Signal,
+}
+
+impl Signals {
+    fn install() -> Result<Signals, DaemonError> {
+        let install = |kind| signal(kind).map_err(DaemonError::Signals);
+        Ok(Signals {
+            term: install(SignalKind::terminate())?,
+            int: install(SignalKind::interrupt())?,
+            hup: install(SignalKind::hangup())?,
+        })
     }
 }
 
-/// After a reload: the new settings, keeping the running transport if the new one is refused.
-fn follower_settings_of(
-    cfg: &Config,
-    running: &std::sync::RwLock<ledger_task::FollowerSettings>,
-) -> ledger_task::FollowerSettings {
-    let transport = match cfg.transport() {
-        Ok(t) => t,
-        Err(e) => {
-            tracing::warn!(error = %e, "ledger follower: keeping the running network settings");
-            running
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .transport
-                .clone()
+/// What wakes the loop.
+enum Event {
+    Tick,
+    WalkEnded,
+    Reload,
+    Stop(&'static str),
+}
+
+/// The running daemon: the current configuration's ingredients, the services and jobs started
+/// from them, the walks, and what the loop publishes.
+struct Daemon {
+    current: Ingredients,
+    store: DaemonStore,
+    clock: Arc<dyn Clock>,
+    live: Arc<http::Live>,
+    /// In the order they started; stopped in the reverse.
+    services: Vec<Box<dyn Service>>,
+    jobs: Vec<Periodic>,
+    walks: Walks,
+    status: StatusLine,
+    watchdog: Option<Duration>,
+}
+
+impl Daemon {
+    /// Start everything; `READY=1` once the listener is bound and the walks are scheduled.
+    async fn start(
+        mut current: Ingredients,
+        store: DaemonStore,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Daemon, DaemonError> {
+        let live = Arc::new(http::Live::new(current.runner.clone(), store.health()));
+        let mut services: Vec<Box<dyn Service>> = Vec::new();
+        if let Some(addr) = current.config.listen {
+            services.push(Box::new(
+                Listener::start(addr, &current, &store, &live).await?,
+            ));
         }
-    };
-    ledger_task::FollowerSettings {
-        ledger: cfg.ledger.clone(),
-        transport,
-        pull_endpoints: pull_endpoints(cfg),
+        if let Some(follower) = Follower::start(&current, &store, clock.clone()) {
+            services.push(Box::new(follower));
+        }
+        services.push(Box::new(Alerts::start(
+            &mut current,
+            &store,
+            clock.clone(),
+            &live,
+        )));
+        let jobs = jobs::all(&current);
+        let walks = Walks::start(&current, &store, clock.clone()).await?;
+        let mut watchdog_usec = 0u64;
+        let watchdog = sd_notify::watchdog_enabled(false, &mut watchdog_usec)
+            .then(|| Duration::from_micros(watchdog_usec / 2));
+        tracing::info!(
+            config = %current.config.path.display(),
+            database = %store.path().display(),
+            targets = walks.sched.target_count(),
+            concurrency = current.config.concurrency,
+            watchdog = ?watchdog,
+            "conduct-walker daemon ready"
+        );
+        warn_if_idle(&current.config);
+        let status = StatusLine::default();
+        notify(&[
+            NotifyState::Ready,
+            NotifyState::Status(&status.render(&walks.sched)),
+        ]);
+        Ok(Daemon {
+            current,
+            store,
+            clock,
+            live,
+            services,
+            jobs,
+            walks,
+            status,
+            watchdog,
+        })
     }
-}
 
-fn pull_endpoints(cfg: &Config) -> Vec<String> {
-    cfg.targets
-        .iter()
-        .filter(|t| t.pull_ledger)
-        .filter_map(|t| t.request.endpoint.clone())
-        .collect()
-}
-
-/// When the daemon first archives after it starts.
-const RETENTION_FIRST: Duration = Duration::from_secs(10);
-
-/// One archiving run on its own connection (SQLite's locks keep it apart from the writer; only
-/// each segment's short delete transaction waits for, or holds up, record commits).
-fn spawn_retention(
-    cfg: &Config,
-    db_path: &Path,
-    now: chrono::DateTime<chrono::Utc>,
-    stop: Arc<std::sync::atomic::AtomicBool>,
-) -> tokio::task::JoinHandle<()> {
-    let policy = cfg.retention.policy;
-    let dir = cfg.retention.dir(db_path);
-    let db_path = db_path.to_path_buf();
-    tokio::task::spawn_blocking(move || {
-        let run = || -> Result<_, crate::store::StoreError> {
-            let store = crate::store::Store::open(&db_path)?;
-            store.archive_until(&dir, policy, now, false, &|| stop.load(Ordering::Relaxed))
-        };
-        match run() {
-            Ok(r) if !r.segments.is_empty() || r.held > 0 => tracing::info!(
-                archived = r.archived(),
-                segments = r.segments.len(),
-                held = r.held,
-                dir = %dir.display(),
-                "old records archived"
-            ),
-            Ok(_) => {}
-            Err(e) => {
-                tracing::error!(error = %e, "archiving old records failed; the records stay in the store")
+    /// Fire what is due and react to signals until told to stop; says what stopped it.
+    async fn run_until_stopped(
+        &mut self,
+        config_path: &Path,
+        signals: &mut Signals,
+        stop: impl std::future::Future<Output = ()>,
+    ) -> &'static str {
+        tokio::pin!(stop);
+        loop {
+            let wake = self.turn().await;
+            let event = tokio::select! {
+                _ = tokio::time::sleep(wake) => Event::Tick,
+                _ = self.walks.sched.join_next() => Event::WalkEnded,
+                _ = signals.term.recv() => Event::Stop("SIGTERM"),
+                _ = signals.int.recv() => Event::Stop("SIGINT"),
+                _ = &mut stop => Event::Stop("stop requested"),
+                _ = signals.hup.recv() => Event::Reload,
+            };
+            match event {
+                Event::Tick => {}
+                Event::WalkEnded => self.refresh_status(),
+                Event::Reload => self.reload(config_path).await,
+                Event::Stop(reason) => return reason,
             }
         }
-    })
+    }
+
+    /// One turn of the loop: fire the walks and jobs that are due, publish, feed the watchdog.
+    /// Returns how long the loop may sleep.
+    async fn turn(&mut self) -> Duration {
+        let now = self.clock.now();
+        let sched = &mut self.walks.sched;
+        sched.fire_due(now);
+        let live = &self.live;
+        live.last_tick.store(now.timestamp(), Ordering::Relaxed);
+        live.targets.store(sched.target_count(), Ordering::Relaxed);
+        live.in_flight.store(sched.in_flight(), Ordering::Relaxed);
+        let next_fire = sched.next_fire().map(|(t, _)| t.timestamp());
+        live.next_fire
+            .store(next_fire.unwrap_or(i64::MIN), Ordering::Relaxed);
+        if self.watchdog.is_some() {
+            notify(&[NotifyState::Watchdog]);
+        }
+        let tick = tokio::time::Instant::now();
+        let env = JobEnv {
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+        };
+        for job in &mut self.jobs {
+            if let Some(jobs::Output::Status(runner)) = job.reap().await {
+                if runner.is_some() {
+                    self.status.runner = runner;
+                }
+                notify(&[NotifyState::Status(&self.status.render(&self.walks.sched))]);
+            }
+            job.fire_if_due(tick, &self.current, &env);
+        }
+        let mut wake = MAX_SLEEP;
+        if let Some((t, _)) = self.walks.sched.next_fire() {
+            wake = wake.min((t - self.clock.now()).to_std().unwrap_or(Duration::ZERO));
+        }
+        if let Some(w) = self.watchdog {
+            wake = wake.min(w);
+        }
+        self.jobs
+            .iter()
+            .map(|j| j.wake_in(tick))
+            .fold(wake, Duration::min)
+    }
+
+    /// `STATUS=` is stale: refresh it at the next turn.
+    fn refresh_status(&mut self) {
+        self.jobs
+            .iter_mut()
+            .filter(|j| j.is_status())
+            .for_each(Periodic::due_now);
+    }
+
+    /// SIGHUP: re-read the config; an invalid one is refused and the running one kept.
+    async fn reload(&mut self, config_path: &Path) {
+        let monotonic = NotifyState::monotonic_usec_now().ok();
+        let mut states = vec![NotifyState::Reloading];
+        states.extend(monotonic);
+        notify(&states);
+        match reload(
+            config_path,
+            &self.current.config,
+            &self.store,
+            self.clock.clone(),
+        ) {
+            Ok(mut next) => {
+                tracing::info!(
+                    targets = next.config.targets.len(),
+                    "configuration reloaded"
+                );
+                self.walks.reload(&next);
+                *self.live.runner.write().unwrap_or_else(|p| p.into_inner()) = next.runner.clone();
+                for service in &mut self.services {
+                    service.reload(&mut next);
+                }
+                warn_if_idle(&next.config);
+                self.current = next;
+            }
+            Err(e) => tracing::error!(
+                error = %e,
+                "config reload refused: keeping the running configuration"
+            ),
+        }
+        notify(&[
+            NotifyState::Ready,
+            NotifyState::Status(&self.status.render(&self.walks.sched)),
+        ]);
+        self.refresh_status();
+    }
+
+    /// Let walks in flight finish up to `daemon.shutdown_grace_secs` (the rest are recorded as
+    /// aborted), stop the jobs and services in the reverse of their start, checkpoint the store.
+    async fn shutdown(mut self, reason: &'static str) {
+        let grace = self.current.config.shutdown_grace;
+        let in_flight = self.walks.sched.in_flight();
+        tracing::info!(
+            signal = reason,
+            in_flight,
+            grace_secs = grace.as_secs(),
+            "stopping: letting walks in flight finish"
+        );
+        notify(&[
+            NotifyState::Stopping,
+            NotifyState::Status(&format!(
+                "stopping ({reason}): {in_flight} walk(s) finishing"
+            )),
+        ]);
+        let deadline = tokio::time::Instant::now() + grace;
+        let report = self.walks.stop(grace).await;
+        while let Some(job) = self.jobs.pop() {
+            job.stop(deadline).await;
+        }
+        while let Some(service) = self.services.pop() {
+            service.stop(deadline).await;
+        }
+        // The store left behind is whole in walker.db: a copy of that one file holds every record.
+        if let Err(e) = self.store.with_store(|s| s.checkpoint()).await {
+            tracing::warn!(error = %e, "could not checkpoint the store's write-ahead log");
+        }
+        tracing::info!(
+            finished = report.finished,
+            aborted = report.aborted,
+            "stopped"
+        );
+    }
 }
 
-/// Start the alert deliverer of `cfg` (none when `[alerts]` has no channel). A channel whose
-/// secret cannot be read is logged and left out: its rows wait for a config that can send them.
-fn start_deliverer(
-    cfg: &Config,
-    db_path: &Path,
-    clock: Arc<dyn crate::clock::Clock>,
-    live: &Arc<http::Live>,
-    in_flight: &Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
-    slots: &Arc<Semaphore>,
-) -> Option<tokio::sync::watch::Sender<bool>> {
-    if !cfg.alerts.enabled() {
-        return None;
-    }
-    let crate::alerts::deliver::Delivery { senders, transport } = match cfg.alert_delivery() {
-        Ok(d) => d,
-        Err(e) => {
-            tracing::error!(error = %e, "alerts: cannot be set up; no alert is delivered until the config is fixed");
-            return None;
-        }
-    };
-    let store = match crate::store::Store::open(db_path) {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::error!(error = %e, "alerts: cannot open the store for delivery");
-            return None;
-        }
-    };
-    // This connection only marks deliveries: with the WAL, NORMAL keeps every commit across a
-    // process kill and can lose the last ones only at power loss, where the alert is resent with
-    // its id (which receivers dedupe). No fsync per delivery competes with the records' commits;
-    // the alert rows themselves are written with the records, on the FULL connection.
-    if let Err(e) = store
-        .connection()
-        .execute_batch("PRAGMA synchronous = NORMAL")
-    {
-        tracing::warn!(error = %e, "alerts: cannot relax the delivery connection's syncs");
-    }
-    let deliverer = Arc::new(crate::alerts::deliver::Deliverer {
-        cfg: cfg.alerts.clone(),
-        senders: senders
-            .into_iter()
-            .map(|s| (s.channel.name.clone(), s))
-            .collect(),
-        transport,
-        store: Arc::new(std::sync::Mutex::new(store)),
-        clock,
-        metrics: live.alerts.clone(),
-        in_flight: in_flight.clone(),
-        slots: slots.clone(),
-        store_health: Some(live.store_health.clone()),
-    });
-    let (tx, rx) = tokio::sync::watch::channel(false);
-    tracing::info!(channels = cfg.alerts.channels.len(), "alerts: delivering");
-    tokio::spawn(deliverer.run(rx, ALERT_TICK));
-    Some(tx)
-}
-
-/// How often the alert outbox is looked at.
-const ALERT_TICK: Duration = Duration::from_millis(500);
-
-async fn reload(
+/// Load the config at `path` again and build it, keeping what is held open for the life of the
+/// process (the store and the listener).
+fn reload(
     path: &Path,
     running: &Config,
     store: &DaemonStore,
-    consent: &ConsentGate,
-    clock: Arc<dyn crate::clock::Clock>,
-) -> Result<Built, DaemonError> {
-    let new = config::load(path)?;
-    // The store and the listener are held open for the life of the process.
+    clock: Arc<dyn Clock>,
+) -> Result<Ingredients, DaemonError> {
+    let mut new = config::load(path)?;
     if new.database != running.database {
         tracing::warn!(
             running = ?running.database,
@@ -607,10 +392,9 @@ async fn reload(
             "daemon.listen changed: the new address takes effect at the next restart"
         );
     }
-    let mut new = new;
     new.database = running.database.clone();
     new.listen = running.listen;
-    build(new, store, Some(consent), clock).await
+    ingredients(new, store.path(), clock)
 }
 
 /// The `STATUS=` line: next walk, walks in flight, lanes used and the outbox.

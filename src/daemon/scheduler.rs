@@ -258,142 +258,181 @@ async fn fire_in_slot(
     let span = tracing::info_span!("walk", target = %target.name, endpoint = %endpoint, sha = tracing::field::Empty);
     async move {
         let scheduled = db::timestamp(due);
-        let start = |now: String| {
-            let target = target.clone();
-            let scheduled = scheduled.clone();
-            move |c: &rusqlite::Connection| {
-                db::begin_walk(
-                    c,
-                    &WalkStart {
-                        target: &target.name,
-                        origin: &target.request.origin,
-                        endpoint: target.request.endpoint.as_deref(),
-                        scheduled_for: &scheduled,
-                        now: &now,
-                    },
-                )
-            }
-        };
         match ctx.consent.decide(&target.request.origin).await {
-            Ok(Decision::Walk) => {}
+            Ok(Decision::Walk) => walk(&target, scheduled, &ctx).await,
             Ok(Decision::Declined { sha256, checked_at }) => {
-                let detail = format!(
-                    "the origin's consent file declines listing (sha256 {sha256}, read {checked_at})"
-                );
-                let begin = start(db::timestamp(ctx.clock.now()));
-                let at = ctx.clock.now();
-                let finished = db::timestamp(at);
-                // The decline's alert is planned in the fire's own transaction.
-                let alerting = ctx.runner.alerts().map(|cfg| {
-                    let obs = crate::alerts::incident::Observation {
-                        at,
-                        record_sha256: None,
-                        origin: Some(target.request.base()),
-                        endpoint: target.request.endpoint.clone(),
-                        result: crate::alerts::incident::WalkResult::ConsentDeclined {
-                            consent_sha256: sha256.clone(),
-                        },
-                    };
-                    (cfg, target.name.clone(), obs)
-                });
-                let r = ctx
-                    .store
-                    .with(move |c| {
-                        let tx = crate::store::write_transaction(c)?;
-                        let c = &*tx;
-                        if let Some((cfg, name, obs)) = &alerting {
-                            crate::alerts::outbox::observe(c, cfg, name, obs)?;
-                        }
-                        let id = begin(c)?;
-                        db::finish_walk(
-                            c,
-                            id,
-                            &WalkEnd {
-                                state: state::DECLINED,
-                                detail: Some(&detail),
-                                ..WalkEnd::default()
-                            },
-                            &finished,
-                        )?;
-                        tx.commit()?;
-                        Ok(())
-                    })
-                    .await;
-                if let Err(e) = r {
-                    tracing::error!(error = %e, "cannot record a declined fire");
-                }
-                return;
+                record_declined(&target, scheduled, &ctx, sha256, checked_at).await
             }
             Err(e) => {
                 // Without a stored consent read we cannot show why we walked: skip this fire.
                 tracing::error!(error = %e, "cannot store the consent read: this fire is skipped");
-                return;
             }
-        }
-        let id = match ctx.store.with(start(db::timestamp(ctx.clock.now()))).await {
-            Ok(id) => id,
-            Err(e) => {
-                tracing::error!(error = %e, "cannot record the walk's start: this fire is skipped");
-                return;
-            }
-        };
-        let result = ctx
-            .runner
-            .run_job(
-                &target.name,
-                &target.request,
-                target.submit,
-                target.bind_task.as_deref(),
-            )
-            .await;
-        let (end_state, sha, record_id, submission, detail) = match result {
-            Ok(done) => {
-                ctx.store.health().wrote();
-                tracing::Span::current().record("sha", done.sha256.as_str());
-                tracing::info!(
-                    outcome = done.outcome.as_deref().unwrap_or("-"),
-                    submission = done.submission.map_or("-", |s| s.as_str()),
-                    record_id = done.record_id,
-                    "walk stored"
-                );
-                (
-                    state::DONE,
-                    Some(done.sha256),
-                    Some(done.record_id),
-                    done.submission,
-                    None,
-                )
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "walk failed in the daemon (not the agent's failure)");
-                if let Some(why) = e.store_unwritable {
-                    ctx.store.health().refused(why);
-                }
-                (state::ERROR, None, None, None, Some(e.text))
-            }
-        };
-        let finished = db::timestamp(ctx.clock.now());
-        let r = ctx
-            .store
-            .with(move |c| {
-                db::finish_walk(
-                    c,
-                    id,
-                    &WalkEnd {
-                        state: end_state,
-                        record_id,
-                        record_sha256: sha.as_deref(),
-                        submission,
-                        detail: detail.as_deref(),
-                    },
-                    &finished,
-                )
-            })
-            .await;
-        if let Err(e) = r {
-            tracing::error!(error = %e, "cannot record the walk's end");
         }
     }
     .instrument(span)
     .await
+}
+
+/// The `daemon_walks` row a fire of `target` opens, stamped `now`.
+fn begin_walk(
+    target: &Arc<Target>,
+    scheduled: String,
+    now: String,
+) -> impl FnOnce(&rusqlite::Connection) -> Result<i64, crate::store::StoreError> + Send + 'static {
+    let target = target.clone();
+    move |c: &rusqlite::Connection| {
+        db::begin_walk(
+            c,
+            &WalkStart {
+                target: &target.name,
+                origin: &target.request.origin,
+                endpoint: target.request.endpoint.as_deref(),
+                scheduled_for: &scheduled,
+                now: &now,
+            },
+        )
+    }
+}
+
+/// The origin declines listing: the fire is recorded as declined (and its alert planned) in
+/// one transaction, and nothing is walked.
+async fn record_declined(
+    target: &Arc<Target>,
+    scheduled: String,
+    ctx: &FireContext,
+    sha256: String,
+    checked_at: String,
+) {
+    let detail =
+        format!("the origin's consent file declines listing (sha256 {sha256}, read {checked_at})");
+    let begin = begin_walk(target, scheduled, db::timestamp(ctx.clock.now()));
+    let at = ctx.clock.now();
+    let finished = db::timestamp(at);
+    // The decline's alert is planned in the fire's own transaction.
+    let alerting = ctx.runner.alerts().map(|cfg| {
+        let obs = crate::alerts::incident::Observation {
+            at,
+            record_sha256: None,
+            origin: Some(target.request.base()),
+            endpoint: target.request.endpoint.clone(),
+            result: crate::alerts::incident::WalkResult::ConsentDeclined {
+                consent_sha256: sha256.clone(),
+            },
+        };
+        (cfg, target.name.clone(), obs)
+    });
+    let r = ctx
+        .store
+        .with(move |c| {
+            let tx = crate::store::write_transaction(c)?;
+            let c = &*tx;
+            if let Some((cfg, name, obs)) = &alerting {
+                crate::alerts::outbox::observe(c, cfg, name, obs)?;
+            }
+            let id = begin(c)?;
+            db::finish_walk(
+                c,
+                id,
+                &WalkEnd {
+                    state: state::DECLINED,
+                    detail: Some(&detail),
+                    ..WalkEnd::default()
+                },
+                &finished,
+            )?;
+            tx.commit()?;
+            Ok(())
+        })
+        .await;
+    if let Err(e) = r {
+        tracing::error!(error = %e, "cannot record a declined fire");
+    }
+}
+
+/// How a walk ended, as its `daemon_walks` row keeps it.
+struct Ended {
+    state: &'static str,
+    sha256: Option<String>,
+    record_id: Option<i64>,
+    submission: Option<crate::witness::filing::SubmissionState>,
+    detail: Option<String>,
+}
+
+/// Consent given: open the fire's row, walk (and store, and file), close the row.
+async fn walk(target: &Arc<Target>, scheduled: String, ctx: &FireContext) {
+    let begin = begin_walk(target, scheduled, db::timestamp(ctx.clock.now()));
+    let id = match ctx.store.with(begin).await {
+        Ok(id) => id,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot record the walk's start: this fire is skipped");
+            return;
+        }
+    };
+    let ended = run_job(target, ctx).await;
+    let finished = db::timestamp(ctx.clock.now());
+    let r = ctx
+        .store
+        .with(move |c| {
+            db::finish_walk(
+                c,
+                id,
+                &WalkEnd {
+                    state: ended.state,
+                    record_id: ended.record_id,
+                    record_sha256: ended.sha256.as_deref(),
+                    submission: ended.submission,
+                    detail: ended.detail.as_deref(),
+                },
+                &finished,
+            )
+        })
+        .await;
+    if let Err(e) = r {
+        tracing::error!(error = %e, "cannot record the walk's end");
+    }
+}
+
+/// Run the walk through the runner; log it and note the store's health.
+async fn run_job(target: &Target, ctx: &FireContext) -> Ended {
+    let result = ctx
+        .runner
+        .run_job(
+            &target.name,
+            &target.request,
+            target.submit,
+            target.bind_task.as_deref(),
+        )
+        .await;
+    match result {
+        Ok(done) => {
+            ctx.store.health().wrote();
+            tracing::Span::current().record("sha", done.sha256.as_str());
+            tracing::info!(
+                outcome = done.outcome.as_deref().unwrap_or("-"),
+                submission = done.submission.map_or("-", |s| s.as_str()),
+                record_id = done.record_id,
+                "walk stored"
+            );
+            Ended {
+                state: state::DONE,
+                sha256: Some(done.sha256),
+                record_id: Some(done.record_id),
+                submission: done.submission,
+                detail: None,
+            }
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "walk failed in the daemon (not the agent's failure)");
+            if let Some(why) = e.store_unwritable {
+                ctx.store.health().refused(why);
+            }
+            Ended {
+                state: state::ERROR,
+                sha256: None,
+                record_id: None,
+                submission: None,
+                detail: Some(e.text),
+            }
+        }
+    }
 }

@@ -76,6 +76,14 @@ impl DaemonStore {
         &self.path
     }
 
+    /// A connection of its own to the same store (WAL), for a service that must neither wait
+    /// for the walks' connection nor hold it: the ledger follower (it holds its connection
+    /// across reads), retention (a run deletes segment after segment), alert delivery (it
+    /// marks deliveries with relaxed syncs). Each is opened once per process.
+    pub fn open_another(&self) -> Result<Store, StoreError> {
+        Store::open(&self.path)
+    }
+
     /// Run `f` on the connection in the blocking pool.
     pub async fn with<T, F>(&self, f: F) -> Result<T, StoreError>
     where

@@ -1,0 +1,98 @@
+//! Everything one configuration turns into, built in one place before it replaces the running
+//! one. The config itself stays plain data: [`ingredients`] is the daemon's only caller of the
+//! config's factories (transport, pipeline, key, alert delivery), once per load or reload, and
+//! every service takes what it needs from the result.
+
+use super::DaemonError;
+use super::ledger_task::FollowerSettings;
+use super::runner::JobRunner;
+use crate::alerts::deliver::Delivery;
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::net::Transport;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub(super) struct Ingredients {
+    pub config: Config,
+    /// One transport for the walks, the consent reads and the ledger follower.
+    pub transport: Transport,
+    /// The config's own pipeline (it opens its own connection to the same store: WAL).
+    pub runner: Arc<dyn JobRunner>,
+    /// What the status pages show of this configuration.
+    pub pages: crate::pages::Context,
+    /// The alert channels with their secrets read; `None` when `[alerts]` has no channel or
+    /// cannot be set up (said in the log). Taken by the alert service when it starts them.
+    pub alert_delivery: Option<Delivery>,
+    pub follower: FollowerSettings,
+    /// Where archived segments go.
+    pub archive_dir: PathBuf,
+}
+
+/// Build what `config` describes for a daemon whose store is at `db_path`. A transport or a
+/// pipeline that cannot be built refuses the configuration; alerts that cannot be set up are
+/// logged and left off (their rows wait for a config that can send them).
+pub(super) fn ingredients(
+    config: Config,
+    db_path: &Path,
+    clock: Arc<dyn Clock>,
+) -> Result<Ingredients, DaemonError> {
+    let transport = config
+        .transport()
+        .map_err(|source| DaemonError::Transport {
+            path: config.path.clone(),
+            source,
+        })?;
+    let runner: Arc<dyn JobRunner> =
+        Arc::new(config.pipeline_with(transport.clone(), db_path.to_path_buf(), clock)?);
+    let pages = page_context(&config);
+    let alert_delivery = alert_delivery(&config);
+    let follower = FollowerSettings {
+        ledger: config.ledger.clone(),
+        transport: transport.clone(),
+        pull_endpoints: pull_endpoints(&config),
+    };
+    let archive_dir = config.retention.dir(db_path);
+    Ok(Ingredients {
+        config,
+        transport,
+        runner,
+        pages,
+        alert_delivery,
+        follower,
+        archive_dir,
+    })
+}
+
+/// What the status pages show of a configuration: the witness (with its public key, when the
+/// key can be read) and the targets' schedules.
+fn page_context(cfg: &Config) -> crate::pages::Context {
+    use base64::Engine as _;
+    let public =
+        cfg.signing_key().ok().flatten().map(|k| {
+            base64::engine::general_purpose::STANDARD.encode(k.verifying_key().to_bytes())
+        });
+    crate::app::page_context(cfg, public)
+}
+
+fn alert_delivery(cfg: &Config) -> Option<Delivery> {
+    if !cfg.alerts.enabled() {
+        return None;
+    }
+    match cfg.alert_delivery() {
+        Ok(d) => Some(d),
+        Err(e) => {
+            tracing::error!(error = %e, "alerts: cannot be set up; no alert is delivered until the config is fixed");
+            None
+        }
+    }
+}
+
+/// The endpoints of `pull_ledger` targets, whose other witnesses' records the follower pulls.
+fn pull_endpoints(cfg: &Config) -> Vec<String> {
+    cfg.targets
+        .iter()
+        .filter(|t| t.pull_ledger)
+        .filter_map(|t| t.request.endpoint.clone())
+        .collect()
+}

@@ -696,7 +696,7 @@ pub struct Deliverer {
     pub in_flight: Arc<Mutex<HashSet<String>>>,
     pub slots: Arc<tokio::sync::Semaphore>,
     /// The daemon's store health: its changes are alerted (degraded, recovered).
-    pub store_health: Option<Arc<crate::daemon::store::WriteHealth>>,
+    pub store_health: Option<Arc<crate::store::write_health::WriteHealth>>,
 }
 
 impl Deliverer {

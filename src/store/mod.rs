@@ -24,6 +24,7 @@ pub mod summary;
 pub mod task_bindings;
 pub mod transfer;
 pub mod verify;
+pub mod write_health;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, params};
 use std::path::{Path, PathBuf};

@@ -130,11 +130,7 @@ pub fn load_health<T: serde::de::DeserializeOwned + Default>(
     conn: &Connection,
     name: &str,
 ) -> Result<T, StoreError> {
-    load_json(
-        conn,
-        "SELECT state FROM alert_health WHERE name = ?1",
-        name,
-    )
+    load_json(conn, "SELECT state FROM alert_health WHERE name = ?1", name)
 }
 
 /// Store a health state as JSON under `name` in `alert_health`.
@@ -515,7 +511,10 @@ pub struct FindingSeen {
 }
 
 /// Ledger findings stored after the finding `after`, oldest first, at most 256.
-pub fn ledger_findings_after(conn: &Connection, after: i64) -> Result<Vec<FindingSeen>, StoreError> {
+pub fn ledger_findings_after(
+    conn: &Connection,
+    after: i64,
+) -> Result<Vec<FindingSeen>, StoreError> {
     Ok(conn
         .prepare_cached(
             "SELECT id, intake_url, kind, sha256, entry_n, evidence_sha256 FROM ledger_findings \

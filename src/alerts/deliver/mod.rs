@@ -222,12 +222,8 @@ impl Sender {
                 serde_json::to_vec(&message::slack_message(p, pages)).map_err(|e| e.to_string())?,
             ),
             ChannelKind::Ntfy => {
-                let m = message::ntfy_message(
-                    p,
-                    pages,
-                    self.channel.priority,
-                    self.secret.as_deref(),
-                );
+                let m =
+                    message::ntfy_message(p, pages, self.channel.priority, self.secret.as_deref());
                 let mut req = HttpRequest::post(url, &[], m.text.into_bytes());
                 req.headers = m.headers;
                 req

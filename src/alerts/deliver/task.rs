@@ -1,8 +1,8 @@
 //! The deliverer: the task that drains the alert outbox (one send at a time per channel, at
 //! most [`super::CONCURRENCY`] at once) and runs the alert timers, with the counters it keeps.
 
-use super::message::{Answer, attempt_of};
 use super::Sender;
+use super::message::{Answer, attempt_of};
 use crate::alerts::config::AlertsConfig;
 use crate::alerts::outbox::{self, AlertRow};
 use crate::alerts::payload::AlertPayload;

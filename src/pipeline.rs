@@ -926,15 +926,7 @@ impl Pipeline {
                     let looked_up = view.looked_up;
                     let body = "not sent: our own count says this lane is full today";
                     let t = Transition::deferred(until);
-                    let full = self.lane_full(
-                        &LaneFull::Counted {
-                            intake: &row.intake_url,
-                            limits: &limits,
-                            lane: &lane,
-                            usage,
-                        },
-                        now_t,
-                    );
+                    let full = self.lane_full(&row, Some((&limits, &lane, usage)), now_t);
                     let row = self
                         .record_attempt(submission_id, now, t, 0, body.into(), full)
                         .await?;
@@ -966,12 +958,8 @@ impl Pipeline {
             .take(4096)
             .collect();
         // The intake says the lane is full (its count, which may include other witnesses').
-        let said = LaneFull::Said {
-            intake: &row.intake_url,
-            lane: &row.lane,
-        };
         let full = (t.answer == AnswerKind::LaneFull)
-            .then(|| self.lane_full(&said, now_t))
+            .then(|| self.lane_full(&row, None, now_t))
             .flatten();
         let row = self
             .record_attempt(submission_id, now, t, ex.status, logged, full)
@@ -979,13 +967,27 @@ impl Pipeline {
         Ok((row, Filing::Sent, view.looked_up))
     }
 
-    /// What the hook writes of a full lane, if there is a hook.
+    /// What the hook writes of `row`'s lane found full: by our own count (`counted`: the
+    /// intake's limits, the lane, our use today) or, without one, by the intake's answer.
     fn lane_full(
         &self,
-        full: &LaneFull<'_>,
+        row: &Submission,
+        counted: Option<(&Limits, &Lane, Usage)>,
         at: chrono::DateTime<chrono::Utc>,
     ) -> Option<HookWrite> {
-        self.inner.hook.as_ref()?.on_lane_full(full, at)
+        let full = match counted {
+            Some((limits, lane, usage)) => LaneFull::Counted {
+                intake: &row.intake_url,
+                limits,
+                lane,
+                usage,
+            },
+            None => LaneFull::Said {
+                intake: &row.intake_url,
+                lane: &row.lane,
+            },
+        };
+        self.inner.hook.as_ref()?.on_lane_full(&full, at)
     }
 
     /// Log an attempt's outcome on the submission (its attempt log and state) and read the row

@@ -229,11 +229,11 @@ pub fn plan_health(
     }
     let mut payload = AlertPayload::of_health(p, &witness(conn, cfg)?);
     // An alert about a record names what that record walked.
-    if let Some(sha) = payload.data.record.as_ref().map(|r| r.sha256.clone()) {
-        if let Some((origin, endpoint)) = table::walked_by_record(conn, &sha)? {
-            payload.data.origin = Some(origin);
-            payload.data.endpoint = Some(endpoint);
-        }
+    if let Some(sha) = payload.data.record.as_ref().map(|r| r.sha256.clone())
+        && let Some((origin, endpoint)) = table::walked_by_record(conn, &sha)?
+    {
+        payload.data.origin = Some(origin);
+        payload.data.endpoint = Some(endpoint);
     }
     enqueue(conn, cfg, None, &payload, p.at)
 }

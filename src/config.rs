@@ -1465,7 +1465,9 @@ impl Config {
         })
         .map_err(|e| SetupError::Pipeline(e.to_string()))?;
         let pipeline = if self.alerts.enabled() {
-            pipeline.with_alerts(self.alerts.clone())
+            pipeline.with_hook(std::sync::Arc::new(crate::alerts::hook::AlertsHook::new(
+                self.alerts.clone(),
+            )))
         } else {
             pipeline
         };

@@ -47,6 +47,60 @@ impl PipelineError {
     }
 }
 
+/// A write to run in the transaction of the pipeline's write that called for it (so it is
+/// committed exactly when that is).
+pub type HookWrite = Box<dyn FnOnce(&rusqlite::Connection) -> Result<(), StoreError> + Send>;
+
+/// What the composition root hooks onto the pipeline's writes (the alert planner, when
+/// `[alerts]` has channels): the pipeline tells it what happened and runs the write it returns
+/// in the same transaction. Each method decides from data only, before the transaction starts,
+/// so the records' writer does no more than the write itself.
+pub trait RecordHook: Send + Sync {
+    /// A daemon walk of the configured target `target` (at `origin`) came to `outcome`; the
+    /// write runs only when its record is new (the same bytes stored twice are one walk).
+    fn on_record(
+        &self,
+        target: &str,
+        origin: &str,
+        outcome: &WalkOutcome,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> Option<HookWrite>;
+
+    /// A filing attempt found a lane full today (by our own count or the intake's answer).
+    fn on_lane_full(
+        &self,
+        full: &LaneFull<'_>,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> Option<HookWrite>;
+
+    /// A daemon fire of `target` was not walked: the origin's consent file (its sha256)
+    /// declines listing. The write runs in the fire's own transaction.
+    fn on_declined(
+        &self,
+        target: &str,
+        origin: &str,
+        endpoint: Option<&str>,
+        consent_sha256: &str,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> Option<HookWrite>;
+}
+
+/// A lane found full by a filing attempt.
+#[derive(Debug, Clone, Copy)]
+pub enum LaneFull<'a> {
+    /// Not sent: our own count (`usage` of `lane` today) leaves no room under the intake's
+    /// `limits` (the lane's cap, or the intake's daily total).
+    Counted {
+        intake: &'a str,
+        limits: &'a Limits,
+        lane: &'a Lane,
+        usage: Usage,
+    },
+    /// The intake answered that the lane (its stored key) is full: its own count, which may
+    /// include other witnesses'.
+    Said { intake: &'a str, lane: &'a str },
+}
+
 /// How the pipeline is set up.
 pub struct PipelineConfig {
     pub transport: Transport,
@@ -208,9 +262,9 @@ struct Inner {
     /// Outbox rows some task of this process is filing right now. A walk files its own row
     /// while the daemon's drain runs beside it; without this both could send the same row.
     in_flight: Mutex<HashSet<i64>>,
-    /// `[alerts]` when it has channels: a daemon walk's alerts are planned in its record's
-    /// transaction.
-    alerts: Option<Arc<crate::alerts::config::AlertsConfig>>,
+    /// What the composition root hooks onto the writes (alerts planned in the transaction of
+    /// the record or filing attempt that caused them).
+    hook: Option<Arc<dyn RecordHook>>,
 }
 
 /// What one [`Pipeline::attempt`] did with its row.
@@ -272,7 +326,7 @@ impl Pipeline {
                 limits: Mutex::new(HashMap::new()),
                 in_flight: Mutex::new(HashSet::new()),
                 trust: crate::card_signature::TrustStore::default(),
-                alerts: None,
+                hook: None,
             }),
         })
     }
@@ -287,21 +341,22 @@ impl Pipeline {
         }
     }
 
-    /// Plan alerts for the daemon's walks (`run_target_job`) with these settings and channels.
-    pub fn with_alerts(self, alerts: Arc<crate::alerts::config::AlertsConfig>) -> Pipeline {
+    /// Tell `hook` of the daemon's walks (`run_target_job`) and of full lanes, in the
+    /// transactions that store them.
+    pub fn with_hook(self, hook: Arc<dyn RecordHook>) -> Pipeline {
         let inner = Arc::try_unwrap(self.inner)
-            .unwrap_or_else(|_| panic!("with_alerts before cloning the pipeline"));
+            .unwrap_or_else(|_| panic!("with_hook before cloning the pipeline"));
         Pipeline {
             inner: Arc::new(Inner {
-                alerts: Some(alerts),
+                hook: Some(hook),
                 ..inner
             }),
         }
     }
 
-    /// The alert settings this pipeline plans with, if any.
-    pub fn alerts(&self) -> Option<Arc<crate::alerts::config::AlertsConfig>> {
-        self.inner.alerts.clone()
+    /// The hook this pipeline tells of its writes, if any.
+    pub fn hook(&self) -> Option<Arc<dyn RecordHook>> {
+        self.inner.hook.clone()
     }
 
     /// Whether records are signed (and with which public key, standard base64).
@@ -532,17 +587,11 @@ impl Pipeline {
         let prepared = tokio::task::spawn_blocking(move || new_record.prepare())
             .await
             .map_err(|e| PipelineError::Join(e.to_string()))??;
-        // What the alert core sees of this walk, stepped in the record's transaction.
-        let alerting = match (&self.inner.alerts, alert_target) {
-            (Some(cfg), Some((target, origin))) => Some((
-                cfg.clone(),
-                target,
-                crate::alerts::incident::Observation::from_walk(
-                    &outcome,
-                    &origin,
-                    self.inner.clock.now(),
-                ),
-            )),
+        // What the hook makes of this walk, written in the record's transaction.
+        let hooked = match (&self.inner.hook, alert_target) {
+            (Some(hook), Some((target, origin))) => {
+                hook.on_record(&target, &origin, &outcome, self.inner.clock.now())
+            }
             _ => None,
         };
         let beside = crate::store::beside::Beside {
@@ -552,10 +601,10 @@ impl Pipeline {
         let then: Then<(Option<Submission>, Option<TaskBinding>)> =
             Box::new(move |conn, id, new| {
                 crate::store::beside::put(conn, id, &beside)?;
-                if let Some((cfg, target, obs)) = &alerting
+                if let Some(write) = hooked
                     && new
                 {
-                    crate::alerts::outbox::observe(conn, cfg, target, obs)?;
+                    write(conn)?;
                 }
                 // A record has at most one binding: a walk whose record was already stored (the
                 // same bytes) reports the binding that record has, if any.
@@ -877,13 +926,7 @@ impl Pipeline {
                     let looked_up = view.looked_up;
                     let body = "not sent: our own count says this lane is full today";
                     let t = Transition::deferred(until);
-                    let full = crate::alerts::health::lane_exhausted_by_limits(
-                        &row.intake_url,
-                        &limits,
-                        &lane,
-                        usage,
-                        now_t,
-                    );
+                    let full = self.lane_full(&row, Some((&limits, &lane, usage)), now_t);
                     let row = self
                         .record_attempt(submission_id, now, t, 0, body.into(), full)
                         .await?;
@@ -916,16 +959,40 @@ impl Pipeline {
             .collect();
         // The intake says the lane is full (its count, which may include other witnesses').
         let full = (t.answer == AnswerKind::LaneFull)
-            .then(|| crate::alerts::health::lane_full(&row.intake_url, &row.lane, now_t));
+            .then(|| self.lane_full(&row, None, now_t))
+            .flatten();
         let row = self
             .record_attempt(submission_id, now, t, ex.status, logged, full)
             .await?;
         Ok((row, Filing::Sent, view.looked_up))
     }
 
+    /// What the hook writes of `row`'s lane found full: by our own count (`counted`: the
+    /// intake's limits, the lane, our use today) or, without one, by the intake's answer.
+    fn lane_full(
+        &self,
+        row: &Submission,
+        counted: Option<(&Limits, &Lane, Usage)>,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> Option<HookWrite> {
+        let full = match counted {
+            Some((limits, lane, usage)) => LaneFull::Counted {
+                intake: &row.intake_url,
+                limits,
+                lane,
+                usage,
+            },
+            None => LaneFull::Said {
+                intake: &row.intake_url,
+                lane: &row.lane,
+            },
+        };
+        self.inner.hook.as_ref()?.on_lane_full(&full, at)
+    }
+
     /// Log an attempt's outcome on the submission (its attempt log and state) and read the row
-    /// back as it now stands; a `full` lane's alert (when `[alerts]` has channels) is planned
-    /// in the same transaction.
+    /// back as it now stands; what the hook makes of a `full` lane is written in the same
+    /// transaction.
     async fn record_attempt(
         &self,
         submission_id: i64,
@@ -933,17 +1000,16 @@ impl Pipeline {
         t: Transition,
         status: u16,
         body: String,
-        full: Option<crate::alerts::health::PlannedHealth>,
+        full: Option<HookWrite>,
     ) -> Result<Submission, PipelineError> {
-        let alerts = self.inner.alerts.clone();
         self.with_store(move |s| {
             let next_attempt_at = t.retry_at.map(rfc3339_seconds);
             let attempt = attempt_result(&t, status, &body, next_attempt_at.as_deref());
             outbox::record_attempt_then(s.connection(), submission_id, &now, &attempt, |c| {
-                if let (Some(cfg), Some(p)) = (&alerts, &full) {
-                    crate::alerts::outbox::plan_health(c, cfg, p)?;
+                match full {
+                    Some(write) => write(c),
+                    None => Ok(()),
                 }
-                Ok(())
             })?;
             outbox::get(s.connection(), submission_id)
         })
@@ -1214,7 +1280,11 @@ mod tests {
         )
         .unwrap();
         let cfg = crate::alerts::config::validate(&section, w._dir.path(), &[]).unwrap();
-        w.pipeline = w.pipeline.with_alerts(Arc::new(cfg));
+        w.pipeline = w
+            .pipeline
+            .with_hook(Arc::new(crate::alerts::hook::AlertsHook::new(Arc::new(
+                cfg,
+            ))));
         w
     }
 

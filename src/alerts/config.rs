@@ -392,9 +392,45 @@ pub fn validate(
     targets: &[&str],
 ) -> Result<AlertsConfig, Vec<String>> {
     let mut problems = Vec::new();
-    let d = Settings::default();
+    let (defaults, per_target) = settings(s, targets, &mut problems);
+    let mut probe = crate::net::NetPolicy::new(true);
+    for h in &s.allow_hosts {
+        if let Err(why) = probe.allow_host_port(h) {
+            problems.push(format!("alerts.allow_hosts: {why}"));
+        }
+    }
+    let mut channels: Vec<Channel> = Vec::new();
+    for c in &s.channels {
+        let (channel, p) = channel(c, &channels, base, &probe);
+        problems.extend(
+            p.into_iter()
+                .map(|m| format!("alerts.channel {:?}: {m}", c.name)),
+        );
+        channels.push(channel);
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    Ok(AlertsConfig {
+        defaults,
+        per_target,
+        queued_max_age_secs: s.queued_max_age_secs.unwrap_or(DEFAULT_QUEUED_MAX_AGE_SECS),
+        health: s.health.unwrap_or(true),
+        allow_hosts: s.allow_hosts.clone(),
+        channels,
+        witness_name: None,
+    })
+}
+
+/// The incident settings: `[alerts]` over the built-in defaults, and each `[[alerts.target]]`
+/// over `[alerts]` (it must name a configured target, once).
+fn settings(
+    s: &AlertsSection,
+    targets: &[&str],
+    problems: &mut Vec<String>,
+) -> (Settings, std::collections::HashMap<String, Settings>) {
     let defaults = overlay(
-        d,
+        Settings::default(),
         [
             s.open_after,
             s.resolve_after,
@@ -439,125 +475,117 @@ pub fn validate(
             problems.push(format!("alerts.target {:?} is given twice", t.name));
         }
     }
-    let mut probe = crate::net::NetPolicy::new(true);
-    for h in &s.allow_hosts {
-        if let Err(why) = probe.allow_host_port(h) {
-            problems.push(format!("alerts.allow_hosts: {why}"));
+    (defaults, per_target)
+}
+
+/// One channel, and its problems (each names the key; the caller names the channel). `before`
+/// are the channels already read (names are unique); `probe` admits the `allow_hosts`.
+fn channel(
+    c: &ChannelSection,
+    before: &[Channel],
+    base: &Path,
+    probe: &crate::net::NetPolicy,
+) -> (Channel, Vec<String>) {
+    let mut p = Vec::new();
+    if c.name.trim().is_empty() || c.name.len() > 100 {
+        p.push("name must be 1 to 100 characters".to_string());
+    }
+    if before.iter().any(|o| o.name == c.name) {
+        p.push("a second channel with this name".to_string());
+    }
+    let url_secret = secret_of("url", &c.url_file, &c.url_credential, base, &mut p);
+    let secret = secret_of("secret", &c.secret_file, &c.secret_credential, base, &mut p);
+    if let Some(u) = &c.url {
+        if url_secret.is_some() {
+            p.push("give url or url_file/url_credential, not both".into());
+        }
+        if let Err(why) = receiver_url(u, probe) {
+            p.push(format!("url: {why}"));
         }
     }
-    let mut channels: Vec<Channel> = Vec::new();
-    for c in &s.channels {
-        let mut p = Vec::new();
-        if c.name.trim().is_empty() || c.name.len() > 100 {
-            p.push("name must be 1 to 100 characters".to_string());
-        }
-        if channels.iter().any(|o| o.name == c.name) {
-            p.push("a second channel with this name".to_string());
-        }
-        let url_secret = secret_of("url", &c.url_file, &c.url_credential, base, &mut p);
-        let secret = secret_of("secret", &c.secret_file, &c.secret_credential, base, &mut p);
-        if let Some(u) = &c.url {
-            if url_secret.is_some() {
-                p.push("give url or url_file/url_credential, not both".into());
-            }
-            if let Err(why) = receiver_url(u, &probe) {
-                p.push(format!("url: {why}"));
-            }
-        }
-        if let Some(u) = &c.pages_url
-            && let Err(why) = url::Url::parse(u)
-        {
-            p.push(format!("pages_url: not a URL ({why})"));
-        }
-        match c.kind {
-            ChannelKind::Webhook | ChannelKind::Slack | ChannelKind::Ntfy => {
-                if c.url.is_none() && url_secret.is_none() {
-                    p.push("needs url (or url_file / url_credential)".into());
-                }
-                if c.kind == ChannelKind::Webhook && secret.is_none() {
-                    p.push(
-                        "a webhook is signed: give secret_file or secret_credential (whsec_...)"
-                            .into(),
-                    );
-                }
-                if c.smtp_host.is_some() || c.from.is_some() || !c.to.is_empty() {
-                    p.push("smtp_host, from and to are for kind = \"email\"".into());
-                }
-            }
-            ChannelKind::Email => {
-                if c.smtp_host.is_none() {
-                    p.push("needs smtp_host".into());
-                }
-                for (k, v) in [("from", c.from.as_deref())] {
-                    match v {
-                        None => p.push(format!("needs {k}")),
-                        Some(a) if a.parse::<lettre::Address>().is_err() => {
-                            p.push(format!("{k}: {a:?} is not an email address"))
-                        }
-                        _ => {}
-                    }
-                }
-                if c.to.is_empty() {
-                    p.push("needs at least one address in to".into());
-                }
-                for a in &c.to {
-                    if a.parse::<lettre::Address>().is_err() {
-                        p.push(format!("to: {a:?} is not an email address"));
-                    }
-                }
-                if c.username.is_some() != secret.is_some() {
-                    p.push(
-                        "username and secret_file/secret_credential (the password) go together"
-                            .into(),
-                    );
-                }
-                if c.url.is_some() || url_secret.is_some() {
-                    p.push("url is not for kind = \"email\"".into());
-                }
-            }
-        }
-        if let Some(pr) = c.priority
-            && !(1..=5).contains(&pr)
-        {
-            p.push(format!("priority {pr}: must be 1 to 5"));
-        }
-        if c.daily_cap == Some(0) {
-            p.push("daily_cap must be at least 1".into());
-        }
-        problems.extend(
-            p.into_iter()
-                .map(|m| format!("alerts.channel {:?}: {m}", c.name)),
-        );
-        channels.push(Channel {
-            name: c.name.clone(),
-            kind: c.kind,
-            url: c.url.clone(),
-            url_secret,
-            secret,
-            daily_cap: c.daily_cap.unwrap_or(DEFAULT_DAILY_CAP),
-            priority: c.priority.unwrap_or(4),
-            pages_url: c.pages_url.clone(),
-            smtp_host: c.smtp_host.clone(),
-            smtp_port: c.smtp_port.unwrap_or(match c.smtp_tls {
-                SmtpTls::Starttls => 587,
-                SmtpTls::Implicit => 465,
-            }),
-            smtp_tls: c.smtp_tls,
-            username: c.username.clone(),
-            from: c.from.clone(),
-            to: c.to.clone(),
-        });
+    if let Some(u) = &c.pages_url
+        && let Err(why) = url::Url::parse(u)
+    {
+        p.push(format!("pages_url: not a URL ({why})"));
     }
-    if !problems.is_empty() {
-        return Err(problems);
+    match c.kind {
+        ChannelKind::Webhook | ChannelKind::Slack | ChannelKind::Ntfy => {
+            check_http_channel(c, url_secret.is_some(), secret.is_some(), &mut p)
+        }
+        ChannelKind::Email => {
+            check_email_channel(c, url_secret.is_some(), secret.is_some(), &mut p)
+        }
     }
-    Ok(AlertsConfig {
-        defaults,
-        per_target,
-        queued_max_age_secs: s.queued_max_age_secs.unwrap_or(DEFAULT_QUEUED_MAX_AGE_SECS),
-        health: s.health.unwrap_or(true),
-        allow_hosts: s.allow_hosts.clone(),
-        channels,
-        witness_name: None,
-    })
+    if let Some(pr) = c.priority
+        && !(1..=5).contains(&pr)
+    {
+        p.push(format!("priority {pr}: must be 1 to 5"));
+    }
+    if c.daily_cap == Some(0) {
+        p.push("daily_cap must be at least 1".into());
+    }
+    let channel = Channel {
+        name: c.name.clone(),
+        kind: c.kind,
+        url: c.url.clone(),
+        url_secret,
+        secret,
+        daily_cap: c.daily_cap.unwrap_or(DEFAULT_DAILY_CAP),
+        priority: c.priority.unwrap_or(4),
+        pages_url: c.pages_url.clone(),
+        smtp_host: c.smtp_host.clone(),
+        smtp_port: c.smtp_port.unwrap_or(match c.smtp_tls {
+            SmtpTls::Starttls => 587,
+            SmtpTls::Implicit => 465,
+        }),
+        smtp_tls: c.smtp_tls,
+        username: c.username.clone(),
+        from: c.from.clone(),
+        to: c.to.clone(),
+    };
+    (channel, p)
+}
+
+/// A webhook, Slack or ntfy channel: a receiver URL, a webhook's signing secret, no email keys.
+fn check_http_channel(c: &ChannelSection, url_secret: bool, secret: bool, p: &mut Vec<String>) {
+    if c.url.is_none() && !url_secret {
+        p.push("needs url (or url_file / url_credential)".into());
+    }
+    if c.kind == ChannelKind::Webhook && !secret {
+        p.push("a webhook is signed: give secret_file or secret_credential (whsec_...)".into());
+    }
+    if c.smtp_host.is_some() || c.from.is_some() || !c.to.is_empty() {
+        p.push("smtp_host, from and to are for kind = \"email\"".into());
+    }
+}
+
+/// An email channel: a server, a sender and recipients that are addresses, a login only with
+/// its password, no URL.
+fn check_email_channel(c: &ChannelSection, url_secret: bool, secret: bool, p: &mut Vec<String>) {
+    if c.smtp_host.is_none() {
+        p.push("needs smtp_host".into());
+    }
+    for (k, v) in [("from", c.from.as_deref())] {
+        match v {
+            None => p.push(format!("needs {k}")),
+            Some(a) if a.parse::<lettre::Address>().is_err() => {
+                p.push(format!("{k}: {a:?} is not an email address"))
+            }
+            _ => {}
+        }
+    }
+    if c.to.is_empty() {
+        p.push("needs at least one address in to".into());
+    }
+    for a in &c.to {
+        if a.parse::<lettre::Address>().is_err() {
+            p.push(format!("to: {a:?} is not an email address"));
+        }
+    }
+    if c.username.is_some() != secret {
+        p.push("username and secret_file/secret_credential (the password) go together".into());
+    }
+    if c.url.is_some() || url_secret {
+        p.push("url is not for kind = \"email\"".into());
+    }
 }

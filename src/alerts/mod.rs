@@ -11,9 +11,10 @@
 //! - [`payload`]: the versioned JSON body of the generic webhook.
 //!
 //! - [`config`]: the `[alerts]` section (channels, thresholds, secrets by file or credential).
-//! - [`outbox`]: the store's alert tables and the planner, run in the transaction of the record
-//!   (or declined fire) that caused the alert.
+//! - [`outbox`]: the planner over the store's alert tables (`store::alerts`), run in the
+//!   transaction of the record (or declined fire) that caused the alert.
 //! - [`deliver`]: the channels and the task that drains the alert outbox.
+//! - [`hook`]: the planner as the pipeline's on-record hook.
 //!
 //! ARCHITECTURE.md ("Alerts") draws the state machine and the delivery.
 
@@ -21,6 +22,7 @@ pub mod budget;
 pub mod config;
 pub mod deliver;
 pub mod health;
+pub mod hook;
 pub mod incident;
 pub mod outbox;
 pub mod payload;

@@ -1113,6 +1113,91 @@ fn text_names_the_endpoint_links_absolutely_and_lists_a_digest() {
     );
 }
 
+/// Each channel's message is built from the payload alone: ntfy's priority and tag say
+/// whether the alert is a trouble or its end, its title header is visible ASCII, its click
+/// leads to the record only under a `pages_url`, its token is a bearer; Slack's blocks carry a
+/// header within 150 characters, the text and the alert id; an email's Message-ID is the id.
+#[test]
+fn channel_messages_are_built_from_data() {
+    use super::deliver::message::{message_id, ntfy_message, slack_message, webhook_body};
+    let s = settings(1, 1);
+    let (_, _, all) = run_from(TargetState::default(), &[pass(), fail(), pass()], &s, 0);
+    let opened = AlertPayload::of_incident(&all[0], &witness());
+    let resolved = AlertPayload::of_incident(&all[1], &witness());
+    assert_eq!(
+        (opened.kind.as_str(), resolved.kind.as_str()),
+        (OPENED, RESOLVED)
+    );
+    let header = |m: &super::deliver::message::NtfyMessage, k: &str| {
+        m.headers
+            .iter()
+            .find(|(h, _)| h == k)
+            .map(|(_, v)| v.clone())
+    };
+
+    let m = ntfy_message(&opened, Some("https://walker.example/"), 5, Some("tk"));
+    assert_eq!(header(&m, "priority").as_deref(), Some("5"));
+    assert_eq!(header(&m, "tags").as_deref(), Some("rotating_light"));
+    assert_eq!(header(&m, "webhook-id"), Some(opened.id.clone()));
+    assert_eq!(
+        header(&m, "click").as_deref(),
+        Some("https://walker.example/records/ab121")
+    );
+    assert_eq!(header(&m, "authorization").as_deref(), Some("Bearer tk"));
+    let title = header(&m, "title").unwrap();
+    assert!(title.starts_with("alpha ("), "{title}");
+    assert!(title.bytes().all(|b| (0x20..0x7f).contains(&b)), "{title}");
+    assert!(
+        m.text.contains(&format!("alert id: {}", opened.id)),
+        "{}",
+        m.text
+    );
+
+    // An end of trouble goes at the default priority; no pages_url, no click; no token, no
+    // authorization.
+    let m = ntfy_message(&resolved, None, 5, None);
+    assert_eq!(header(&m, "priority").as_deref(), Some("3"));
+    assert_eq!(header(&m, "tags").as_deref(), Some("white_check_mark"));
+    assert_eq!(header(&m, "click"), None);
+    assert_eq!(header(&m, "authorization"), None);
+
+    // A title past ASCII is cut to visible ASCII in the header.
+    let mut odd = opened.clone();
+    odd.data.target = Some("café\n".into());
+    let m = ntfy_message(&odd, None, 4, None);
+    let title = header(&m, "title").unwrap();
+    assert!(title.starts_with("caf?? ("), "{title}");
+    assert!(title.bytes().all(|b| (0x20..0x7f).contains(&b)), "{title}");
+
+    let slack = slack_message(&opened, Some("https://walker.example"));
+    let blocks = slack["blocks"].as_array().unwrap();
+    assert_eq!(slack["text"], blocks[0]["text"]["text"]);
+    assert!(blocks[0]["text"]["text"].as_str().unwrap().chars().count() <= 150);
+    assert!(
+        blocks[1]["text"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("record: https://walker.example/records/ab121")
+    );
+    assert_eq!(
+        blocks[2]["elements"][0]["text"],
+        format!("alert id `{}`", opened.id)
+    );
+
+    assert_eq!(
+        message_id(&opened),
+        format!("<{}@conduct-walker>", opened.id)
+    );
+    let body: serde_json::Value =
+        serde_json::from_slice(&webhook_body(&opened, Some("https://walker.example")).unwrap())
+            .unwrap();
+    assert_eq!(body["id"], opened.id);
+    assert_eq!(
+        body["data"]["record"]["page_url"],
+        "https://walker.example/records/ab121"
+    );
+}
+
 #[test]
 fn observation_from_walk_tells_transport_from_conduct() {
     use crate::net::{Exchange, HttpRequest};

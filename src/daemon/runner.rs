@@ -70,8 +70,9 @@ pub trait JobRunner: Send + Sync + 'static {
         bind_task: Option<&'a str>,
     ) -> BoxFut<'a, Result<JobDone, JobFailed>>;
 
-    /// The `[alerts]` settings alerts are planned with (none: alerts are off).
-    fn alerts(&self) -> Option<std::sync::Arc<crate::alerts::config::AlertsConfig>> {
+    /// What is told of the daemon's writes (alerts planned in their transactions; none:
+    /// alerts are off).
+    fn record_hook(&self) -> Option<std::sync::Arc<dyn crate::pipeline::RecordHook>> {
         None
     }
 
@@ -177,8 +178,8 @@ impl JobRunner for crate::pipeline::Pipeline {
         crate::pipeline::Pipeline::stated_limits(self)
     }
 
-    fn alerts(&self) -> Option<std::sync::Arc<crate::alerts::config::AlertsConfig>> {
-        crate::pipeline::Pipeline::alerts(self)
+    fn record_hook(&self) -> Option<std::sync::Arc<dyn crate::pipeline::RecordHook>> {
+        crate::pipeline::Pipeline::hook(self)
     }
 }
 

@@ -309,25 +309,22 @@ async fn record_declined(
     let at = ctx.clock.now();
     let finished = db::timestamp(at);
     // The decline's alert is planned in the fire's own transaction.
-    let alerting = ctx.runner.alerts().map(|cfg| {
-        let obs = crate::alerts::incident::Observation {
+    let hooked = ctx.runner.record_hook().and_then(|hook| {
+        hook.on_declined(
+            &target.name,
+            &target.request.base(),
+            target.request.endpoint.as_deref(),
+            &sha256,
             at,
-            record_sha256: None,
-            origin: Some(target.request.base()),
-            endpoint: target.request.endpoint.clone(),
-            result: crate::alerts::incident::WalkResult::ConsentDeclined {
-                consent_sha256: sha256.clone(),
-            },
-        };
-        (cfg, target.name.clone(), obs)
+        )
     });
     let r = ctx
         .store
         .with(move |c| {
             let tx = crate::store::write_transaction(c)?;
             let c = &*tx;
-            if let Some((cfg, name, obs)) = &alerting {
-                crate::alerts::outbox::observe(c, cfg, name, obs)?;
+            if let Some(write) = hooked {
+                write(c)?;
             }
             let id = begin(c)?;
             db::finish_walk(

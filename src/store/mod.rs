@@ -9,6 +9,7 @@
 //! The store derives its metadata columns (endpoint, verdict, ...) from the canonical bytes itself
 //! ([`meta::derive`]); callers hand over only the bytes, the signature and the key.
 
+pub mod alerts;
 pub mod archive;
 pub mod beside;
 pub mod codec;
@@ -26,6 +27,7 @@ pub mod task_bindings;
 pub mod transfer;
 pub mod verifier;
 pub mod verify;
+pub mod write_health;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, params};
 use std::path::{Path, PathBuf};

@@ -14,9 +14,9 @@ use super::config::{AlertsConfig, Channel, ChannelKind, SmtpTls};
 use super::outbox::{self, AlertRow, Attempt, state};
 use super::payload::AlertPayload;
 use crate::clock::Clock;
+use crate::filing::answer::RetryAfter;
 use crate::net::{HttpRequest, Transport, TransportConfig};
 use crate::store::{Store, StoreError};
-use crate::witness::intake::RetryAfter;
 use chrono::{DateTime, Utc};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -666,8 +666,8 @@ pub fn attempt_of(answer: &Answer, attempts: u32, now: DateTime<Utc>, jitter: f6
             text,
             retry_after,
         } => {
-            let wait = retry_after.map(|ra| crate::witness::filing::retry_after_delay(ra, now));
-            let delay = crate::witness::lanes::backoff(attempts, wait, jitter);
+            let wait = retry_after.map(|ra| crate::filing::retry_after_delay(ra, now));
+            let delay = crate::filing::lanes::backoff(attempts, wait, jitter);
             Attempt {
                 state: state::QUEUED,
                 status: *status,

@@ -4,9 +4,9 @@
 //! history; a store older than migration 7 (pages open read-only) shows nothing here.
 
 use super::render::record_href;
+use crate::filing::SubmissionState;
 use crate::store::StoreError;
 use crate::store::ledger as lstore;
-use crate::witness::filing::SubmissionState;
 use maud::{Markup, html};
 use rusqlite::Connection;
 

@@ -18,8 +18,8 @@ pub mod strips;
 pub mod svg;
 
 use crate::config::{Config, Schedule};
+use crate::filing::lanes::Limits;
 use crate::store::{Store, StoreError};
-use crate::witness::lanes::Limits;
 use axum::Router;
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};

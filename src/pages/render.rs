@@ -3,10 +3,10 @@
 
 use super::svg::{self, Cell, Kind};
 use super::{Context, TargetInfo, VerifySummary, WitnessInfo};
+use crate::filing::lanes::{Lane, Limits};
 use crate::store::outbox::{self, Submission};
 use crate::store::status::{self, Fire, FireRecord};
 use crate::store::{Store, StoreError};
-use crate::witness::lanes::{Lane, Limits};
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use maud::{DOCTYPE, Markup, html};
 use rusqlite::OptionalExtension as _;
@@ -835,7 +835,7 @@ pub fn record(store: &Store, prefix: &str, served_by: &str) -> Result<String, St
             @for (s, tries) in subs.iter().zip(&answers) {
                 div class="box submission" {
                     p { code { (s.intake_url) } " · lane " (s.lane) " · " strong { (filing(std::slice::from_ref(s))) } " · state " (s.state) " · " (s.attempts) " attempt(s)" }
-                    @if s.state == crate::witness::filing::SubmissionState::Sending {
+                    @if s.state == crate::filing::SubmissionState::Sending {
                         // Why the row waits and for what (issue 34): a lookup, never a blind resend.
                         p class="lookup" { (s.summary().text) }
                     }

@@ -27,7 +27,7 @@ use super::verify::{Problem, ProblemKind, chain_next, decode_hex32};
 use super::{
     CHAIN_GENESIS, KeptFull, NewRecord, Store, StoreError, codec, insert_row, prepare, verify,
 };
-use crate::witness::filing::SubmissionState;
+use crate::filing::SubmissionState;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};

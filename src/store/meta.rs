@@ -101,7 +101,7 @@ pub fn derive_from_bytes(bytes: &[u8]) -> Result<RecordMeta, MetaError> {
 pub fn derive(record: &Value) -> Result<RecordMeta, MetaError> {
     let obj = record.as_object().ok_or(MetaError::NotObject)?;
     match obj.get("schema") {
-        Some(Value::String(s)) if s == crate::walk::spec::SCHEMA => {}
+        Some(Value::String(s)) if s == crate::wire::SCHEMA => {}
         Some(other) => return Err(MetaError::WrongSchema(other.to_string())),
         None => return Err(MetaError::MissingString("schema")),
     }
@@ -157,15 +157,8 @@ pub fn derive(record: &Value) -> Result<RecordMeta, MetaError> {
     })
 }
 
-/// The intake's `^a2a-conduct-walk-v1:\s*(\S+)` (§6.5).
-pub fn endpoint_from_purpose(purpose: &str) -> Option<&str> {
-    // The prefix the walker writes, without its space: the intake's regex allows none or many.
-    let rest = purpose
-        .strip_prefix(crate::walk::spec::PURPOSE_PREFIX.trim_end())?
-        .trim_start();
-    let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
-    (end > 0).then(|| &rest[..end])
-}
+/// The endpoint a purpose names: the rule lives with the record's wire form.
+pub use crate::wire::endpoint_from_purpose;
 
 fn req_str<'a>(record: &'a Value, key: &'static str) -> Result<&'a str, MetaError> {
     record

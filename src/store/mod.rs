@@ -12,6 +12,7 @@
 pub mod archive;
 pub mod beside;
 pub mod codec;
+mod columns;
 pub mod daemon_walks;
 pub mod group;
 pub mod ledger;

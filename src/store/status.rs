@@ -365,7 +365,7 @@ pub fn newest_record_id(conn: &Connection) -> Result<Option<i64>, StoreError> {
 /// `(state, count)` of the outbox, ordered by the state's text, from the summary rows.
 pub fn outbox_by_state(
     conn: &Connection,
-) -> Result<Vec<(crate::witness::filing::SubmissionState, u64)>, StoreError> {
+) -> Result<Vec<(crate::filing::SubmissionState, u64)>, StoreError> {
     let mut out: std::collections::BTreeMap<&'static str, _> = Default::default();
     for ((state, _, _), n) in super::summary::submissions(conn)? {
         out.entry(state.as_str()).or_insert((state, 0)).1 += n;
@@ -379,7 +379,7 @@ pub fn lanes_by_day(
     conn: &Connection,
     from_day: &str,
 ) -> Result<Vec<(String, String, u64)>, StoreError> {
-    use crate::witness::filing::AnswerKind;
+    use crate::filing::AnswerKind;
     let mut stmt = conn.prepare_cached(
         "SELECT filed_day, lane, count(*) FROM submissions \
          WHERE filed_day >= ?1 AND last_answer IN (?2, ?3) GROUP BY filed_day, lane \
@@ -436,7 +436,7 @@ pub fn neighbours(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attempt {
     pub attempted_at: String,
-    pub answer: crate::witness::filing::AnswerKind,
+    pub answer: crate::filing::AnswerKind,
     pub status: i64,
     pub body: String,
 }

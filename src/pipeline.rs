@@ -14,6 +14,7 @@ use crate::filing::{
 use crate::net::Transport;
 use crate::store::group::{GroupCommit, Then};
 use crate::store::outbox::{self, AttemptResult, NewSubmission, Submission};
+use crate::store::record_view::RecordView;
 use crate::store::task_bindings::{self, NewBinding, TaskBinding};
 use crate::store::{KeptFull, NewRecord, Store, StoreError};
 use crate::walk::{WalkOutcome, WalkRequest};
@@ -701,12 +702,11 @@ impl Pipeline {
         signed: bool,
         witness_name: &str,
     ) -> Plan {
-        let record = outcome.record();
-        let key_url = record["witness"]["key_url"].as_str();
-        let lane = Lane::of(key_url, signed);
+        let record = RecordView::read(&outcome.canonical).unwrap_or_default();
+        let lane = Lane::of(record.key_url(), signed);
         let identity = lane.identity(witness_name);
-        let purpose = record["purpose"].as_str().unwrap_or_default();
-        let base = record["base"].as_str().unwrap_or_default();
+        let purpose = record.purpose.as_deref().unwrap_or_default();
+        let base = record.base.as_deref().unwrap_or_default();
         let endpoint = lanes::endpoint_of(purpose, base);
         let mut plan = Plan {
             intake_url: intake_url.to_string(),

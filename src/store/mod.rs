@@ -19,6 +19,7 @@ pub mod ledger;
 pub mod mcp_walks;
 pub mod meta;
 pub mod outbox;
+pub mod record_view;
 pub mod schema;
 pub mod status;
 pub mod summary;

@@ -22,29 +22,14 @@ pub struct Facts {
 /// The same facts from a record's bytes, for stores older than migration 5 (opened read-only,
 /// so never migrated) and to check the SQL derivation against.
 pub fn facts_from_canonical(canonical: &[u8]) -> Facts {
-    let Ok(v) = crate::json::parse_lenient(canonical) else {
+    let Ok(v) = super::record_view::RecordView::read(canonical) else {
         return Facts::default();
     };
-    let transport_error = v["nodes"].as_array().is_some_and(|nodes| {
-        nodes.iter().any(|n| {
-            n["kind"].as_str() == Some("fetch") && n["response"]["status"].as_u64() == Some(0)
-        })
-    });
-    let failed = v["assertions"]
-        .as_array()
-        .map(|list| {
-            list.iter()
-                .filter(|a| a["result"] == serde_json::Value::Bool(false))
-                .filter_map(|a| a["claim"].as_str())
-                .map(|c| c.split(':').next().unwrap_or(c).trim().to_string())
-                .collect()
-        })
-        .unwrap_or_default();
     Facts {
-        transport_error,
-        failed,
-        witness_name: v["witness"]["name"].as_str().map(str::to_string),
-        vantage: v["witness"]["vantage"].as_str().map(str::to_string),
+        transport_error: v.transport_error(),
+        failed: v.assertion_names(super::record_view::Outcome::Failed),
+        witness_name: v.witness_name().map(str::to_string),
+        vantage: v.witness_vantage().map(str::to_string),
     }
 }
 

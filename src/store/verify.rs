@@ -5,173 +5,14 @@
 //! The per-row work (hashing, signature checks, JSON parsing) runs on worker threads; the
 //! calling thread reads rows in id order and checks the chain links, which are cheap.
 
-use super::meta::{self, RecordMeta, Verdict};
+use super::integrity::{self, KeptRow, KeyCache, StoredRow};
+use super::meta::{RecordMeta, Verdict};
 use super::{CHAIN_GENESIS, Store, StoreError, codec};
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
-use ed25519_dalek::{Signature, VerifyingKey};
-use std::fmt;
 use std::sync::{Mutex, mpsc};
 
-/// `sha256(prev || sha)` over raw 32-byte values: the next chain hash.
-pub fn chain_next(prev: &[u8; 32], sha: &[u8; 32]) -> [u8; 32] {
-    let mut buf = [0u8; 64];
-    buf[..32].copy_from_slice(prev);
-    buf[32..].copy_from_slice(sha);
-    crate::digest::sha256(buf)
-}
-
-/// Decode 64 hex characters (either case) into 32 bytes.
-pub fn decode_hex32(text: &str) -> Option<[u8; 32]> {
-    let mut out = [0u8; 32];
-    hex::decode_to_slice(text, &mut out).ok()?;
-    Some(out)
-}
-
-/// A salt must be exactly 64 lower-case hex characters (how §4.6 holds it).
-pub fn decode_salt(salt_hex: &str) -> Result<[u8; 32], String> {
-    if salt_hex.len() != 64
-        || !salt_hex
-            .bytes()
-            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-    {
-        return Err(format!(
-            "salt {salt_hex:?} is not 64 lower-case hex characters"
-        ));
-    }
-    decode_hex32(salt_hex).ok_or_else(|| format!("salt {salt_hex:?} is not hex"))
-}
-
-/// Why a signature does not check.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SignatureError {
-    #[error("the signature is not standard padded base64 of 64 bytes")]
-    SignatureEncoding,
-    #[error("the public key is not standard padded base64 of 32 bytes")]
-    KeyEncoding,
-    #[error("the public key is not a usable Ed25519 point")]
-    BadKey,
-    #[error("the Ed25519 signature does not verify over these bytes with this key")]
-    Mismatch,
-}
-
-impl SignatureError {
-    /// Whether the inputs were malformed (usage) rather than well-formed but wrong (a finding).
-    pub fn is_malformed(&self) -> bool {
-        !matches!(self, SignatureError::Mismatch)
-    }
-}
-
-/// Check a pure Ed25519 signature (RFC 8032, no pre-hash) over `bytes`; signature and key are
-/// standard padded base64 (§5). Strict verification: rejects weak keys and malleable signatures.
-pub fn check_signature(
-    bytes: &[u8],
-    signature_b64: &str,
-    public_key_b64: &str,
-) -> Result<(), SignatureError> {
-    let sig = decode_signature(signature_b64)?;
-    let key: [u8; 32] = STANDARD
-        .decode(public_key_b64)
-        .ok()
-        .and_then(|v| v.try_into().ok())
-        .ok_or(SignatureError::KeyEncoding)?;
-    let key = VerifyingKey::from_bytes(&key).map_err(|_| SignatureError::BadKey)?;
-    check_with_key(bytes, &sig, &key)
-}
-
-fn check_with_key(bytes: &[u8], sig: &[u8; 64], key: &VerifyingKey) -> Result<(), SignatureError> {
-    key.verify_strict(bytes, &Signature::from_bytes(sig))
-        .map_err(|_| SignatureError::Mismatch)
-}
-
-fn decode_signature(signature_b64: &str) -> Result<[u8; 64], SignatureError> {
-    STANDARD
-        .decode(signature_b64)
-        .ok()
-        .and_then(|v| v.try_into().ok())
-        .ok_or(SignatureError::SignatureEncoding)
-}
-
-/// Decoded keys by their base64 text: a store usually holds one or two witness keys, and
-/// decoding plus point decompression is a fair share of a verification.
-#[derive(Default)]
-struct KeyCache(std::collections::HashMap<String, Result<VerifyingKey, SignatureError>>);
-
-impl KeyCache {
-    fn check(&mut self, bytes: &[u8], sig_b64: &str, key_b64: &str) -> Result<(), SignatureError> {
-        let sig = decode_signature(sig_b64)?;
-        let key = self
-            .0
-            .entry(key_b64.to_string())
-            .or_insert_with(|| {
-                let raw: [u8; 32] = STANDARD
-                    .decode(key_b64)
-                    .ok()
-                    .and_then(|v| v.try_into().ok())
-                    .ok_or(SignatureError::KeyEncoding)?;
-                VerifyingKey::from_bytes(&raw).map_err(|_| SignatureError::BadKey)
-            })
-            .clone()?;
-        check_with_key(bytes, &sig, &key)
-    }
-}
-
-/// The kinds of problem `records verify` names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ProblemKind {
-    /// The stored bytes no longer hash to the stored sha256.
-    BytesAltered,
-    /// The stored signature does not verify over the stored bytes with the stored key.
-    SignatureInvalid,
-    /// The row's chain hash is not sha256(previous row's chain hash || its sha256): a row before
-    /// it was removed, inserted or reordered (or its sha256 column rewritten).
-    MissingOrReordered,
-    /// Row ids jump: the rows in between were deleted.
-    RowMissing,
-    /// SQLite's AUTOINCREMENT counter is past the last row: rows were deleted from the end.
-    TailMissing,
-    /// A metadata column disagrees with what the bytes say (e.g. an edited endpoint or verdict).
-    MetadataMismatch,
-    /// The kept full record no longer opens the filed record's commitment.
-    CommitmentMismatch,
-    /// A row cannot be read as a record at all (bytes not JSON, hash columns not hex...).
-    Unreadable,
-    /// An archived range's segment file is not in the archive directory given.
-    ArchiveMissing,
-}
-
-impl ProblemKind {
-    /// Stable kebab-case name printed by the CLI (scripts may match on it).
-    pub fn name(self) -> &'static str {
-        match self {
-            ProblemKind::BytesAltered => "bytes-altered",
-            ProblemKind::SignatureInvalid => "signature-invalid",
-            ProblemKind::MissingOrReordered => "missing-or-reordered",
-            ProblemKind::RowMissing => "row-missing",
-            ProblemKind::TailMissing => "tail-missing",
-            ProblemKind::MetadataMismatch => "metadata-mismatch",
-            ProblemKind::CommitmentMismatch => "commitment-mismatch",
-            ProblemKind::Unreadable => "unreadable",
-            ProblemKind::ArchiveMissing => "archive-missing",
-        }
-    }
-}
-
-impl fmt::Display for ProblemKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// One problem found at one row.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
-    /// Row id (`records.id`) where the problem shows.
-    pub row: i64,
-    pub kind: ProblemKind,
-    /// What exactly was found.
-    pub detail: String,
-}
+pub use super::integrity::{
+    Problem, ProblemKind, SignatureError, chain_next, check_signature, decode_hex32, decode_salt,
+};
 
 /// The outcome of [`verify_all`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -454,7 +295,13 @@ pub fn verify_with(
                         detail,
                     });
                 }
-                prev_chain = check_link(id, &sha256, &chain_hash, &prev_chain, &mut report);
+                prev_chain = integrity::check_link(
+                    id,
+                    &sha256,
+                    &chain_hash,
+                    &prev_chain,
+                    &mut report.problems,
+                );
                 prev_id = id;
                 let signature_b64: Option<String> = r.get(3)?;
                 if signature_b64.is_some() {
@@ -648,49 +495,8 @@ fn through_cuts(
     }
 }
 
-/// Check one chain link; returns the chain value the next row must build on (the stored one,
-/// so a single break is reported once, not at every later row).
-fn check_link(
-    id: i64,
-    sha256: &str,
-    chain_hash: &str,
-    prev: &[u8; 32],
-    report: &mut VerifyReport,
-) -> [u8; 32] {
-    let Some(sha) = decode_hex32(sha256) else {
-        report.problems.push(Problem {
-            row: id,
-            kind: ProblemKind::Unreadable,
-            detail: format!("stored sha256 {sha256:?} is not 64 hex characters"),
-        });
-        return decode_hex32(chain_hash).unwrap_or(*prev);
-    };
-    let expected = chain_next(prev, &sha);
-    match decode_hex32(chain_hash) {
-        Some(stored) if stored == expected => stored,
-        Some(stored) => {
-            report.problems.push(Problem {
-                row: id,
-                kind: ProblemKind::MissingOrReordered,
-                detail: format!(
-                    "chain hash {chain_hash} does not follow from the previous row (expected {}): a row before it was removed, inserted or reordered",
-                    hex::encode(expected)
-                ),
-            });
-            stored
-        }
-        None => {
-            report.problems.push(Problem {
-                row: id,
-                kind: ProblemKind::Unreadable,
-                detail: format!("stored chain hash {chain_hash:?} is not 64 hex characters"),
-            });
-            expected
-        }
-    }
-}
-
-/// The per-row checks that do not depend on other rows.
+/// The per-row checks that do not depend on other rows, and the row's columns against what
+/// its bytes say.
 fn check_row(mut row: RowData, keys: &mut KeyCache, problems: &mut Vec<Problem>) {
     let decoded = match &row.needs {
         Ok(needs) => codec::decode_with(std::mem::take(&mut row.canonical), needs),
@@ -707,7 +513,20 @@ fn check_row(mut row: RowData, keys: &mut KeyCache, problems: &mut Vec<Problem>)
             return;
         }
     }
-    let row = &row;
+    let stored = StoredRow {
+        id: row.id,
+        sha256: &row.sha256,
+        canonical: &row.canonical,
+        signature_b64: row.signature_b64.as_deref(),
+        public_key_b64: row.public_key_b64.as_deref(),
+        kept: row.kept_canonical.as_deref().map(|canonical| KeptRow {
+            canonical,
+            // A missing column is a mismatch like any other.
+            sha256: Some(row.kept_sha256.as_deref().unwrap_or("<null>")),
+            salt_hex: row.kept_salt.as_deref().unwrap_or_default(),
+        }),
+    };
+    let derived = integrity::check_record(&stored, keys, false, problems);
     let mut push = |kind, detail: String| {
         problems.push(Problem {
             row: row.id,
@@ -715,25 +534,6 @@ fn check_row(mut row: RowData, keys: &mut KeyCache, problems: &mut Vec<Problem>)
             detail,
         })
     };
-    let actual = crate::digest::sha256_hex(&row.canonical);
-    if actual != row.sha256 {
-        push(
-            ProblemKind::BytesAltered,
-            format!("stored bytes hash to {actual}, the row says {}", row.sha256),
-        );
-    }
-    match (&row.signature_b64, &row.public_key_b64) {
-        (Some(sig), Some(key)) => {
-            if let Err(e) = keys.check(&row.canonical, sig, key) {
-                push(ProblemKind::SignatureInvalid, e.to_string());
-            }
-        }
-        (None, None) => {}
-        _ => push(
-            ProblemKind::SignatureInvalid,
-            "a signature without its public key, or a key without its signature".into(),
-        ),
-    }
     if row.signed != row.signature_b64.is_some() {
         push(
             ProblemKind::MetadataMismatch,
@@ -748,44 +548,11 @@ fn check_row(mut row: RowData, keys: &mut KeyCache, problems: &mut Vec<Problem>)
             ),
         );
     }
-    match meta::derive_from_bytes(&row.canonical) {
-        Ok(derived) if derived == row.meta => {}
-        Ok(derived) => push(
+    if let Some(derived) = derived.filter(|d| *d != row.meta) {
+        push(
             ProblemKind::MetadataMismatch,
             meta_diff(&row.meta, &derived),
-        ),
-        Err(e) => push(ProblemKind::Unreadable, format!("not a walk record: {e}")),
-    }
-    if let Some(kept) = &row.kept_canonical {
-        // Only commitment rows pay for a full parse.
-        let parsed = crate::json::parse_lenient(&row.canonical).unwrap_or_default();
-        let commitment = parsed.get("commitment").and_then(|c| c.as_str());
-        let salt = row.kept_salt.as_deref().unwrap_or_default();
-        let kept_sha = crate::digest::sha256_hex(kept);
-        if row.kept_sha256.as_deref() != Some(kept_sha.as_str()) {
-            push(
-                ProblemKind::CommitmentMismatch,
-                format!(
-                    "kept full record bytes hash to {kept_sha}, the row says {}",
-                    row.kept_sha256.as_deref().unwrap_or("<null>")
-                ),
-            );
-        }
-        match decode_salt(salt) {
-            Err(e) => push(ProblemKind::CommitmentMismatch, e),
-            Ok(salt) => {
-                let opened = crate::digest::commitment_hex(kept, &salt);
-                if commitment != Some(opened.as_str()) {
-                    push(
-                        ProblemKind::CommitmentMismatch,
-                        format!(
-                            "sha256(kept full record || salt) is {opened}, the filed record commits to {}",
-                            commitment.unwrap_or("<nothing>")
-                        ),
-                    );
-                }
-            }
-        }
+        );
     }
 }
 

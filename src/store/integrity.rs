@@ -327,3 +327,88 @@ pub fn open_commitment(filed: &RecordView, kept: &[u8], salt_hex: &str) -> Resul
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row<'a>(canonical: &'a [u8], sha256: &'a str) -> StoredRow<'a> {
+        StoredRow {
+            id: 7,
+            sha256,
+            canonical,
+            signature_b64: None,
+            public_key_b64: None,
+            kept: None,
+        }
+    }
+
+    const REC: &[u8] = br#"{"base":"https://a.example","schema":"jidec-path-v1","walked_at":"t"}"#;
+
+    #[test]
+    fn a_row_whose_bytes_changed_or_whose_signature_is_half_is_named() {
+        let mut problems = Vec::new();
+        let mut keys = KeyCache::default();
+        let sha = crate::digest::sha256_hex(REC);
+        let meta = check_record(&row(REC, &sha), &mut keys, true, &mut problems);
+        assert_eq!(problems, []);
+        assert_eq!(meta.unwrap().origin, "https://a.example");
+
+        let mut half = row(REC, "00");
+        half.signature_b64 = Some("AAAA");
+        check_record(&half, &mut keys, false, &mut problems);
+        let kinds: Vec<_> = problems.iter().map(|p| p.kind).collect();
+        assert_eq!(
+            kinds,
+            [ProblemKind::BytesAltered, ProblemKind::SignatureInvalid]
+        );
+        assert!(
+            problems[0]
+                .detail
+                .starts_with(&format!("stored bytes hash to {sha}"))
+        );
+    }
+
+    #[test]
+    fn a_kept_record_opens_only_a_commitment_records_commitment() {
+        let kept = b"{}";
+        let salt = [7u8; 32];
+        let commitment = crate::digest::commitment_hex(kept, &salt);
+        let filed = format!(r#"{{"commitment":"{commitment}","mode":"commitment"}}"#);
+        let view = RecordView::read(filed.as_bytes()).unwrap();
+        assert_eq!(open_commitment(&view, kept, &hex::encode(salt)), Ok(()));
+        let e = open_commitment(&view, b"[]", &hex::encode(salt)).unwrap_err();
+        assert!(e.contains("but the filed record commits to"), "{e}");
+        assert!(open_commitment(&view, kept, "AB").is_err());
+        let full = RecordView::read(br#"{"commitment":"x","mode":"full"}"#).unwrap();
+        let e = open_commitment(&full, kept, &hex::encode(salt)).unwrap_err();
+        assert!(e.starts_with("only a commitment-mode record"), "{e}");
+    }
+
+    #[test]
+    fn a_link_that_does_not_follow_is_named_and_the_stored_value_carries_on() {
+        let sha = [1u8; 32];
+        let good = chain_next(&[0; 32], &sha);
+        let mut problems = Vec::new();
+        let next = check_link(
+            1,
+            &hex::encode(sha),
+            &hex::encode(good),
+            &[0; 32],
+            &mut problems,
+        );
+        assert_eq!((next, problems.len()), (good, 0));
+        let wrong = [9u8; 32];
+        let next = check_link(
+            2,
+            &hex::encode(sha),
+            &hex::encode(wrong),
+            &good,
+            &mut problems,
+        );
+        assert_eq!(next, wrong);
+        assert_eq!(problems[0].kind, ProblemKind::MissingOrReordered);
+        check_link(3, "zz", &hex::encode(wrong), &good, &mut problems);
+        assert_eq!(problems[1].kind, ProblemKind::Unreadable);
+    }
+}

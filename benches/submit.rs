@@ -2,13 +2,13 @@
 //! of 100 (issue 3's measurement). `cargo bench --bench submit`.
 
 use conduct_walker::clock::SystemClock;
+use conduct_walker::filing::SubmissionState;
 use conduct_walker::intake_emulator::{Emulator, EmulatorConfig};
 use conduct_walker::net::{NetPolicy, Transport, TransportConfig};
 use conduct_walker::pipeline::{Pipeline, PipelineConfig, WalkJob};
 use conduct_walker::sandbox::{Behaviour, SandboxAgent, SandboxCa};
 use conduct_walker::walk::{Mode, Privacy, RequestProfile, WalkRequest, Wire};
 use conduct_walker::wire::Witness;
-use conduct_walker::witness::filing::SubmissionState;
 use std::sync::Arc;
 use std::time::Instant;
 

@@ -16,6 +16,7 @@ pub mod config;
 pub mod consent;
 pub mod daemon;
 pub mod digest;
+pub mod filing;
 pub mod findings;
 pub mod intake_emulator;
 pub mod jcs;

@@ -7,18 +7,19 @@
 //! is sent again: only a 404 leads to a second POST (issue 34).
 
 use crate::clock::{Clock, walked_at as rfc3339_seconds};
+use crate::filing::lanes::{self, Lane, Limits, Usage};
+use crate::filing::{
+    self, AfterLookup, AnswerKind, Facts, Step, SubmissionState, Summary, Transition,
+};
 use crate::net::Transport;
 use crate::store::group::{GroupCommit, Then};
 use crate::store::outbox::{self, AttemptResult, NewSubmission, Submission};
+use crate::store::record_view::RecordView;
 use crate::store::task_bindings::{self, NewBinding, TaskBinding};
 use crate::store::{KeptFull, NewRecord, Store, StoreError};
 use crate::walk::{WalkOutcome, WalkRequest};
 use crate::wire::IntakeSubmission;
-use crate::witness::filing::{
-    self, AfterLookup, AnswerKind, Facts, Step, SubmissionState, Summary, Transition,
-};
 use crate::witness::intake::{self, IntakeProbe};
-use crate::witness::lanes::{self, Lane, Limits, Usage};
 use crate::witness::{Signed, sign};
 use ed25519_dalek::SigningKey;
 use std::collections::{HashMap, HashSet};
@@ -659,7 +660,7 @@ impl Pipeline {
     /// process) is returned untouched. Never fails because the ledger did: a refused
     /// destination or a transport error is stored on the row (`failed`, not resent).
     pub async fn send_task_binding(&self, id: i64) -> Result<TaskBinding, PipelineError> {
-        use crate::witness::task_bind::BindState;
+        use crate::filing::bind::BindState;
         use crate::witness::task_ledger::{self, Sent};
         let row = self
             .with_store(move |s| task_bindings::get(s.connection(), id))
@@ -711,7 +712,7 @@ impl Pipeline {
     pub async fn send_due_task_bindings(&self) -> Result<BindingDrain, PipelineError> {
         let cutoff = rfc3339_seconds(
             self.inner.clock.now()
-                - chrono::Duration::from_std(crate::witness::task_bind::INTERRUPTED_AFTER)
+                - chrono::Duration::from_std(crate::filing::bind::INTERRUPTED_AFTER)
                     .expect("a few minutes"),
         );
         let (settled, queued) = self
@@ -750,12 +751,11 @@ impl Pipeline {
         signed: bool,
         witness_name: &str,
     ) -> Plan {
-        let record = outcome.record();
-        let key_url = record["witness"]["key_url"].as_str();
-        let lane = Lane::of(key_url, signed);
+        let record = RecordView::read(&outcome.canonical).unwrap_or_default();
+        let lane = Lane::of(record.key_url(), signed);
         let identity = lane.identity(witness_name);
-        let purpose = record["purpose"].as_str().unwrap_or_default();
-        let base = record["base"].as_str().unwrap_or_default();
+        let purpose = record.purpose.as_deref().unwrap_or_default();
+        let base = record.base.as_deref().unwrap_or_default();
         let endpoint = lanes::endpoint_of(purpose, base);
         let mut plan = Plan {
             intake_url: intake_url.to_string(),
@@ -1192,19 +1192,19 @@ impl Plan {
 }
 
 /// A lookup's result in a few words, for the attempt log.
-fn lookup_words(lookup: &intake::Lookup) -> String {
+fn lookup_words(lookup: &crate::filing::answer::Lookup) -> String {
     match lookup {
-        intake::Lookup::Found { status, .. } => {
+        crate::filing::answer::Lookup::Found { status, .. } => {
             format!("found ({status}, same sha256 and bytes): filed, not sent again")
         }
-        intake::Lookup::NotFound => "404, not at the intake: sending".to_string(),
-        intake::Lookup::Failed { error, .. } => {
+        crate::filing::answer::Lookup::NotFound => "404, not at the intake: sending".to_string(),
+        crate::filing::answer::Lookup::Failed { error, .. } => {
             format!("{error}; still unknown, asked again later (not sent)")
         }
     }
 }
 
-/// The pipeline carries out what `witness::filing` decides: these run it over a real store with
+/// The pipeline carries out what `filing` decides: these run it over a real store with
 /// a transport whose address policy refuses every loopback address, so nothing leaves the
 /// process (no network), and check what each decision did to the row.
 /// The outbox row's fields for one attempt or lookup, from its transition.

@@ -12,6 +12,21 @@
 use serde::Serialize;
 use serde_json::Value;
 
+/// §4.2 the record schema.
+pub const SCHEMA: &str = "jidec-path-v1";
+/// §4.2 the purpose prefix the walker writes before the walked endpoint.
+pub const PURPOSE_PREFIX: &str = "a2a-conduct-walk-v1: ";
+
+/// The intake's `^a2a-conduct-walk-v1:\s*(\S+)` (§6.5): the walked endpoint a purpose names.
+pub fn endpoint_from_purpose(purpose: &str) -> Option<&str> {
+    // The prefix the walker writes, without its space: the intake's regex allows none or many.
+    let rest = purpose
+        .strip_prefix(PURPOSE_PREFIX.trim_end())?
+        .trim_start();
+    let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+    (end > 0).then(|| &rest[..end])
+}
+
 /// A full (or hash-only, after redaction) walk record.
 #[derive(Debug, Clone, Serialize)]
 pub struct Record {

@@ -199,7 +199,7 @@ async fn hostile_receivers_are_bounded_in_time_and_memory_and_never_count_as_del
         &Answer::Retry {
             status: Some(503),
             text: String::new(),
-            retry_after: conduct_walker::witness::intake::RetryAfter::parse("3600"),
+            retry_after: conduct_walker::filing::answer::RetryAfter::parse("3600"),
         },
         1,
         chrono::Utc::now(),

@@ -392,8 +392,8 @@ fn ledger_findings_become_one_alert_each_and_old_ones_are_not_announced() {
 /// (`filing.queued_too_long`), on the timer, from the outbox as stored; a younger one is not.
 #[test]
 fn a_record_queued_too_long_is_alerted_once_and_a_young_one_not() {
+    use conduct_walker::filing::SubmissionState;
     use conduct_walker::store::outbox::{NewSubmission, insert};
-    use conduct_walker::witness::filing::SubmissionState;
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("walker.db")).unwrap();
     let c = cfg(dir.path(), "queued_max_age_secs = 3600");

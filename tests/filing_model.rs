@@ -1,4 +1,4 @@
-//! Issue 34: the filing state machine (`witness::filing`, with the intake client's pure
+//! Issue 34: the filing state machine (`filing`, with the intake client's pure
 //! classifiers) against a model intake that loses answers, a process that is killed at any
 //! point of an attempt, lookups that fail or lie, and caps checked before the dedupe (§6.2).
 //! One row is carried out the way `Pipeline::attempt` carries it out, through the same pure
@@ -13,13 +13,13 @@
 
 use chrono::{DateTime, Duration, Utc};
 use conduct_walker::clock::walked_at;
-use conduct_walker::net::{Exchange, HttpRequest, Reached};
-use conduct_walker::witness::filing::{
+use conduct_walker::filing::lanes::{self, Lane, Limits, Usage};
+use conduct_walker::filing::{
     AfterLookup, AnswerKind, Row, Step, SubmissionState, Transition, after_lookup, classify,
     next_step,
 };
+use conduct_walker::net::{Exchange, HttpRequest, Reached};
 use conduct_walker::witness::intake::{classify_lookup, classify_reached};
-use conduct_walker::witness::lanes::{self, Lane, Limits, Usage};
 use proptest::prelude::*;
 use serde_json::json;
 

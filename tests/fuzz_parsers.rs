@@ -179,16 +179,15 @@ fn intake_answers_are_classified_with_bounded_text() {
                 "an escape code survived: {}",
                 text
             );
-            if let conduct_walker::witness::intake::Answer::Retry {
+            if let conduct_walker::filing::answer::Answer::Retry {
                 retry_after: Some(d),
                 ..
             } = answer
             {
-                let wait =
-                    conduct_walker::witness::filing::retry_after_delay(d, chrono::Utc::now());
-                prop_assert!(wait <= conduct_walker::witness::intake::MAX_RETRY_AFTER);
+                let wait = conduct_walker::filing::retry_after_delay(d, chrono::Utc::now());
+                prop_assert!(wait <= conduct_walker::filing::answer::MAX_RETRY_AFTER);
             }
-            if let conduct_walker::witness::intake::Answer::Accepted { sha, .. } = answer {
+            if let conduct_walker::filing::answer::Answer::Accepted { sha, .. } = answer {
                 prop_assert_eq!(sha, "ab");
             }
             Ok(())
@@ -203,11 +202,11 @@ fn consent_files_and_intake_self_descriptions_never_panic() {
             let _ = conduct_walker::consent::classify(&exchange(status, body.clone(), vec![]));
             if let Ok(v) = conduct_walker::json::parse_lenient(&body) {
                 let doc = json!({"limits_stated_not_hidden": v});
-                if let Some(l) = conduct_walker::witness::lanes::Limits::from_self_description(&doc)
+                if let Some(l) = conduct_walker::filing::lanes::Limits::from_self_description(&doc)
                 {
                     prop_assert!(
                         u64::from(l.daily_per_ip)
-                            <= conduct_walker::witness::lanes::MAX_SANE_DAILY_CAP
+                            <= conduct_walker::filing::lanes::MAX_SANE_DAILY_CAP
                     );
                 }
             }

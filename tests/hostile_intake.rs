@@ -8,13 +8,13 @@ mod common;
 
 use common::*;
 use conduct_walker::clock::Clock;
+use conduct_walker::filing::{AnswerKind, Outcome, SubmissionState};
 use conduct_walker::pipeline::{JobReport, Pipeline, PipelineConfig, WalkJob};
 use conduct_walker::sandbox::{
     Behaviour, HttpsServer, Req, Resp, SandboxAgent, SandboxCa, handler,
 };
 use conduct_walker::store::outbox::Submission;
 use conduct_walker::walk::{Mode, Wire};
-use conduct_walker::witness::filing::{AnswerKind, Outcome, SubmissionState};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -121,7 +121,7 @@ async fn an_overflowing_retry_after_is_clamped_not_a_panic() {
             json!({}),
         )
         .await;
-        // At most a day (conduct_walker::witness::intake::MAX_RETRY_AFTER).
+        // At most a day (conduct_walker::filing::answer::MAX_RETRY_AFTER).
         is_queued_until(&run.row, "2026-12-01T12:00:00Z");
         assert_eq!(run.row.last_status, Some(503));
     }

@@ -4,10 +4,10 @@
 
 mod store_support;
 
+use conduct_walker::filing::{AnswerKind, SubmissionState};
 use conduct_walker::store::ledger;
 use conduct_walker::store::outbox::{self, AttemptResult, NewSubmission};
 use conduct_walker::store::{Store, verify};
-use conduct_walker::witness::filing::{AnswerKind, SubmissionState};
 use store_support::*;
 
 const INTAKE: &str = "https://intake.example/witness";

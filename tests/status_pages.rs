@@ -176,7 +176,7 @@ async fn overview_shows_each_target_its_verdict_strip_and_counts_that_agree() {
         .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
         .sum();
     assert_eq!(walks_total as usize, listed);
-    let outbox: Vec<(conduct_walker::witness::filing::SubmissionState, u64)> = doc
+    let outbox: Vec<(conduct_walker::filing::SubmissionState, u64)> = doc
         .select(&sel("tr.outbox-state"))
         .map(|r| {
             (

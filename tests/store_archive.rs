@@ -766,3 +766,54 @@ fn a_record_followed_into_the_ledger_stays_until_anchored() {
     drop(store);
     assert_eq!(live_ids(&path), vec![1]);
 }
+
+/// A segment's header and its cut are dated by the clock the caller passes (the daemon's
+/// injected clock), not the machine's; every row line carries the row's columns, in canonical
+/// form, and the header names the range.
+#[test]
+fn segments_and_cuts_are_dated_by_the_given_clock_and_lines_are_canonical() {
+    let (d, path, _) = store_of(20);
+    let archives = d.path().join("archive");
+    let store = Store::open(&path).unwrap();
+    let report = store
+        .archive(
+            &archives,
+            Retention {
+                all_days: Some(10),
+                unfiled_days: None,
+            },
+            day(20),
+            false,
+        )
+        .unwrap();
+    assert_eq!(report.archived(), 10);
+    drop(store);
+    let file = segment_files(&archives).remove(0);
+    let mut text = String::new();
+    zstd::stream::read::Decoder::new(std::fs::File::open(&file).unwrap())
+        .unwrap()
+        .read_to_string(&mut text)
+        .unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let header: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(header["created_at"], "2026-09-26T00:00:00Z");
+    assert_eq!(header["first_row"], 1);
+    assert_eq!(header["last_row"], 10);
+    assert_eq!(header["count"], 10);
+    for line in &lines {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(
+            conduct_walker::canonical::to_bytes(&v),
+            line.as_bytes(),
+            "{line}"
+        );
+    }
+    let row: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
+    assert_eq!(row["row"], 1);
+    assert!(row["record_canonical"].as_str().unwrap().starts_with('{'));
+    let cut_created: String = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row("SELECT created_at FROM record_cuts", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(cut_created, "2026-09-26T00:00:00.000Z");
+}

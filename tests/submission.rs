@@ -5,6 +5,8 @@ mod common;
 
 use common::*;
 use conduct_walker::clock::{Clock, ManualClock};
+use conduct_walker::filing::answer::Answer;
+use conduct_walker::filing::{AnswerKind, SubmissionState};
 use conduct_walker::intake_emulator::{
     Emulator, EmulatorConfig, Limits as EmulatorLimits, RunningEmulator,
 };
@@ -13,8 +15,7 @@ use conduct_walker::pipeline::{Pipeline, PipelineConfig, WalkJob};
 use conduct_walker::sandbox::{Behaviour, HttpsServer, Resp, SandboxAgent, SandboxCa, handler};
 use conduct_walker::walk::{Mode, Privacy, Wire};
 use conduct_walker::wire::IntakeSubmission;
-use conduct_walker::witness::filing::{AnswerKind, SubmissionState};
-use conduct_walker::witness::intake::{self, Answer};
+use conduct_walker::witness::intake;
 use ed25519_dalek::SigningKey;
 use serde_json::json;
 use std::sync::Arc;

@@ -8,13 +8,14 @@ mod common;
 mod daemon_support;
 mod provision_support;
 
+use conduct_walker::filing::bind::BindState;
 use conduct_walker::intake_emulator::{Emulator, EmulatorConfig, RunningEmulator};
 use conduct_walker::net::{NetPolicy, Transport, TransportConfig};
 use conduct_walker::pipeline::{Pipeline, PipelineConfig, WalkJob};
 use conduct_walker::sandbox::{HttpsServer, Req, Resp, SandboxAgent, SandboxCa, scenario};
 use conduct_walker::store::task_bindings::TaskBinding;
 use conduct_walker::walk::{Mode, Wire};
-use conduct_walker::witness::task_bind::{self, BindState, Observation};
+use conduct_walker::witness::task_bind::{self, Observation};
 use ed25519_dalek::SigningKey;
 use serde_json::{Value, json};
 use std::io::Write;

@@ -7,7 +7,7 @@
 //! not counted against the cap.
 
 use super::alert_id;
-use crate::witness::lanes::utc_day;
+use crate::filing::lanes::utc_day;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 

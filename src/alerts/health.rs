@@ -3,8 +3,8 @@
 //! every restart) plans one alert: the outbox keeps one row per id.
 
 use super::alert_id;
-use crate::witness::filing::{AnswerKind, Transition};
-use crate::witness::lanes::{Lane, Limits, Usage, has_room, utc_day};
+use crate::filing::lanes::{Lane, Limits, Usage, has_room, utc_day};
+use crate::filing::{AnswerKind, Transition};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 

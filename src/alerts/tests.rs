@@ -7,7 +7,7 @@ use super::incident::{
     Triggers, WalkResult,
 };
 use super::payload::{AlertPayload, SCHEMA_VERSION};
-use crate::witness::filing::{AnswerKind, SubmissionState, Transition as FilingTransition};
+use crate::filing::{AnswerKind, SubmissionState, Transition as FilingTransition};
 use chrono::{DateTime, Duration, TimeZone, Utc};
 
 const SHA: &str = "ab12";
@@ -830,7 +830,7 @@ fn filing_and_health_triggers_table() {
     );
 
     // The same from the filing's lane arithmetic (spec caps: 5 per address lane, 500 a day).
-    use crate::witness::lanes::{Lane, Limits, Usage};
+    use crate::filing::lanes::{Lane, Limits, Usage};
     let limits = Limits::default();
     let lane_key = |u: Usage, lane: &Lane| {
         health::lane_exhausted_by_limits("https://i", &limits, lane, u, now).map(|p| {

@@ -54,7 +54,7 @@ fn list(db: &DbArg, as_json: bool) -> anyhow::Result<ExitCode> {
         }
     }
     if !as_json {
-        use crate::witness::filing::SubmissionState;
+        use crate::filing::SubmissionState;
         let count = |state| rows.iter().filter(|(_, r)| r.state == state).count();
         println!(
             "{} unsettled submission(s), {} queued, {} waiting for a lookup (sent, the intake's answer lost: asked before any resend); `conduct-walker outbox drain --db {}` files what is due",
@@ -88,7 +88,7 @@ fn row_line(sha: &str, r: &Submission) -> String {
         (None, _, Some(error)) => line.push_str(&format!("  last error: {error}")),
         (None, _, None) => {}
     }
-    if r.state == crate::witness::filing::SubmissionState::Sending {
+    if r.state == crate::filing::SubmissionState::Sending {
         // Why it waits, and for what: the intake is asked before anything is sent again.
         line.push_str(&format!("  {}", r.summary().short));
     }

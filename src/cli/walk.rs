@@ -419,7 +419,7 @@ pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if let Some(sub) = &submission
-        && sub.summary().outcome == crate::witness::filing::Outcome::Refused
+        && sub.summary().outcome == crate::filing::Outcome::Refused
     {
         eprintln!(
             "conduct-walker: the intake refused this record permanently: {}",
@@ -439,7 +439,7 @@ async fn send_binding(
     pipeline: &Pipeline,
     b: crate::store::task_bindings::TaskBinding,
 ) -> anyhow::Result<crate::store::task_bindings::TaskBinding> {
-    if b.state != crate::witness::task_bind::BindState::Queued {
+    if b.state != crate::filing::bind::BindState::Queued {
         return Ok(b);
     }
     let sent = pipeline.send_task_binding(b.id).await?;
@@ -449,7 +449,7 @@ async fn send_binding(
 
 /// Where a task binding stands, with the ledger's answer when there is one.
 pub fn binding_lines(b: &crate::store::task_bindings::TaskBinding) -> String {
-    use crate::witness::task_bind::BindState;
+    use crate::filing::bind::BindState;
     if b.state == BindState::Skipped {
         return format!(
             "task binding skipped: {}\n",
@@ -476,7 +476,7 @@ pub fn binding_lines(b: &crate::store::task_bindings::TaskBinding) -> String {
 /// Where a submission stayed queued: how a witness without the daemon retries it.
 /// A row whose answer was lost waits for a lookup instead (issue 34).
 fn queued_hint(s: &SubmissionReport, db: &std::path::Path) -> Option<String> {
-    use crate::witness::filing::SubmissionState;
+    use crate::filing::SubmissionState;
     match s.state {
         SubmissionState::Queued => Some(format!(
             "  queued in {0}: `conduct-walker outbox drain --db {0}` files it once it is due (the daemon does so by itself)",
@@ -999,7 +999,7 @@ pub async fn reveal(args: RevealArgs) -> anyhow::Result<ExitCode> {
     let filed = report
         .submission
         .as_ref()
-        .is_some_and(|s| s.state == crate::witness::filing::SubmissionState::Filed);
+        .is_some_and(|s| s.state == crate::filing::SubmissionState::Filed);
     Ok(ExitCode::from(if filed {
         super::EXIT_OK
     } else {

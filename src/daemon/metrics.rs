@@ -40,18 +40,9 @@ impl RecordTally {
 
 /// Names of the assertions whose `result` is false (the name is the claim's text before `:`).
 pub fn failed_assertions(canonical: &[u8]) -> Vec<String> {
-    let Ok(v) = crate::json::parse_lenient(canonical) else {
-        return Vec::new();
-    };
-    v.get("assertions")
-        .and_then(|a| a.as_array())
-        .map(|list| {
-            list.iter()
-                .filter(|a| a.get("result") == Some(&serde_json::Value::Bool(false)))
-                .filter_map(|a| a.get("claim")?.as_str())
-                .map(|c| c.split(':').next().unwrap_or(c).trim().to_string())
-                .collect()
-        })
+    use crate::store::record_view::{Outcome, RecordView};
+    RecordView::read(canonical)
+        .map(|v| v.assertion_names(Outcome::Failed))
         .unwrap_or_default()
 }
 

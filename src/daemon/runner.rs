@@ -15,7 +15,7 @@ pub struct JobDone {
     /// `PASS` or `FAIL` (none for a commitment record).
     pub outcome: Option<String>,
     /// Where its submission stands, when the target submits.
-    pub submission: Option<crate::witness::filing::SubmissionState>,
+    pub submission: Option<crate::filing::SubmissionState>,
 }
 
 /// Why a job produced no record. `store_unwritable` says the store refused the write (disk full,
@@ -52,9 +52,9 @@ pub struct RunnerStatus {
     /// (answer kind, count).
     pub submissions_by_answer: Vec<(String, u64)>,
     /// (where submissions stand, count): the outcome every face shows.
-    pub submissions_by_outcome: Vec<(crate::witness::filing::Outcome, u64)>,
+    pub submissions_by_outcome: Vec<(crate::filing::Outcome, u64)>,
     /// Lookups (`GET <intake>/<sha256>`) by result: found, not_found, lookup_failed.
-    pub lookups_by_result: Vec<(crate::witness::filing::AnswerKind, u64)>,
+    pub lookups_by_result: Vec<(crate::filing::AnswerKind, u64)>,
 }
 
 /// Runs the work of one fire and the periodic outbox drain. Errors are texts for the log and
@@ -90,7 +90,7 @@ pub trait JobRunner: Send + Sync + 'static {
     }
 
     /// The limits each intake stated so far (for the status pages' lane caps).
-    fn stated_limits(&self) -> Vec<(String, crate::witness::lanes::Limits)> {
+    fn stated_limits(&self) -> Vec<(String, crate::filing::lanes::Limits)> {
         Vec::new()
     }
 }
@@ -174,7 +174,7 @@ impl JobRunner for crate::pipeline::Pipeline {
         })
     }
 
-    fn stated_limits(&self) -> Vec<(String, crate::witness::lanes::Limits)> {
+    fn stated_limits(&self) -> Vec<(String, crate::filing::lanes::Limits)> {
         crate::pipeline::Pipeline::stated_limits(self)
     }
 
@@ -190,7 +190,7 @@ fn spawn_task_binding(
     binding: &crate::store::task_bindings::TaskBinding,
     target: &str,
 ) {
-    use crate::witness::task_bind::BindState;
+    use crate::filing::bind::BindState;
     let (id, target) = (binding.id, target.to_string());
     if binding.state != BindState::Queued {
         tracing::info!(target = %target, binding = %binding.describe(), "task binding");

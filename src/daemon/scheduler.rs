@@ -351,7 +351,7 @@ struct Ended {
     state: &'static str,
     sha256: Option<String>,
     record_id: Option<i64>,
-    submission: Option<crate::witness::filing::SubmissionState>,
+    submission: Option<crate::filing::SubmissionState>,
     detail: Option<String>,
 }
 

@@ -77,7 +77,7 @@ fn submission_schema() -> Value {
         "properties": {
             "answer": {
                 "type": "string",
-                "enum": crate::witness::filing::Outcome::ALL,
+                "enum": crate::filing::Outcome::ALL,
             },
             "state": { "type": "string" },
             "intake_url": { "type": "string" },

@@ -6,12 +6,12 @@ use super::tools::{self, Args, quote};
 use super::{State, answer_text};
 use crate::consent::{self, Consent};
 use crate::digest::sha256_hex;
+use crate::filing::lanes::{self, Lane, Limits};
 use crate::pipeline::{Stage, WalkJob};
 use crate::store::outbox::Submission;
 use crate::store::{Store, StoreError};
 use crate::walk::{Mode, Privacy, RequestProfile, WalkOutcome, WalkRequest, Wire};
 use crate::wire::Witness;
-use crate::witness::lanes::{self, Lane, Limits};
 use rmcp::RoleServer;
 use rmcp::model::{CallToolResult, JsonObject, ProgressNotificationParam};
 use rmcp::service::RequestContext;
@@ -188,7 +188,7 @@ pub(super) async fn witness_walk(
         None
     };
     let task_binding = match report.task_binding.clone() {
-        Some(b) if b.state == crate::witness::task_bind::BindState::Queued => Some(
+        Some(b) if b.state == crate::filing::bind::BindState::Queued => Some(
             state
                 .pipeline
                 .send_task_binding(b.id)

@@ -4,9 +4,9 @@
 //! history; a store older than migration 7 (pages open read-only) shows nothing here.
 
 use super::links::record_href;
+use crate::filing::SubmissionState;
 use crate::store::StoreError;
 use crate::store::ledger::{self as lstore, Finding, FollowRow, IntakeState, ResponsesVersion};
-use crate::witness::filing::SubmissionState;
 use maud::{Markup, html};
 use rusqlite::Connection;
 

@@ -20,8 +20,8 @@ pub mod strips;
 pub mod svg;
 pub mod view;
 
+use crate::filing::lanes::Limits;
 use crate::store::{Store, StoreError};
-use crate::witness::lanes::Limits;
 use axum::Router;
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};

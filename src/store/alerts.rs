@@ -8,7 +8,7 @@
 //! functions take and give any (de)serialisable value, so the store knows nothing of them.
 
 use super::StoreError;
-use crate::witness::filing::SubmissionState;
+use crate::filing::SubmissionState;
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 

@@ -23,14 +23,13 @@
 //! (the last four only when present). `zstd -dc FILE | tail -n +2` gives lines that
 //! `records import` reads as any export; `record_canonical` is the record's exact bytes.
 
-use super::verify::{Problem, ProblemKind, chain_next, decode_hex32};
-use super::{
-    CHAIN_GENESIS, KeptFull, NewRecord, Store, StoreError, codec, insert_row, prepare, verify,
-};
-use crate::witness::filing::SubmissionState;
+use super::integrity::{self, KeptRow, KeyCache, Problem, ProblemKind, StoredRow, decode_hex32};
+use super::{CHAIN_GENESIS, KeptFull, NewRecord, Store, StoreError, codec, insert_row, prepare};
+use crate::filing::SubmissionState;
 use rusqlite::{Connection, OptionalExtension, params};
-use serde_json::{Map, Value};
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use std::borrow::Cow;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
@@ -40,6 +39,68 @@ pub const SEGMENT_KIND: &str = "conduct-walker records segment";
 pub const MAX_SEGMENT: i64 = 10_000;
 /// zstd level of segment files: written once, read rarely.
 const SEGMENT_LEVEL: i32 = 9;
+
+/// A segment's first line. Fields in code point order, as the canonical writer streams them;
+/// read back, each is optional so a file that is not a segment is told apart, not refused.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct SegmentHeader<'a> {
+    #[serde(borrow)]
+    archive: Option<Cow<'a, str>>,
+    count: Option<i64>,
+    #[serde(borrow)]
+    created_at: Option<Cow<'a, str>>,
+    first_row: Option<i64>,
+    #[serde(borrow)]
+    last_chain: Option<Cow<'a, str>>,
+    last_row: Option<i64>,
+    #[serde(borrow)]
+    prev_chain: Option<Cow<'a, str>>,
+    version: Option<i64>,
+}
+
+/// One row's line of a segment (fields in code point order; absent ones are left out).
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct SegmentLine<'a> {
+    #[serde(borrow)]
+    chain_hash: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    inserted_at: Option<Cow<'a, str>>,
+    #[serde(borrow, skip_serializing_if = "Option::is_none")]
+    kept_full_canonical: Option<Cow<'a, str>>,
+    #[serde(borrow, skip_serializing_if = "Option::is_none")]
+    kept_salt_hex: Option<Cow<'a, str>>,
+    #[serde(borrow, skip_serializing_if = "Option::is_none")]
+    public_key_ed25519_b64: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    record_canonical: Option<Cow<'a, str>>,
+    row: Option<i64>,
+    #[serde(borrow)]
+    sha256: Option<Cow<'a, str>>,
+    #[serde(borrow, skip_serializing_if = "Option::is_none")]
+    signature_ed25519_b64: Option<Cow<'a, str>>,
+}
+
+/// A segment line read as `T`: strict JSON first (borrowing), else through the lenient parser.
+fn read_line<'a, T: Deserialize<'a>>(text: &'a [u8]) -> Result<T, String> {
+    match serde_json::from_slice(text) {
+        Ok(v) => Ok(v),
+        Err(strict) => {
+            let value =
+                crate::json::parse_lenient(text).map_err(|e| format!("line is not JSON: {e}"))?;
+            if !value.is_object() {
+                return Err("line is not a JSON object".into());
+            }
+            T::deserialize(value).map_err(|_| format!("line is not a segment line: {strict}"))
+        }
+    }
+}
+
+/// One line of canonical JSON.
+fn canonical_line<T: Serialize>(value: &T) -> Vec<u8> {
+    let mut line = crate::canonical::to_bytes_of(value);
+    line.push(b'\n');
+    line
+}
 
 /// How long to keep what; `None` keeps forever. Both off is the default: nothing is archived.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -331,8 +392,8 @@ fn sync_dir(dir: &Path) -> Result<(), StoreError> {
 fn write_segment(
     conn: &Connection,
     dir: &Path,
-    first: i64,
-    last: i64,
+    (first, last): (i64, i64),
+    now: chrono::DateTime<chrono::Utc>,
 ) -> Result<Written, StoreError> {
     let prev_chain = chain_before(conn, first)?;
     let (last_sha, last_chain): (String, String) = conn.query_row(
@@ -358,21 +419,17 @@ fn write_segment(
         hash: Sha256::new(),
     };
     let mut z = zstd::stream::write::Encoder::new(hashing, SEGMENT_LEVEL).map_err(werr())?;
-    let mut header = Map::new();
-    header.insert("archive".into(), Value::from(SEGMENT_KIND));
-    header.insert("version".into(), Value::from(1));
-    header.insert("first_row".into(), Value::from(first));
-    header.insert("last_row".into(), Value::from(last));
-    header.insert("count".into(), Value::from(last - first + 1));
-    header.insert("prev_chain".into(), Value::from(prev_chain.clone()));
-    header.insert("last_chain".into(), Value::from(last_chain.clone()));
-    header.insert(
-        "created_at".into(),
-        Value::from(chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()),
-    );
-    let mut line = crate::canonical::to_bytes(&Value::Object(header));
-    line.push(b'\n');
-    z.write_all(&line).map_err(werr())?;
+    let header = SegmentHeader {
+        archive: Some(SEGMENT_KIND.into()),
+        version: Some(1),
+        first_row: Some(first),
+        last_row: Some(last),
+        count: Some(last - first + 1),
+        prev_chain: Some(prev_chain.as_str().into()),
+        last_chain: Some(last_chain.as_str().into()),
+        created_at: Some(now.format("%Y-%m-%dT%H:%M:%SZ").to_string().into()),
+    };
+    z.write_all(&canonical_line(&header)).map_err(werr())?;
     let mut first_pair = None;
     let mut n = 0i64;
     {
@@ -401,27 +458,23 @@ fn write_segment(
                     StoreError::Batch(format!("row {id}: the stored bytes are not UTF-8"))
                 })
             };
-            let mut obj = Map::new();
-            obj.insert("row".into(), Value::from(id));
-            obj.insert("sha256".into(), Value::from(sha.clone()));
-            obj.insert("chain_hash".into(), Value::from(chain.clone()));
-            obj.insert("inserted_at".into(), Value::from(r.get::<_, String>(3)?));
-            obj.insert("record_canonical".into(), Value::from(text(canonical)?));
-            if let Some(sig) = r.get::<_, Option<String>>(5)? {
-                obj.insert("signature_ed25519_b64".into(), Value::from(sig));
-            }
-            if let Some(key) = r.get::<_, Option<String>>(6)? {
-                obj.insert("public_key_ed25519_b64".into(), Value::from(key));
-            }
-            if let Some(kept) = r.get::<_, Option<Vec<u8>>>(7)? {
-                obj.insert("kept_full_canonical".into(), Value::from(text(kept)?));
-            }
-            if let Some(salt) = r.get::<_, Option<String>>(8)? {
-                obj.insert("kept_salt_hex".into(), Value::from(salt));
-            }
-            let mut line = crate::canonical::to_bytes(&Value::Object(obj));
-            line.push(b'\n');
-            z.write_all(&line).map_err(werr())?;
+            let inserted_at: String = r.get(3)?;
+            let signature: Option<String> = r.get(5)?;
+            let key: Option<String> = r.get(6)?;
+            let kept = r.get::<_, Option<Vec<u8>>>(7)?.map(text).transpose()?;
+            let salt: Option<String> = r.get(8)?;
+            let line = SegmentLine {
+                row: Some(id),
+                sha256: Some(sha.as_str().into()),
+                chain_hash: Some(chain.as_str().into()),
+                inserted_at: Some(inserted_at.into()),
+                record_canonical: Some(text(canonical)?.into()),
+                signature_ed25519_b64: signature.map(Cow::Owned),
+                public_key_ed25519_b64: key.map(Cow::Owned),
+                kept_full_canonical: kept.map(Cow::Owned),
+                kept_salt_hex: salt.map(Cow::Owned),
+            };
+            z.write_all(&canonical_line(&line)).map_err(werr())?;
             if first_pair.is_none() {
                 first_pair = Some((sha, chain));
             }
@@ -511,9 +564,9 @@ impl Store {
             if stop() {
                 break;
             }
-            let written = write_segment(conn, dir, first, last)?;
+            let written = write_segment(conn, dir, (first, last), now)?;
             let path = dir.join(&written.name);
-            if self.cut(first, last, &written)? {
+            if self.cut(first, last, &written, now)? {
                 report.segments.push(Segment {
                     first_id: first,
                     last_id: last,
@@ -532,7 +585,13 @@ impl Store {
     /// The delete transaction of one segment: re-check the rows under the write lock, write the
     /// cut, delete the rows. False (nothing changed) when a row is no longer prunable or no
     /// longer what was written.
-    fn cut(&self, first: i64, last: i64, w: &Written) -> Result<bool, StoreError> {
+    fn cut(
+        &self,
+        first: i64,
+        last: i64,
+        w: &Written,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<bool, StoreError> {
         let conn = &self.conn;
         // Fires, submissions and facts keep pointing at archived rows (their ids come back with
         // `records import`); foreign keys cannot be deferred past a commit, so they are off for
@@ -581,9 +640,7 @@ impl Store {
                     w.last.1,
                     w.name,
                     w.file_sha256,
-                    chrono::Utc::now()
-                        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
-                        .to_string(),
+                    now.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
                 ],
             )?;
             conn.execute(
@@ -662,16 +719,12 @@ pub struct SegmentCheck {
     pub problems: Vec<Problem>,
 }
 
-fn str_field(obj: &Map<String, Value>, key: &str) -> Option<String> {
-    obj.get(key).and_then(Value::as_str).map(str::to_string)
-}
-
 /// Read a segment line by line: the header, then each row, handed to `each`. An unreadable file
 /// or line is a problem at the row it concerns.
 fn read_segment(
     path: &Path,
     cut: &Cut,
-    mut header: impl FnMut(&Map<String, Value>),
+    mut header: impl FnMut(&SegmentHeader),
     mut each: impl FnMut(i64, Result<ArchivedRow, String>),
 ) -> Result<(), String> {
     let file =
@@ -695,13 +748,10 @@ fn read_segment(
             return Ok(());
         }
         let text = line.strip_suffix(b"\n").unwrap_or(&line);
-        let value = crate::json::parse_lenient(text);
         if first {
             first = false;
-            match value.ok().as_ref().and_then(Value::as_object) {
-                Some(h) if h.get("archive").and_then(Value::as_str) == Some(SEGMENT_KIND) => {
-                    header(h)
-                }
+            match read_line::<SegmentHeader>(text) {
+                Ok(h) if h.archive.as_deref() == Some(SEGMENT_KIND) => header(&h),
                 _ => {
                     return Err(format!(
                         "{} does not start with a segment header",
@@ -711,77 +761,66 @@ fn read_segment(
             }
             continue;
         }
-        let row = (|| {
-            let value = value.map_err(|e| format!("line is not JSON: {e}"))?;
-            let obj = value.as_object().ok_or("line is not a JSON object")?;
-            let id = obj
-                .get("row")
-                .and_then(Value::as_i64)
-                .ok_or("line has no row number")?;
-            let need = |k: &str| str_field(obj, k).ok_or(format!("row {id} has no {k}"));
-            let kept_full = match (
-                str_field(obj, "kept_full_canonical"),
-                str_field(obj, "kept_salt_hex"),
-            ) {
-                (Some(k), Some(salt_hex)) => Some(KeptFull {
-                    canonical: k.into_bytes(),
-                    salt_hex,
-                }),
-                (None, None) => None,
-                _ => return Err(format!("row {id} has half a kept full record")),
-            };
-            Ok(ArchivedRow {
-                id,
-                sha256: need("sha256")?,
-                chain_hash: need("chain_hash")?,
-                inserted_at: need("inserted_at")?,
-                record: NewRecord {
-                    canonical: need("record_canonical")?.into_bytes(),
-                    signature_b64: str_field(obj, "signature_ed25519_b64"),
-                    public_key_b64: str_field(obj, "public_key_ed25519_b64"),
-                    kept_full,
-                },
-            })
-        })();
-        each(expected, row);
+        each(
+            expected,
+            read_line::<SegmentLine>(text).and_then(archived_row),
+        );
         expected += 1;
     }
 }
 
-/// Re-verify a segment against its cut: the header, every row's sha256, signature and kept
-/// commitment, row numbers, and the chain from the cut's `prev_chain` to its `last_chain`. Every
-/// problem names the row and the file.
+/// A row's line as the row it archives, or what it lacks.
+fn archived_row(line: SegmentLine) -> Result<ArchivedRow, String> {
+    let id = line.row.ok_or("line has no row number")?;
+    let need =
+        |v: Option<Cow<str>>, k: &str| v.map(Cow::into_owned).ok_or(format!("row {id} has no {k}"));
+    let kept_full = match (line.kept_full_canonical, line.kept_salt_hex) {
+        (Some(k), Some(salt_hex)) => Some(KeptFull {
+            canonical: k.into_owned().into_bytes(),
+            salt_hex: salt_hex.into_owned(),
+        }),
+        (None, None) => None,
+        _ => return Err(format!("row {id} has half a kept full record")),
+    };
+    Ok(ArchivedRow {
+        id,
+        sha256: need(line.sha256, "sha256")?,
+        chain_hash: need(line.chain_hash, "chain_hash")?,
+        inserted_at: need(line.inserted_at, "inserted_at")?,
+        record: NewRecord {
+            canonical: need(line.record_canonical, "record_canonical")?.into_bytes(),
+            signature_b64: line.signature_ed25519_b64.map(Cow::into_owned),
+            public_key_b64: line.public_key_ed25519_b64.map(Cow::into_owned),
+            kept_full,
+        },
+    })
+}
+
+/// Whether a segment's header describes its cut.
+fn header_matches(h: &SegmentHeader, cut: &Cut) -> bool {
+    h.first_row == Some(cut.first_id)
+        && h.last_row == Some(cut.last_id)
+        && h.count == Some(cut.count)
+        && h.prev_chain.as_deref() == Some(cut.prev_chain.as_str())
+        && h.last_chain.as_deref() == Some(cut.last_chain.as_str())
+}
+
+/// Re-verify a segment against its cut: the header, every row's sha256, signature, form and
+/// kept commitment, row numbers, and the chain from the cut's `prev_chain` to its `last_chain`
+/// (the checks of [`integrity`], as `records verify` runs them on live rows). Every problem
+/// names the row and the file.
 pub fn check_segment(path: &Path, cut: &Cut) -> SegmentCheck {
     let mut out = SegmentCheck::default();
-    let file = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
     let mut problems = Vec::new();
-    let mut push = |row: i64, kind: ProblemKind, detail: String| {
-        problems.push(Problem {
-            row,
-            kind,
-            detail: format!("in archive {file}: {detail}"),
-        })
-    };
     let mut prev = decode_hex32(&cut.prev_chain).unwrap_or(CHAIN_GENESIS);
     let mut last_seen: Option<(i64, String)> = None;
     let mut header_problem = None;
-    let mut rows = 0u64;
-    let mut signed = 0u64;
+    let mut keys = KeyCache::default();
     let read = read_segment(
         path,
         cut,
         |h| {
-            let num = |k: &str| h.get(k).and_then(Value::as_i64);
-            let text = |k: &str| h.get(k).and_then(Value::as_str).map(str::to_string);
-            if num("first_row") != Some(cut.first_id)
-                || num("last_row") != Some(cut.last_id)
-                || num("count") != Some(cut.count)
-                || text("prev_chain").as_deref() != Some(cut.prev_chain.as_str())
-                || text("last_chain").as_deref() != Some(cut.last_chain.as_str())
-            {
+            if !header_matches(h, cut) {
                 header_problem = Some(format!(
                     "its header does not describe the cut (rows {} to {}, chain {} to {})",
                     cut.first_id, cut.last_id, cut.prev_chain, cut.last_chain
@@ -789,109 +828,98 @@ pub fn check_segment(path: &Path, cut: &Cut) -> SegmentCheck {
             }
         },
         |expected, row| {
-            rows += 1;
+            out.rows += 1;
             let row = match row {
                 Ok(r) => r,
                 Err(e) => {
-                    push(expected, ProblemKind::Unreadable, e);
+                    problems.push(Problem {
+                        row: expected,
+                        kind: ProblemKind::Unreadable,
+                        detail: e,
+                    });
                     return;
                 }
             };
             if row.id != expected {
-                push(
-                    expected,
-                    ProblemKind::MissingOrReordered,
-                    format!("row {} stands where row {expected} should", row.id),
-                );
+                problems.push(Problem {
+                    row: expected,
+                    kind: ProblemKind::MissingOrReordered,
+                    detail: format!("row {} stands where row {expected} should", row.id),
+                });
             }
-            let actual = crate::digest::sha256_hex(&row.record.canonical);
-            if actual != row.sha256 {
-                push(
-                    row.id,
-                    ProblemKind::BytesAltered,
-                    format!(
-                        "the record hashes to {actual}, the archive says {}",
-                        row.sha256
-                    ),
-                );
+            let rec = &row.record;
+            if rec.signature_b64.is_some() && rec.public_key_b64.is_some() {
+                out.signed += 1;
             }
-            let sha = decode_hex32(&row.sha256).unwrap_or_default();
-            let next = chain_next(&prev, &sha);
-            match decode_hex32(&row.chain_hash) {
-                Some(stored) if stored == next => prev = stored,
-                Some(stored) => {
-                    push(
-                        row.id,
-                        ProblemKind::MissingOrReordered,
-                        format!(
-                            "chain hash {} does not follow from the row before (expected {})",
-                            row.chain_hash,
-                            hex::encode(next)
-                        ),
-                    );
-                    prev = stored;
-                }
-                None => {
-                    push(
-                        row.id,
-                        ProblemKind::Unreadable,
-                        format!("chain hash {:?} is not 64 hex characters", row.chain_hash),
-                    );
-                    prev = next;
-                }
-            }
-            if let (Some(sig), Some(key)) = (&row.record.signature_b64, &row.record.public_key_b64)
-            {
-                signed += 1;
-                if let Err(e) = verify::check_signature(&row.record.canonical, sig, key) {
-                    push(row.id, ProblemKind::SignatureInvalid, e.to_string());
-                }
-            }
-            // The record must still be a walk record in canonical form, and its kept record
-            // must open its commitment: what the store checks before storing anything.
-            if actual == row.sha256
-                && let Err(e) = prepare(&NewRecord {
-                    signature_b64: None,
-                    public_key_b64: None,
-                    ..row.record.clone()
-                })
-            {
-                let kind = match e {
-                    StoreError::KeptFull(_) => ProblemKind::CommitmentMismatch,
-                    _ => ProblemKind::Unreadable,
-                };
-                push(row.id, kind, e.to_string());
-            }
+            integrity::check_record(&stored_row(&row), &mut keys, true, &mut problems);
+            prev =
+                integrity::check_link(row.id, &row.sha256, &row.chain_hash, &prev, &mut problems);
             last_seen = Some((row.id, hex::encode(prev)));
         },
     );
     if let Err(e) = read {
-        push(cut.first_id, ProblemKind::Unreadable, e);
+        problems.push(Problem {
+            row: cut.first_id,
+            kind: ProblemKind::Unreadable,
+            detail: e,
+        });
     }
     if let Some(h) = header_problem {
-        push(cut.first_id, ProblemKind::MissingOrReordered, h);
+        problems.push(Problem {
+            row: cut.first_id,
+            kind: ProblemKind::MissingOrReordered,
+            detail: h,
+        });
     }
+    if let Some(p) = segment_end_problem(last_seen, cut) {
+        problems.push(p);
+    }
+    let file = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    for p in &mut problems {
+        p.detail = format!("in archive {file}: {}", p.detail);
+    }
+    problems.sort_by_key(|p| (p.row, p.kind));
+    out.problems = problems;
+    out
+}
+
+fn stored_row(row: &ArchivedRow) -> StoredRow<'_> {
+    let rec = &row.record;
+    StoredRow {
+        id: row.id,
+        sha256: &row.sha256,
+        canonical: &rec.canonical,
+        signature_b64: rec.signature_b64.as_deref(),
+        public_key_b64: rec.public_key_b64.as_deref(),
+        kept: rec.kept_full.as_ref().map(|k| KeptRow {
+            canonical: &k.canonical,
+            sha256: None,
+            salt_hex: &k.salt_hex,
+        }),
+    }
+}
+
+/// The segment must end where its cut does: at its last row, in its last chain value.
+fn segment_end_problem(last_seen: Option<(i64, String)>, cut: &Cut) -> Option<Problem> {
     match last_seen {
-        Some((id, chain)) if id == cut.last_id && chain == cut.last_chain => {}
-        Some((id, chain)) => push(
-            cut.last_id,
-            ProblemKind::MissingOrReordered,
-            format!(
+        Some((id, chain)) if id == cut.last_id && chain == cut.last_chain => None,
+        Some((id, chain)) => Some(Problem {
+            row: cut.last_id,
+            kind: ProblemKind::MissingOrReordered,
+            detail: format!(
                 "the archive ends at row {id} with chain hash {chain}, but the cut ends at row {} with {}",
                 cut.last_id, cut.last_chain
             ),
-        ),
-        None => push(
-            cut.first_id,
-            ProblemKind::RowMissing,
-            "the archive holds no rows".into(),
-        ),
+        }),
+        None => Some(Problem {
+            row: cut.first_id,
+            kind: ProblemKind::RowMissing,
+            detail: "the archive holds no rows".into(),
+        }),
     }
-    out.rows = rows;
-    out.signed = signed;
-    out.problems = problems;
-    out.problems.sort_by_key(|p| (p.row, p.kind));
-    out
 }
 
 /// The segment header of `path`, if it is a segment file: `(first_row, last_row, last_chain)`.
@@ -902,15 +930,11 @@ pub fn segment_header(path: &Path) -> Option<(i64, i64, String)> {
     std::io::BufReader::new(z)
         .read_until(b'\n', &mut line)
         .ok()?;
-    let v = crate::json::parse_lenient(line.strip_suffix(b"\n").unwrap_or(&line)).ok()?;
-    if v.get("archive").and_then(Value::as_str) != Some(SEGMENT_KIND) {
+    let h: SegmentHeader = read_line(line.strip_suffix(b"\n").unwrap_or(&line)).ok()?;
+    if h.archive.as_deref() != Some(SEGMENT_KIND) {
         return None;
     }
-    Some((
-        v.get("first_row")?.as_i64()?,
-        v.get("last_row")?.as_i64()?,
-        v.get("last_chain")?.as_str()?.to_string(),
-    ))
+    Some((h.first_row?, h.last_row?, h.last_chain?.into_owned()))
 }
 
 /// Whether `path` starts with zstd's magic number (a segment, not a plain export).

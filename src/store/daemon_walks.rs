@@ -50,7 +50,7 @@ pub struct WalkEnd<'a> {
     pub state: &'a str,
     pub record_id: Option<i64>,
     pub record_sha256: Option<&'a str>,
-    pub submission: Option<crate::witness::filing::SubmissionState>,
+    pub submission: Option<crate::filing::SubmissionState>,
     pub detail: Option<&'a str>,
 }
 

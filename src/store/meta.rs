@@ -1,6 +1,7 @@
 //! The metadata columns, derived from a record's canonical bytes. The store never takes these
 //! from the caller: deriving them here means `records verify` can re-derive and compare them.
 
+use super::record_view::RecordView;
 use serde_json::Value;
 
 /// The record's verdict (`verdict` object, conduct-walk.md §4.2). Commitment records have none.
@@ -45,142 +46,129 @@ pub enum MetaError {
     WrongType(&'static str),
 }
 
-/// [`derive`] straight from bytes, reading only the fields it needs (the nodes and assertions,
+/// [`derive`] straight from bytes, through the typed record view (the nodes and assertions,
 /// most of a record, are skipped without being built), which is several times faster than
 /// parsing the whole record. Same result as `derive(&parse_lenient(bytes)?)` for any record
 /// without duplicate keys (canonical records have none).
 pub fn derive_from_bytes(bytes: &[u8]) -> Result<RecordMeta, MetaError> {
-    // Null and absent both become None here; `derive` treats them alike for every field but
-    // the three required ones, where either is an error anyway.
-    #[derive(serde::Deserialize)]
-    struct Fields {
-        schema: Option<Value>,
-        base: Option<Value>,
-        walked_at: Option<Value>,
-        purpose: Option<Value>,
-        conduct_ext: Option<Value>,
-        mode: Option<Value>,
-        verdict: Option<Value>,
-        witness: Option<Value>,
-    }
-    // A struct also deserializes from a JSON array; only an object may take the fast path.
-    let is_object = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
-    let fast = if is_object {
-        serde_json::from_slice::<Fields>(bytes).ok()
-    } else {
-        None
+    let fast = match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => serde_json::from_slice::<RecordView>(bytes).ok(),
+        _ => None,
     };
-    let f = match fast {
-        Some(f) => f,
+    match fast {
+        Some(view) => from_view(&view).ok_or_else(|| missing(&view)),
         // Not an object at all, or a field of the wrong shape: let the full path name it.
         None => {
             let v =
                 crate::json::parse_lenient(bytes).map_err(|e| MetaError::NotJson(e.to_string()))?;
-            return derive(&v);
-        }
-    };
-    let mut obj = serde_json::Map::new();
-    for (k, v) in [
-        ("schema", f.schema),
-        ("base", f.base),
-        ("walked_at", f.walked_at),
-        ("purpose", f.purpose),
-        ("conduct_ext", f.conduct_ext),
-        ("mode", f.mode),
-        ("verdict", f.verdict),
-        ("witness", f.witness),
-    ] {
-        if let Some(v) = v {
-            obj.insert(k.to_string(), v);
+            derive(&v)
         }
     }
-    derive(&Value::Object(obj))
 }
 
 /// Derive the metadata of a parsed record.
 pub fn derive(record: &Value) -> Result<RecordMeta, MetaError> {
-    let obj = record.as_object().ok_or(MetaError::NotObject)?;
-    match obj.get("schema") {
-        Some(Value::String(s)) if s == crate::walk::spec::SCHEMA => {}
-        Some(other) => return Err(MetaError::WrongSchema(other.to_string())),
-        None => return Err(MetaError::MissingString("schema")),
+    RecordView::from_value(record)
+        .ok()
+        .and_then(|view| from_view(&view))
+        .ok_or_else(|| misfit(record))
+}
+
+/// The metadata of a view whose indexed fields all have their types; `None` when a required
+/// one is absent, null, or the schema is another.
+fn from_view(view: &RecordView) -> Option<RecordMeta> {
+    if view.schema.as_deref() != Some(crate::wire::SCHEMA) {
+        return None;
     }
-    let origin = req_str(record, "base")?;
-    let walked_at = req_str(record, "walked_at")?;
-    let purpose = opt_str(record.get("purpose"), "purpose")?;
-    let endpoint = purpose
-        .and_then(endpoint_from_purpose)
-        .unwrap_or(origin)
-        .to_string();
-    let walker_mode = match record.get("conduct_ext") {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(ext)) => opt_str(ext.get("mode"), "conduct_ext.mode")?,
-        Some(_) => return Err(MetaError::WrongType("conduct_ext")),
-    };
-    let privacy_mode = opt_str(record.get("mode"), "mode")?.unwrap_or("full");
-    let verdict = match record.get("verdict") {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(v)) => Some(Verdict {
-            ok: v
-                .get("ok")
-                .and_then(Value::as_bool)
-                .ok_or(MetaError::WrongType("verdict.ok"))?,
-            outcome: v
-                .get("outcome")
-                .and_then(Value::as_str)
-                .ok_or(MetaError::WrongType("verdict.outcome"))?
-                .to_string(),
-            n_pass: v
-                .get("n_pass")
-                .and_then(Value::as_i64)
-                .ok_or(MetaError::WrongType("verdict.n_pass"))?,
-            n_total: v
-                .get("n_total")
-                .and_then(Value::as_i64)
-                .ok_or(MetaError::WrongType("verdict.n_total"))?,
-        }),
-        Some(_) => return Err(MetaError::WrongType("verdict")),
-    };
-    let key_url = match record.get("witness") {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(w)) => opt_str(w.get("key_url"), "witness.key_url")?,
-        Some(_) => return Err(MetaError::WrongType("witness")),
-    };
-    Ok(RecordMeta {
-        endpoint,
+    let origin = view.base.as_deref()?;
+    let walked_at = view.walked_at.as_deref()?;
+    Some(RecordMeta {
+        endpoint: view.endpoint().unwrap_or(origin).to_string(),
         origin: origin.to_string(),
         walked_at: walked_at.to_string(),
-        walker_mode: walker_mode.map(str::to_string),
-        privacy_mode: privacy_mode.to_string(),
-        verdict,
-        key_url: key_url.map(str::to_string),
+        walker_mode: view
+            .conduct_ext
+            .as_ref()
+            .and_then(|c| c.mode.as_deref())
+            .map(str::to_string),
+        privacy_mode: view.mode.as_deref().unwrap_or("full").to_string(),
+        verdict: view.verdict.as_ref().map(|v| Verdict {
+            ok: v.ok,
+            outcome: v.outcome.to_string(),
+            n_pass: v.n_pass,
+            n_total: v.n_total,
+        }),
+        key_url: view.key_url().map(str::to_string),
     })
 }
 
-/// The intake's `^a2a-conduct-walk-v1:\s*(\S+)` (§6.5).
-pub fn endpoint_from_purpose(purpose: &str) -> Option<&str> {
-    // The prefix the walker writes, without its space: the intake's regex allows none or many.
-    let rest = purpose
-        .strip_prefix(crate::walk::spec::PURPOSE_PREFIX.trim_end())?
-        .trim_start();
-    let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
-    (end > 0).then(|| &rest[..end])
-}
-
-fn req_str<'a>(record: &'a Value, key: &'static str) -> Result<&'a str, MetaError> {
-    record
-        .get(key)
-        .and_then(Value::as_str)
-        .ok_or(MetaError::MissingString(key))
-}
-
-fn opt_str<'a>(v: Option<&'a Value>, key: &'static str) -> Result<Option<&'a str>, MetaError> {
-    match v {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(MetaError::WrongType(key)),
+/// Why [`from_view`] found no metadata in a view.
+fn missing(view: &RecordView) -> MetaError {
+    match view.schema.as_deref() {
+        None => MetaError::MissingString("schema"),
+        Some(s) if s != crate::wire::SCHEMA => MetaError::WrongSchema(Value::from(s).to_string()),
+        _ if view.base.is_none() => MetaError::MissingString("base"),
+        _ => MetaError::MissingString("walked_at"),
     }
 }
+
+/// Which indexed field of `record` is missing or has the wrong type (the typed view could not
+/// be read, or lacks a required field): the first in the order the fields are derived.
+fn misfit(record: &Value) -> MetaError {
+    let Some(obj) = record.as_object() else {
+        return MetaError::NotObject;
+    };
+    match obj.get("schema") {
+        Some(Value::String(s)) if s == crate::wire::SCHEMA => {}
+        Some(other) => return MetaError::WrongSchema(other.to_string()),
+        None => return MetaError::MissingString("schema"),
+    }
+    let is_text = |v: Option<&Value>| matches!(v, None | Some(Value::Null | Value::String(_)));
+    for key in ["base", "walked_at"] {
+        if !matches!(obj.get(key), Some(Value::String(_))) {
+            return MetaError::MissingString(key);
+        }
+    }
+    if !is_text(obj.get("purpose")) {
+        return MetaError::WrongType("purpose");
+    }
+    // An object member's members, each named `key.member` when it does not fit.
+    type Member = (&'static str, fn(&Value) -> bool);
+    let member_misfit = |key: &'static str, members: &[Member]| match obj.get(key) {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(o)) => members
+            .iter()
+            .find(|(m, fits)| {
+                let name = m.rsplit('.').next().unwrap_or(m);
+                !fits(o.get(name).unwrap_or(&Value::Null))
+            })
+            .map(|(m, _)| MetaError::WrongType(m)),
+        Some(_) => Some(MetaError::WrongType(key)),
+    };
+    let text = |v: &Value| matches!(v, Value::Null | Value::String(_));
+    if let Some(e) = member_misfit("conduct_ext", &[("conduct_ext.mode", text)]) {
+        return e;
+    }
+    if !is_text(obj.get("mode")) {
+        return MetaError::WrongType("mode");
+    }
+    let verdict_members: [Member; 4] = [
+        ("verdict.ok", |v| v.is_boolean()),
+        ("verdict.outcome", |v| v.is_string()),
+        ("verdict.n_pass", |v| v.is_i64()),
+        ("verdict.n_total", |v| v.is_i64()),
+    ];
+    if let Some(e) = member_misfit("verdict", &verdict_members) {
+        return e;
+    }
+    if let Some(e) = member_misfit("witness", &[("witness.key_url", text)]) {
+        return e;
+    }
+    MetaError::NotJson("the record could not be read".into())
+}
+
+/// The endpoint a purpose names: the rule lives with the record's wire form.
+pub use crate::wire::endpoint_from_purpose;
 
 #[cfg(test)]
 mod tests {

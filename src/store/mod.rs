@@ -13,13 +13,16 @@ pub mod alerts;
 pub mod archive;
 pub mod beside;
 pub mod codec;
+mod columns;
 pub mod daemon_walks;
 pub mod group;
+pub mod integrity;
 pub mod ledger;
 pub mod mcp_walks;
 pub mod meta;
 pub mod outbox;
 pub mod pages;
+pub mod record_view;
 pub mod schema;
 pub mod status;
 pub mod summary;
@@ -929,21 +932,10 @@ fn prepare(rec: &NewRecord) -> Result<Prepared<&NewRecord>, StoreError> {
 
 /// The kept full record must open the filed record's commitment (§4.6 step 3).
 fn check_kept_full(filed: &serde_json::Value, kept: &KeptFull) -> Result<String, StoreError> {
-    let commitment = match (filed.get("mode"), filed.get("commitment")) {
-        (Some(m), Some(serde_json::Value::String(c))) if m == "commitment" => c,
-        _ => {
-            return Err(StoreError::KeptFull(
-                "only a commitment-mode record (mode \"commitment\" with a commitment) has a kept full record".into(),
-            ));
-        }
-    };
-    let salt = verify::decode_salt(&kept.salt_hex).map_err(StoreError::KeptFull)?;
-    let opened = crate::digest::commitment_hex(&kept.canonical, &salt);
-    if &opened != commitment {
-        return Err(StoreError::KeptFull(format!(
-            "sha256(full record || salt) is {opened}, but the filed record commits to {commitment}"
-        )));
-    }
+    let view = record_view::RecordView::from_value(filed)
+        .map_err(|e| StoreError::KeptFull(format!("the filed record cannot be read: {e}")))?;
+    integrity::open_commitment(&view, &kept.canonical, &kept.salt_hex)
+        .map_err(StoreError::KeptFull)?;
     Ok(crate::digest::sha256_hex(&kept.canonical))
 }
 

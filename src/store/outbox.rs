@@ -3,7 +3,7 @@
 //! record's own insert transaction.
 
 use super::StoreError;
-use crate::witness::filing::{AnswerKind, Facts, Outcome, SubmissionState, Summary};
+use crate::filing::{AnswerKind, Facts, Outcome, SubmissionState, Summary};
 use rusqlite::{Connection, OptionalExtension, params};
 
 const QUEUED: SubmissionState = SubmissionState::Queued;

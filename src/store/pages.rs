@@ -25,12 +25,14 @@ pub fn newest_witness(conn: &Connection) -> Result<Option<RecordWitness>, StoreE
     let Some((canonical, public_key_b64)) = row else {
         return Ok(None);
     };
-    let v = crate::json::parse_lenient(&canonical).unwrap_or(serde_json::Value::Null);
-    let text = |k: &str| v["witness"][k].as_str().map(str::to_string);
+    // One typed reader of our own records (issue 36 item 7); an unreadable record shows no
+    // witness rather than failing the page.
+    let view = super::record_view::RecordView::read(&canonical).ok();
+    let view = view.as_ref();
     Ok(Some(RecordWitness {
-        name: text("name"),
-        vantage: text("vantage"),
-        key_url: text("key_url"),
+        name: view.and_then(|v| v.witness_name()).map(str::to_string),
+        vantage: view.and_then(|v| v.witness_vantage()).map(str::to_string),
+        key_url: view.and_then(|v| v.key_url()).map(str::to_string),
         public_key_b64,
     }))
 }

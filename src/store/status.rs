@@ -22,29 +22,14 @@ pub struct Facts {
 /// The same facts from a record's bytes, for stores older than migration 5 (opened read-only,
 /// so never migrated) and to check the SQL derivation against.
 pub fn facts_from_canonical(canonical: &[u8]) -> Facts {
-    let Ok(v) = crate::json::parse_lenient(canonical) else {
+    let Ok(v) = super::record_view::RecordView::read(canonical) else {
         return Facts::default();
     };
-    let transport_error = v["nodes"].as_array().is_some_and(|nodes| {
-        nodes.iter().any(|n| {
-            n["kind"].as_str() == Some("fetch") && n["response"]["status"].as_u64() == Some(0)
-        })
-    });
-    let failed = v["assertions"]
-        .as_array()
-        .map(|list| {
-            list.iter()
-                .filter(|a| a["result"] == serde_json::Value::Bool(false))
-                .filter_map(|a| a["claim"].as_str())
-                .map(|c| c.split(':').next().unwrap_or(c).trim().to_string())
-                .collect()
-        })
-        .unwrap_or_default();
     Facts {
-        transport_error,
-        failed,
-        witness_name: v["witness"]["name"].as_str().map(str::to_string),
-        vantage: v["witness"]["vantage"].as_str().map(str::to_string),
+        transport_error: v.transport_error(),
+        failed: v.assertion_names(super::record_view::Outcome::Failed),
+        witness_name: v.witness_name().map(str::to_string),
+        vantage: v.witness_vantage().map(str::to_string),
     }
 }
 
@@ -365,7 +350,7 @@ pub fn newest_record_id(conn: &Connection) -> Result<Option<i64>, StoreError> {
 /// `(state, count)` of the outbox, ordered by the state's text, from the summary rows.
 pub fn outbox_by_state(
     conn: &Connection,
-) -> Result<Vec<(crate::witness::filing::SubmissionState, u64)>, StoreError> {
+) -> Result<Vec<(crate::filing::SubmissionState, u64)>, StoreError> {
     let mut out: std::collections::BTreeMap<&'static str, _> = Default::default();
     for ((state, _, _), n) in super::summary::submissions(conn)? {
         out.entry(state.as_str()).or_insert((state, 0)).1 += n;
@@ -379,7 +364,7 @@ pub fn lanes_by_day(
     conn: &Connection,
     from_day: &str,
 ) -> Result<Vec<(String, String, u64)>, StoreError> {
-    use crate::witness::filing::AnswerKind;
+    use crate::filing::AnswerKind;
     let mut stmt = conn.prepare_cached(
         "SELECT filed_day, lane, count(*) FROM submissions \
          WHERE filed_day >= ?1 AND last_answer IN (?2, ?3) GROUP BY filed_day, lane \
@@ -436,7 +421,7 @@ pub fn neighbours(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attempt {
     pub attempted_at: String,
-    pub answer: crate::witness::filing::AnswerKind,
+    pub answer: crate::filing::AnswerKind,
     pub status: i64,
     pub body: String,
 }

@@ -12,7 +12,7 @@
 
 use super::StoreError;
 use super::daemon_walks::ConsentRow;
-use crate::witness::filing::{AnswerKind, SubmissionState};
+use crate::filing::{AnswerKind, SubmissionState};
 use rusqlite::Connection;
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -5,7 +5,7 @@
 //! left `sending` into `unknown`, never back into `queued`.
 
 use super::StoreError;
-use crate::witness::task_bind::{BindState, UNKNOWN_NOTE};
+use crate::filing::bind::{BindState, UNKNOWN_NOTE};
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// What a walk's binding is, before it is stored.
@@ -49,7 +49,7 @@ pub struct TaskBinding {
 impl TaskBinding {
     /// One line saying where it stands.
     pub fn describe(&self) -> String {
-        crate::witness::task_bind::describe(self.state, self.http_status, self.note.as_deref())
+        crate::filing::bind::describe(self.state, self.http_status, self.note.as_deref())
     }
 
     /// The answer kept, parsed (it was stored from a JSON value).

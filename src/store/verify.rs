@@ -5,173 +5,14 @@
 //! The per-row work (hashing, signature checks, JSON parsing) runs on worker threads; the
 //! calling thread reads rows in id order and checks the chain links, which are cheap.
 
-use super::meta::{self, RecordMeta, Verdict};
+use super::integrity::{self, KeptRow, KeyCache, StoredRow};
+use super::meta::{RecordMeta, Verdict};
 use super::{CHAIN_GENESIS, Store, StoreError, codec};
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
-use ed25519_dalek::{Signature, VerifyingKey};
-use std::fmt;
 use std::sync::{Mutex, mpsc};
 
-/// `sha256(prev || sha)` over raw 32-byte values: the next chain hash.
-pub fn chain_next(prev: &[u8; 32], sha: &[u8; 32]) -> [u8; 32] {
-    let mut buf = [0u8; 64];
-    buf[..32].copy_from_slice(prev);
-    buf[32..].copy_from_slice(sha);
-    crate::digest::sha256(buf)
-}
-
-/// Decode 64 hex characters (either case) into 32 bytes.
-pub fn decode_hex32(text: &str) -> Option<[u8; 32]> {
-    let mut out = [0u8; 32];
-    hex::decode_to_slice(text, &mut out).ok()?;
-    Some(out)
-}
-
-/// A salt must be exactly 64 lower-case hex characters (how §4.6 holds it).
-pub fn decode_salt(salt_hex: &str) -> Result<[u8; 32], String> {
-    if salt_hex.len() != 64
-        || !salt_hex
-            .bytes()
-            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-    {
-        return Err(format!(
-            "salt {salt_hex:?} is not 64 lower-case hex characters"
-        ));
-    }
-    decode_hex32(salt_hex).ok_or_else(|| format!("salt {salt_hex:?} is not hex"))
-}
-
-/// Why a signature does not check.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SignatureError {
-    #[error("the signature is not standard padded base64 of 64 bytes")]
-    SignatureEncoding,
-    #[error("the public key is not standard padded base64 of 32 bytes")]
-    KeyEncoding,
-    #[error("the public key is not a usable Ed25519 point")]
-    BadKey,
-    #[error("the Ed25519 signature does not verify over these bytes with this key")]
-    Mismatch,
-}
-
-impl SignatureError {
-    /// Whether the inputs were malformed (usage) rather than well-formed but wrong (a finding).
-    pub fn is_malformed(&self) -> bool {
-        !matches!(self, SignatureError::Mismatch)
-    }
-}
-
-/// Check a pure Ed25519 signature (RFC 8032, no pre-hash) over `bytes`; signature and key are
-/// standard padded base64 (§5). Strict verification: rejects weak keys and malleable signatures.
-pub fn check_signature(
-    bytes: &[u8],
-    signature_b64: &str,
-    public_key_b64: &str,
-) -> Result<(), SignatureError> {
-    let sig = decode_signature(signature_b64)?;
-    let key: [u8; 32] = STANDARD
-        .decode(public_key_b64)
-        .ok()
-        .and_then(|v| v.try_into().ok())
-        .ok_or(SignatureError::KeyEncoding)?;
-    let key = VerifyingKey::from_bytes(&key).map_err(|_| SignatureError::BadKey)?;
-    check_with_key(bytes, &sig, &key)
-}
-
-fn check_with_key(bytes: &[u8], sig: &[u8; 64], key: &VerifyingKey) -> Result<(), SignatureError> {
-    key.verify_strict(bytes, &Signature::from_bytes(sig))
-        .map_err(|_| SignatureError::Mismatch)
-}
-
-fn decode_signature(signature_b64: &str) -> Result<[u8; 64], SignatureError> {
-    STANDARD
-        .decode(signature_b64)
-        .ok()
-        .and_then(|v| v.try_into().ok())
-        .ok_or(SignatureError::SignatureEncoding)
-}
-
-/// Decoded keys by their base64 text: a store usually holds one or two witness keys, and
-/// decoding plus point decompression is a fair share of a verification.
-#[derive(Default)]
-struct KeyCache(std::collections::HashMap<String, Result<VerifyingKey, SignatureError>>);
-
-impl KeyCache {
-    fn check(&mut self, bytes: &[u8], sig_b64: &str, key_b64: &str) -> Result<(), SignatureError> {
-        let sig = decode_signature(sig_b64)?;
-        let key = self
-            .0
-            .entry(key_b64.to_string())
-            .or_insert_with(|| {
-                let raw: [u8; 32] = STANDARD
-                    .decode(key_b64)
-                    .ok()
-                    .and_then(|v| v.try_into().ok())
-                    .ok_or(SignatureError::KeyEncoding)?;
-                VerifyingKey::from_bytes(&raw).map_err(|_| SignatureError::BadKey)
-            })
-            .clone()?;
-        check_with_key(bytes, &sig, &key)
-    }
-}
-
-/// The kinds of problem `records verify` names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ProblemKind {
-    /// The stored bytes no longer hash to the stored sha256.
-    BytesAltered,
-    /// The stored signature does not verify over the stored bytes with the stored key.
-    SignatureInvalid,
-    /// The row's chain hash is not sha256(previous row's chain hash || its sha256): a row before
-    /// it was removed, inserted or reordered (or its sha256 column rewritten).
-    MissingOrReordered,
-    /// Row ids jump: the rows in between were deleted.
-    RowMissing,
-    /// SQLite's AUTOINCREMENT counter is past the last row: rows were deleted from the end.
-    TailMissing,
-    /// A metadata column disagrees with what the bytes say (e.g. an edited endpoint or verdict).
-    MetadataMismatch,
-    /// The kept full record no longer opens the filed record's commitment.
-    CommitmentMismatch,
-    /// A row cannot be read as a record at all (bytes not JSON, hash columns not hex...).
-    Unreadable,
-    /// An archived range's segment file is not in the archive directory given.
-    ArchiveMissing,
-}
-
-impl ProblemKind {
-    /// Stable kebab-case name printed by the CLI (scripts may match on it).
-    pub fn name(self) -> &'static str {
-        match self {
-            ProblemKind::BytesAltered => "bytes-altered",
-            ProblemKind::SignatureInvalid => "signature-invalid",
-            ProblemKind::MissingOrReordered => "missing-or-reordered",
-            ProblemKind::RowMissing => "row-missing",
-            ProblemKind::TailMissing => "tail-missing",
-            ProblemKind::MetadataMismatch => "metadata-mismatch",
-            ProblemKind::CommitmentMismatch => "commitment-mismatch",
-            ProblemKind::Unreadable => "unreadable",
-            ProblemKind::ArchiveMissing => "archive-missing",
-        }
-    }
-}
-
-impl fmt::Display for ProblemKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// One problem found at one row.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
-    /// Row id (`records.id`) where the problem shows.
-    pub row: i64,
-    pub kind: ProblemKind,
-    /// What exactly was found.
-    pub detail: String,
-}
+pub use super::integrity::{
+    Problem, ProblemKind, SignatureError, chain_next, check_signature, decode_hex32, decode_salt,
+};
 
 /// The outcome of [`verify_all`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -318,24 +159,10 @@ pub fn verify_with(
     opts: &VerifyOptions<'_>,
     mut progress: impl FnMut(u64, u64),
 ) -> Result<VerifyReport, StoreError> {
-    let archives = opts.archives;
-    let after_id = opts.from.as_ref().map(|f| f.after_id);
     let conn = store.connection();
     // One read transaction so rows inserted meanwhile by a writer are not half-seen.
     let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Deferred)?;
-    // The total is for the progress callback only. A run in pieces does not count the rows
-    // after it: that would read every remaining row once per piece.
-    let total: i64 = match (opts.limit, after_id) {
-        (Some(limit), _) => i64::try_from(limit).unwrap_or(i64::MAX),
-        // A rowid range: no scan of what came before.
-        (None, Some(after)) => {
-            conn.query_row("SELECT count(*) FROM records WHERE id > ?1", [after], |r| {
-                r.get(0)
-            })?
-        }
-        (None, None) => conn.query_row("SELECT count(*) FROM records", [], |r| r.get(0))?,
-    };
-    let total = total as u64;
+    let total = rows_to_read(conn, opts)?;
     let mut report = VerifyReport::default();
     let workers = opts
         .workers
@@ -354,25 +181,7 @@ pub fn verify_with(
         for _ in 0..workers {
             let result_tx = result_tx.clone();
             let batch_rx = &batch_rx;
-            scope.spawn(move || {
-                let mut keys = KeyCache::default();
-                loop {
-                    // The lock is held only while taking one batch.
-                    let batch = match batch_rx.lock() {
-                        Ok(rx) => rx.recv(),
-                        Err(_) => return,
-                    };
-                    let Ok(batch) = batch else { return };
-                    let mut problems = Vec::new();
-                    let n = batch.len() as u64;
-                    for row in batch {
-                        check_row(row, &mut keys, &mut problems);
-                    }
-                    if result_tx.send((n, problems)).is_err() {
-                        return;
-                    }
-                }
-            });
+            scope.spawn(move || check_batches(batch_rx, result_tx));
         }
         drop(result_tx);
 
@@ -390,175 +199,7 @@ pub fn verify_with(
                 progress(done, total);
             }
         };
-
-        let read = (|| -> Result<(), StoreError> {
-            // A full run reads every row, whatever its id (a row inserted with id 0 or below
-            // is found as out of place); a resumed one only those after its start.
-            let filter = if after_id.is_some() {
-                "WHERE r.id > ?1"
-            } else {
-                ""
-            };
-            let limit = match opts.limit {
-                Some(l) => format!(" LIMIT {l}"),
-                None => String::new(),
-            };
-            let mut stmt = conn.prepare(&format!(
-                "SELECT r.id, r.sha256, r.canonical, r.signature_b64, r.public_key_b64, r.signed, \
-                 r.endpoint, r.origin, r.walked_at, r.walker_mode, r.privacy_mode, r.verdict_ok, \
-                 r.outcome, r.n_pass, r.n_total, r.key_url, r.chain_hash, \
-                 k.canonical, k.sha256, k.salt_hex \
-                 FROM records r LEFT JOIN kept_full k ON k.record_id = r.id {filter} ORDER BY r.id{limit}"
-            ))?;
-            let mut rows = match after_id {
-                Some(after) => stmt.query([after])?,
-                None => stmt.query([])?,
-            };
-            let (mut prev_id, mut prev_chain) = match &opts.from {
-                Some(f) => (f.after_id, f.chain),
-                None => (0i64, CHAIN_GENESIS),
-            };
-            let mut batch = Vec::with_capacity(BATCH);
-            let paced_from = std::time::Instant::now();
-            let mut sent = 0u64;
-            let mut live_rows = 0u64;
-            let mut cuts = super::archive::cuts(conn)?
-                .into_iter()
-                .filter(|c| after_id.is_none_or(|after| c.first_id > after))
-                .collect::<Vec<_>>()
-                .into_iter()
-                .peekable();
-            while let Some(r) = rows.next()? {
-                let id: i64 = r.get(0)?;
-                let sha256: String = r.get(1)?;
-                let chain_hash: String = r.get(16)?;
-                through_cuts(
-                    &mut cuts,
-                    id,
-                    archives,
-                    &mut prev_id,
-                    &mut prev_chain,
-                    &mut report,
-                );
-                report.rows += 1;
-                live_rows += 1;
-                if id != prev_id + 1 {
-                    let detail = if id == prev_id + 2 {
-                        format!("row {} is missing", prev_id + 1)
-                    } else {
-                        format!("rows {} to {} are missing", prev_id + 1, id - 1)
-                    };
-                    report.problems.push(Problem {
-                        row: id,
-                        kind: ProblemKind::RowMissing,
-                        detail,
-                    });
-                }
-                prev_chain = check_link(id, &sha256, &chain_hash, &prev_chain, &mut report);
-                prev_id = id;
-                let signature_b64: Option<String> = r.get(3)?;
-                if signature_b64.is_some() {
-                    report.signed += 1;
-                }
-                let verdict_ok: Option<bool> = r.get(11)?;
-                let outcome: Option<String> = r.get(12)?;
-                let n_pass: Option<i64> = r.get(13)?;
-                let n_total: Option<i64> = r.get(14)?;
-                let verdict = match (verdict_ok, outcome, n_pass, n_total) {
-                    (None, None, None, None) => None,
-                    (ok, outcome, n_pass, n_total) => Some(Verdict {
-                        // A partly-null verdict can never equal a derived one: poison it.
-                        ok: ok.unwrap_or_default(),
-                        outcome: outcome.unwrap_or_else(|| "<null>".into()),
-                        n_pass: n_pass.unwrap_or(i64::MIN),
-                        n_total: n_total.unwrap_or(i64::MIN),
-                    }),
-                };
-                report.head = Some((id, chain_hash));
-                let canonical: Vec<u8> = r.get(2)?;
-                let needs = codec::needs(conn, &canonical);
-                batch.push(RowData {
-                    id,
-                    sha256,
-                    canonical,
-                    needs,
-                    signature_b64,
-                    public_key_b64: r.get(4)?,
-                    signed: r.get(5)?,
-                    meta: RecordMeta {
-                        endpoint: r.get(6)?,
-                        origin: r.get(7)?,
-                        walked_at: r.get(8)?,
-                        walker_mode: r.get(9)?,
-                        privacy_mode: r.get(10)?,
-                        verdict,
-                        key_url: r.get(15)?,
-                    },
-                    kept_canonical: r.get(17)?,
-                    kept_sha256: r.get(18)?,
-                    kept_salt: r.get(19)?,
-                });
-                if batch.len() == BATCH {
-                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-                    if batch_tx.send(full).is_err() {
-                        break;
-                    }
-                    collect(&mut report, false);
-                    sent += BATCH as u64;
-                    if let Some(rate) = opts.rows_per_sec.filter(|r| *r > 0) {
-                        let due = std::time::Duration::from_secs_f64(sent as f64 / f64::from(rate));
-                        if let Some(ahead) = due.checked_sub(paced_from.elapsed()) {
-                            std::thread::sleep(ahead);
-                        }
-                    }
-                }
-            }
-            if !batch.is_empty() {
-                let _ = batch_tx.send(batch);
-            }
-            if opts.limit.is_some_and(|l| live_rows >= l) {
-                // More rows may follow: the next run goes on from this one's head.
-                return Ok(());
-            }
-            through_cuts(
-                &mut cuts,
-                i64::MAX,
-                archives,
-                &mut prev_id,
-                &mut prev_chain,
-                &mut report,
-            );
-            for c in cuts {
-                report.problems.push(Problem {
-                    row: c.first_id,
-                    kind: ProblemKind::MissingOrReordered,
-                    detail: format!(
-                        "a cut says rows {} to {} are archived in {}, but live rows overlap it",
-                        c.first_id, c.last_id, c.file
-                    ),
-                });
-            }
-            // Rows removed from the end leave no gap and no broken link; only SQLite's
-            // AUTOINCREMENT counter remembers them.
-            let seq: Option<i64> = conn
-                .query_row(
-                    "SELECT seq FROM sqlite_sequence WHERE name = 'records'",
-                    [],
-                    |r| r.get(0),
-                )
-                .ok();
-            if let Some(seq) = seq.filter(|&s| s > prev_id) {
-                report.problems.push(Problem {
-                    row: seq,
-                    kind: ProblemKind::TailMissing,
-                    detail: format!(
-                        "rows {} to {seq} were stored once but are gone (last row is {prev_id})",
-                        prev_id + 1
-                    ),
-                });
-            }
-            Ok(())
-        })();
+        let read = read_rows(conn, opts, &batch_tx, &mut report, &mut collect);
         // Close the batch channel so workers finish, then gather what they found.
         drop(batch_tx);
         collect(&mut report, true);
@@ -571,18 +212,263 @@ pub fn verify_with(
     Ok(report)
 }
 
+/// How many rows this run reads, for the progress callback only. A run in pieces does not
+/// count the rows after it: that would read every remaining row once per piece.
+fn rows_to_read(conn: &rusqlite::Connection, opts: &VerifyOptions<'_>) -> Result<u64, StoreError> {
+    let total: i64 = match (opts.limit, opts.from.as_ref()) {
+        (Some(limit), _) => i64::try_from(limit).unwrap_or(i64::MAX),
+        // A rowid range: no scan of what came before.
+        (None, Some(from)) => conn.query_row(
+            "SELECT count(*) FROM records WHERE id > ?1",
+            [from.after_id],
+            |r| r.get(0),
+        )?,
+        (None, None) => conn.query_row("SELECT count(*) FROM records", [], |r| r.get(0))?,
+    };
+    Ok(total as u64)
+}
+
+/// A worker: check the batches it takes until the channel closes.
+fn check_batches(
+    batch_rx: &Mutex<mpsc::Receiver<Vec<RowData>>>,
+    result_tx: mpsc::Sender<(u64, Vec<Problem>)>,
+) {
+    let mut keys = KeyCache::default();
+    loop {
+        // The lock is held only while taking one batch.
+        let batch = match batch_rx.lock() {
+            Ok(rx) => rx.recv(),
+            Err(_) => return,
+        };
+        let Ok(batch) = batch else { return };
+        let mut problems = Vec::new();
+        let n = batch.len() as u64;
+        for row in batch {
+            check_row(row, &mut keys, &mut problems);
+        }
+        if result_tx.send((n, problems)).is_err() {
+            return;
+        }
+    }
+}
+
+/// Where the chain walk stands: the last row linked and the chain value it ended in.
+struct ChainWalk<'a> {
+    prev_id: i64,
+    prev_chain: [u8; 32],
+    cuts: std::iter::Peekable<std::vec::IntoIter<super::archive::Cut>>,
+    archives: Option<&'a std::path::Path>,
+}
+
+/// Read the rows in id order on this thread: link each into the chain (and through the cuts
+/// before it) and hand it to the workers in batches; at the end of the chain, check what lies
+/// after the last row.
+fn read_rows(
+    conn: &rusqlite::Connection,
+    opts: &VerifyOptions<'_>,
+    batch_tx: &mpsc::SyncSender<Vec<RowData>>,
+    report: &mut VerifyReport,
+    collect: &mut dyn FnMut(&mut VerifyReport, bool),
+) -> Result<(), StoreError> {
+    let after_id = opts.from.as_ref().map(|f| f.after_id);
+    // A full run reads every row, whatever its id (a row inserted with id 0 or below is found
+    // as out of place); a resumed one only those after its start.
+    let filter = if after_id.is_some() {
+        "WHERE r.id > ?1"
+    } else {
+        ""
+    };
+    let limit = match opts.limit {
+        Some(l) => format!(" LIMIT {l}"),
+        None => String::new(),
+    };
+    let mut stmt = conn.prepare(&format!(
+        "SELECT r.id, r.sha256, r.canonical, r.signature_b64, r.public_key_b64, r.signed, \
+         r.endpoint, r.origin, r.walked_at, r.walker_mode, r.privacy_mode, r.verdict_ok, \
+         r.outcome, r.n_pass, r.n_total, r.key_url, r.chain_hash, \
+         k.canonical, k.sha256, k.salt_hex \
+         FROM records r LEFT JOIN kept_full k ON k.record_id = r.id {filter} ORDER BY r.id{limit}"
+    ))?;
+    let mut rows = match after_id {
+        Some(after) => stmt.query([after])?,
+        None => stmt.query([])?,
+    };
+    let (prev_id, prev_chain) = match &opts.from {
+        Some(f) => (f.after_id, f.chain),
+        None => (0i64, CHAIN_GENESIS),
+    };
+    let mut walk = ChainWalk {
+        prev_id,
+        prev_chain,
+        cuts: super::archive::cuts(conn)?
+            .into_iter()
+            .filter(|c| after_id.is_none_or(|after| c.first_id > after))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .peekable(),
+        archives: opts.archives,
+    };
+    let mut batch = Vec::with_capacity(BATCH);
+    let paced_from = std::time::Instant::now();
+    let mut sent = 0u64;
+    let mut live_rows = 0u64;
+    while let Some(r) = rows.next()? {
+        let id: i64 = r.get(0)?;
+        let sha256: String = r.get(1)?;
+        let chain_hash: String = r.get(16)?;
+        through_cuts(&mut walk, id, report);
+        report.rows += 1;
+        live_rows += 1;
+        if id != walk.prev_id + 1 {
+            report.problems.push(gap(walk.prev_id, id));
+        }
+        walk.prev_chain = integrity::check_link(
+            id,
+            &sha256,
+            &chain_hash,
+            &walk.prev_chain,
+            &mut report.problems,
+        );
+        walk.prev_id = id;
+        let row = row_data(conn, r, id, sha256)?;
+        if row.signature_b64.is_some() {
+            report.signed += 1;
+        }
+        report.head = Some((id, chain_hash));
+        batch.push(row);
+        if batch.len() == BATCH {
+            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+            if batch_tx.send(full).is_err() {
+                break;
+            }
+            collect(report, false);
+            sent += BATCH as u64;
+            if let Some(rate) = opts.rows_per_sec.filter(|r| *r > 0) {
+                let due = std::time::Duration::from_secs_f64(sent as f64 / f64::from(rate));
+                if let Some(ahead) = due.checked_sub(paced_from.elapsed()) {
+                    std::thread::sleep(ahead);
+                }
+            }
+        }
+    }
+    if !batch.is_empty() {
+        let _ = batch_tx.send(batch);
+    }
+    if opts.limit.is_some_and(|l| live_rows >= l) {
+        // More rows may follow: the next run goes on from this one's head.
+        return Ok(());
+    }
+    end_of_chain(conn, walk, report);
+    Ok(())
+}
+
+/// Rows between the previous one and `id` are gone.
+fn gap(prev_id: i64, id: i64) -> Problem {
+    let detail = if id == prev_id + 2 {
+        format!("row {} is missing", prev_id + 1)
+    } else {
+        format!("rows {} to {} are missing", prev_id + 1, id - 1)
+    };
+    Problem {
+        row: id,
+        kind: ProblemKind::RowMissing,
+        detail,
+    }
+}
+
+/// One row's columns as the workers check them.
+fn row_data(
+    conn: &rusqlite::Connection,
+    r: &rusqlite::Row<'_>,
+    id: i64,
+    sha256: String,
+) -> Result<RowData, StoreError> {
+    let verdict_ok: Option<bool> = r.get(11)?;
+    let outcome: Option<String> = r.get(12)?;
+    let n_pass: Option<i64> = r.get(13)?;
+    let n_total: Option<i64> = r.get(14)?;
+    let verdict = match (verdict_ok, outcome, n_pass, n_total) {
+        (None, None, None, None) => None,
+        (ok, outcome, n_pass, n_total) => Some(Verdict {
+            // A partly-null verdict can never equal a derived one: poison it.
+            ok: ok.unwrap_or_default(),
+            outcome: outcome.unwrap_or_else(|| "<null>".into()),
+            n_pass: n_pass.unwrap_or(i64::MIN),
+            n_total: n_total.unwrap_or(i64::MIN),
+        }),
+    };
+    let canonical: Vec<u8> = r.get(2)?;
+    let needs = codec::needs(conn, &canonical);
+    Ok(RowData {
+        id,
+        sha256,
+        canonical,
+        needs,
+        signature_b64: r.get(3)?,
+        public_key_b64: r.get(4)?,
+        signed: r.get(5)?,
+        meta: RecordMeta {
+            endpoint: r.get(6)?,
+            origin: r.get(7)?,
+            walked_at: r.get(8)?,
+            walker_mode: r.get(9)?,
+            privacy_mode: r.get(10)?,
+            verdict,
+            key_url: r.get(15)?,
+        },
+        kept_canonical: r.get(17)?,
+        kept_sha256: r.get(18)?,
+        kept_salt: r.get(19)?,
+    })
+}
+
+/// After the last row: the cuts after it, cuts that overlap live rows, and rows removed from
+/// the end.
+fn end_of_chain(conn: &rusqlite::Connection, mut walk: ChainWalk<'_>, report: &mut VerifyReport) {
+    through_cuts(&mut walk, i64::MAX, report);
+    for c in walk.cuts {
+        report.problems.push(Problem {
+            row: c.first_id,
+            kind: ProblemKind::MissingOrReordered,
+            detail: format!(
+                "a cut says rows {} to {} are archived in {}, but live rows overlap it",
+                c.first_id, c.last_id, c.file
+            ),
+        });
+    }
+    // Rows removed from the end leave no gap and no broken link; only SQLite's AUTOINCREMENT
+    // counter remembers them.
+    let seq: Option<i64> = conn
+        .query_row(
+            "SELECT seq FROM sqlite_sequence WHERE name = 'records'",
+            [],
+            |r| r.get(0),
+        )
+        .ok();
+    let prev_id = walk.prev_id;
+    if let Some(seq) = seq.filter(|&s| s > prev_id) {
+        report.problems.push(Problem {
+            row: seq,
+            kind: ProblemKind::TailMissing,
+            detail: format!(
+                "rows {} to {seq} were stored once but are gone (last row is {prev_id})",
+                prev_id + 1
+            ),
+        });
+    }
+}
+
 /// Link the chain through every cut that ends before row `next` (the next live row, or
 /// `i64::MAX` at the end): the chain before the cut must be the one the previous row ended in,
 /// and the chain continues from the cut's last value. With `archives`, each segment is
 /// re-verified row by row.
-fn through_cuts(
-    cuts: &mut std::iter::Peekable<std::vec::IntoIter<super::archive::Cut>>,
-    next: i64,
-    archives: Option<&std::path::Path>,
-    prev_id: &mut i64,
-    prev_chain: &mut [u8; 32],
-    report: &mut VerifyReport,
-) {
+fn through_cuts(walk: &mut ChainWalk<'_>, next: i64, report: &mut VerifyReport) {
+    let ChainWalk {
+        prev_id,
+        prev_chain,
+        cuts,
+        archives,
+    } = walk;
     while let Some(c) = cuts.next_if(|c| c.first_id > *prev_id && c.last_id < next) {
         if c.first_id != *prev_id + 1 {
             report.problems.push(Problem {
@@ -609,7 +495,7 @@ fn through_cuts(
                 ),
             });
         }
-        let checked = match archives {
+        let checked = match *archives {
             None => false,
             Some(dir) => {
                 let path = dir.join(&c.file);
@@ -648,49 +534,8 @@ fn through_cuts(
     }
 }
 
-/// Check one chain link; returns the chain value the next row must build on (the stored one,
-/// so a single break is reported once, not at every later row).
-fn check_link(
-    id: i64,
-    sha256: &str,
-    chain_hash: &str,
-    prev: &[u8; 32],
-    report: &mut VerifyReport,
-) -> [u8; 32] {
-    let Some(sha) = decode_hex32(sha256) else {
-        report.problems.push(Problem {
-            row: id,
-            kind: ProblemKind::Unreadable,
-            detail: format!("stored sha256 {sha256:?} is not 64 hex characters"),
-        });
-        return decode_hex32(chain_hash).unwrap_or(*prev);
-    };
-    let expected = chain_next(prev, &sha);
-    match decode_hex32(chain_hash) {
-        Some(stored) if stored == expected => stored,
-        Some(stored) => {
-            report.problems.push(Problem {
-                row: id,
-                kind: ProblemKind::MissingOrReordered,
-                detail: format!(
-                    "chain hash {chain_hash} does not follow from the previous row (expected {}): a row before it was removed, inserted or reordered",
-                    hex::encode(expected)
-                ),
-            });
-            stored
-        }
-        None => {
-            report.problems.push(Problem {
-                row: id,
-                kind: ProblemKind::Unreadable,
-                detail: format!("stored chain hash {chain_hash:?} is not 64 hex characters"),
-            });
-            expected
-        }
-    }
-}
-
-/// The per-row checks that do not depend on other rows.
+/// The per-row checks that do not depend on other rows, and the row's columns against what
+/// its bytes say.
 fn check_row(mut row: RowData, keys: &mut KeyCache, problems: &mut Vec<Problem>) {
     let decoded = match &row.needs {
         Ok(needs) => codec::decode_with(std::mem::take(&mut row.canonical), needs),
@@ -707,7 +552,20 @@ fn check_row(mut row: RowData, keys: &mut KeyCache, problems: &mut Vec<Problem>)
             return;
         }
     }
-    let row = &row;
+    let stored = StoredRow {
+        id: row.id,
+        sha256: &row.sha256,
+        canonical: &row.canonical,
+        signature_b64: row.signature_b64.as_deref(),
+        public_key_b64: row.public_key_b64.as_deref(),
+        kept: row.kept_canonical.as_deref().map(|canonical| KeptRow {
+            canonical,
+            // A missing column is a mismatch like any other.
+            sha256: Some(row.kept_sha256.as_deref().unwrap_or("<null>")),
+            salt_hex: row.kept_salt.as_deref().unwrap_or_default(),
+        }),
+    };
+    let derived = integrity::check_record(&stored, keys, false, problems);
     let mut push = |kind, detail: String| {
         problems.push(Problem {
             row: row.id,
@@ -715,25 +573,6 @@ fn check_row(mut row: RowData, keys: &mut KeyCache, problems: &mut Vec<Problem>)
             detail,
         })
     };
-    let actual = crate::digest::sha256_hex(&row.canonical);
-    if actual != row.sha256 {
-        push(
-            ProblemKind::BytesAltered,
-            format!("stored bytes hash to {actual}, the row says {}", row.sha256),
-        );
-    }
-    match (&row.signature_b64, &row.public_key_b64) {
-        (Some(sig), Some(key)) => {
-            if let Err(e) = keys.check(&row.canonical, sig, key) {
-                push(ProblemKind::SignatureInvalid, e.to_string());
-            }
-        }
-        (None, None) => {}
-        _ => push(
-            ProblemKind::SignatureInvalid,
-            "a signature without its public key, or a key without its signature".into(),
-        ),
-    }
     if row.signed != row.signature_b64.is_some() {
         push(
             ProblemKind::MetadataMismatch,
@@ -748,44 +587,11 @@ fn check_row(mut row: RowData, keys: &mut KeyCache, problems: &mut Vec<Problem>)
             ),
         );
     }
-    match meta::derive_from_bytes(&row.canonical) {
-        Ok(derived) if derived == row.meta => {}
-        Ok(derived) => push(
+    if let Some(derived) = derived.filter(|d| *d != row.meta) {
+        push(
             ProblemKind::MetadataMismatch,
             meta_diff(&row.meta, &derived),
-        ),
-        Err(e) => push(ProblemKind::Unreadable, format!("not a walk record: {e}")),
-    }
-    if let Some(kept) = &row.kept_canonical {
-        // Only commitment rows pay for a full parse.
-        let parsed = crate::json::parse_lenient(&row.canonical).unwrap_or_default();
-        let commitment = parsed.get("commitment").and_then(|c| c.as_str());
-        let salt = row.kept_salt.as_deref().unwrap_or_default();
-        let kept_sha = crate::digest::sha256_hex(kept);
-        if row.kept_sha256.as_deref() != Some(kept_sha.as_str()) {
-            push(
-                ProblemKind::CommitmentMismatch,
-                format!(
-                    "kept full record bytes hash to {kept_sha}, the row says {}",
-                    row.kept_sha256.as_deref().unwrap_or("<null>")
-                ),
-            );
-        }
-        match decode_salt(salt) {
-            Err(e) => push(ProblemKind::CommitmentMismatch, e),
-            Ok(salt) => {
-                let opened = crate::digest::commitment_hex(kept, &salt);
-                if commitment != Some(opened.as_str()) {
-                    push(
-                        ProblemKind::CommitmentMismatch,
-                        format!(
-                            "sha256(kept full record || salt) is {opened}, the filed record commits to {}",
-                            commitment.unwrap_or("<nothing>")
-                        ),
-                    );
-                }
-            }
-        }
+        );
     }
 }
 

@@ -248,108 +248,14 @@ fn full_record(
 ) -> Vec<u8> {
     let hash_only = privacy == Privacy::HashOnly;
     let (n2_sha, n2_preview) = n2_output(ev.declaration, ev.target);
-    let mut nodes = vec![fetch_node(ev.n0, hash_only), fetch_node(ev.n1, hash_only)];
-    nodes.push(Node::Compute(ComputeNode {
-        n: 2,
-        kind: "compute",
-        label: N2_LABEL,
-        inputs: vec![json!({"from_node": 1})],
-        output_sha256: n2_sha,
-        output_preview: n2_preview.clone(),
-    }));
-    if let Some(n3) = ev.n3 {
-        nodes.push(fetch_node(n3, hash_only));
-    }
-    let assertions = ev
-        .assertions
-        .iter()
-        .map(|a| AssertionWire {
-            claim: match (hash_only, ev.target) {
-                (true, Some(t)) => a
-                    .claim
-                    .replace(t, &format!("{}(redacted path)", origin_form(t))),
-                _ => a.claim.clone(),
-            },
-            op: "eq",
-            result: a.result,
-            evidence_nodes: a.evidence_nodes.clone(),
-            observed_sha256: sha256_hex(&a.observed_input),
-            note: a.note.clone(),
-        })
-        .collect();
-
-    let mut card_signature = card.card_signature.clone();
-    if privacy != Privacy::Full
-        && let Some(obj) = card_signature.as_object_mut()
-        && obj.contains_key("jku")
-    {
-        obj.insert("jku".into(), Value::Null);
-    }
-
-    // §4.4 establishes.
-    let establishes = if privacy == Privacy::Commitment {
-        // The kept full record: the commitment line, then a verified card's line (ref 1.5.0).
-        let mut lines = vec![commitment_line(&ctx.walked_at)];
-        lines.extend(card.card_establishes.iter().cloned());
-        lines
-    } else {
-        let mut lines = vec![
-            format!(
-                "agent card at {} fetched twice at {}; body sha256 {} and {}",
-                ctx.base, ctx.walked_at, ev.n0.body_sha256, ev.n1.body_sha256
-            ),
-            format!(
-                "extension declaration checked against CONDUCT_EXT_v1 section 2: {}",
-                n2_preview.chars().take(160).collect::<String>()
-            ),
-        ];
-        if let Some(n3) = ev.n3 {
-            let target = ev.target.unwrap_or_default();
-            let who = if hash_only {
-                origin_form(target)
-            } else {
-                target.to_string()
-            };
-            lines.push(format!(
-                "one request answered by {who} with http {} and body sha256 {}",
-                n3.status(),
-                n3.body_sha256
-            ));
-        }
-        if let Some(contract) = &ctx.contract_sha256 {
-            lines.push(format!("that this walk was taken under the a2a-contract-v0 terms whose contract_sha256 is {contract} (walk.context.contract_sha256); it does not establish that the terms were honored, which is what settlement decides"));
-        }
-        lines.extend(card.card_establishes.iter().cloned());
-        lines
-    };
-
-    // §4.4 does_not_establish, in order.
-    let mut does_not_establish = Vec::new();
-    if privacy == Privacy::Commitment {
-        does_not_establish.push(DNE_COMMITMENT.to_string());
-    }
-    does_not_establish
-        .extend([DNE_CORRECTNESS, DNE_COMPENSATION_TRUTH, DNE_OTHER_INSTANTS].map(String::from));
-    if ev.n3.is_some_and(|n3| n3.status() == 402) {
-        does_not_establish.push(DNE_AMOUNT_402.to_string());
-    }
-    if hash_only {
-        does_not_establish.push(DNE_HASH_ONLY.to_string());
-    }
-    if ctx.witness.key_url.is_none() {
-        does_not_establish.push(DNE_IDENTITY.to_string());
-    }
-    does_not_establish.extend(card.attribution_lines.iter().cloned());
-
-    let params = ev.declaration.params();
     let record = Record {
         schema: SCHEMA,
         purpose: purpose(ctx, ev.target),
         walked_at: ctx.walked_at.clone(),
         walker: ctx.walker.clone(),
         base: ctx.base.clone(),
-        nodes,
-        assertions,
+        nodes: nodes(ev, hash_only, n2_sha, n2_preview.clone()),
+        assertions: assertions(ev, hash_only),
         verdict: VerdictWire {
             ok: ev.verdict.ok,
             outcome: ev.verdict.outcome(),
@@ -365,20 +271,8 @@ fn full_record(
             mismatch_means: REPLAY_MISMATCH_MEANS,
         },
         witness: ctx.witness.clone(),
-        card_signature,
-        conduct_ext: ConductExt {
-            uri: EXT,
-            declared_uri: ev.declaration.declared_uri().map(str::to_string),
-            mode: ctx.mode.as_str(),
-            wire: (ctx.mode == Mode::A2a).then(|| ctx.wire.as_str()),
-            conduct_record: params
-                .and_then(|p| p.get("conduct_record"))
-                .map(|v| v.to_value()),
-            witness_intake: params
-                .and_then(|p| p.get("witness_intake"))
-                .map(|v| v.to_value()),
-            target: ev.target.map(str::to_string),
-        },
+        card_signature: card_signature(card, privacy),
+        conduct_ext: conduct_ext(ctx, ev),
         prev_path_refs: Vec::new(),
         vantage_limitation: ctx.vantage_limitation.clone(),
         context: ctx
@@ -386,10 +280,146 @@ fn full_record(
             .clone()
             .map(|c| Context { contract_sha256: c }),
         mode: if hash_only { "hash-only" } else { "full" },
-        establishes,
-        does_not_establish,
+        establishes: establishes(ctx, ev, card, privacy, &n2_preview),
+        does_not_establish: does_not_establish(ctx, ev, card, privacy),
     };
     canonical::to_bytes_of(&record)
+}
+
+/// n0 and n1 (the card, fetched twice), n2 (the declaration checked), n3 (the measured
+/// endpoint) when it was sent.
+fn nodes(ev: &Evaluated, hash_only: bool, n2_sha: String, n2_preview: String) -> Vec<Node> {
+    let mut nodes = vec![fetch_node(ev.n0, hash_only), fetch_node(ev.n1, hash_only)];
+    nodes.push(Node::Compute(ComputeNode {
+        n: 2,
+        kind: "compute",
+        label: N2_LABEL,
+        inputs: vec![json!({"from_node": 1})],
+        output_sha256: n2_sha,
+        output_preview: n2_preview,
+    }));
+    if let Some(n3) = ev.n3 {
+        nodes.push(fetch_node(n3, hash_only));
+    }
+    nodes
+}
+
+/// The assertions as filed; hash-only redacts the target's path in each claim (§4.5).
+fn assertions(ev: &Evaluated, hash_only: bool) -> Vec<AssertionWire> {
+    ev.assertions
+        .iter()
+        .map(|a| AssertionWire {
+            claim: match (hash_only, ev.target) {
+                (true, Some(t)) => a
+                    .claim
+                    .replace(t, &format!("{}(redacted path)", origin_form(t))),
+                _ => a.claim.clone(),
+            },
+            op: "eq",
+            result: a.result,
+            evidence_nodes: a.evidence_nodes.clone(),
+            observed_sha256: sha256_hex(&a.observed_input),
+            note: a.note.clone(),
+        })
+        .collect()
+}
+
+/// The card signature block; any privacy but full drops the key set's address (`jku`).
+fn card_signature(card: &CardFindings, privacy: Privacy) -> Value {
+    let mut card_signature = card.card_signature.clone();
+    if privacy != Privacy::Full
+        && let Some(obj) = card_signature.as_object_mut()
+        && obj.contains_key("jku")
+    {
+        obj.insert("jku".into(), Value::Null);
+    }
+    card_signature
+}
+
+fn conduct_ext(ctx: &RecordContext, ev: &Evaluated) -> ConductExt {
+    let params = ev.declaration.params();
+    ConductExt {
+        uri: EXT,
+        declared_uri: ev.declaration.declared_uri().map(str::to_string),
+        mode: ctx.mode.as_str(),
+        wire: (ctx.mode == Mode::A2a).then(|| ctx.wire.as_str()),
+        conduct_record: params
+            .and_then(|p| p.get("conduct_record"))
+            .map(|v| v.to_value()),
+        witness_intake: params
+            .and_then(|p| p.get("witness_intake"))
+            .map(|v| v.to_value()),
+        target: ev.target.map(str::to_string),
+    }
+}
+
+/// §4.4 establishes.
+fn establishes(
+    ctx: &RecordContext,
+    ev: &Evaluated,
+    card: &CardFindings,
+    privacy: Privacy,
+    n2_preview: &str,
+) -> Vec<String> {
+    if privacy == Privacy::Commitment {
+        // The kept full record: the commitment line, then a verified card's line (ref 1.5.0).
+        let mut lines = vec![commitment_line(&ctx.walked_at)];
+        lines.extend(card.card_establishes.iter().cloned());
+        return lines;
+    }
+    let mut lines = vec![
+        format!(
+            "agent card at {} fetched twice at {}; body sha256 {} and {}",
+            ctx.base, ctx.walked_at, ev.n0.body_sha256, ev.n1.body_sha256
+        ),
+        format!(
+            "extension declaration checked against CONDUCT_EXT_v1 section 2: {}",
+            n2_preview.chars().take(160).collect::<String>()
+        ),
+    ];
+    if let Some(n3) = ev.n3 {
+        let target = ev.target.unwrap_or_default();
+        let who = if privacy == Privacy::HashOnly {
+            origin_form(target)
+        } else {
+            target.to_string()
+        };
+        lines.push(format!(
+            "one request answered by {who} with http {} and body sha256 {}",
+            n3.status(),
+            n3.body_sha256
+        ));
+    }
+    if let Some(contract) = &ctx.contract_sha256 {
+        lines.push(format!("that this walk was taken under the a2a-contract-v0 terms whose contract_sha256 is {contract} (walk.context.contract_sha256); it does not establish that the terms were honored, which is what settlement decides"));
+    }
+    lines.extend(card.card_establishes.iter().cloned());
+    lines
+}
+
+/// §4.4 does_not_establish, in order.
+fn does_not_establish(
+    ctx: &RecordContext,
+    ev: &Evaluated,
+    card: &CardFindings,
+    privacy: Privacy,
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    if privacy == Privacy::Commitment {
+        lines.push(DNE_COMMITMENT.to_string());
+    }
+    lines.extend([DNE_CORRECTNESS, DNE_COMPENSATION_TRUTH, DNE_OTHER_INSTANTS].map(String::from));
+    if ev.n3.is_some_and(|n3| n3.status() == 402) {
+        lines.push(DNE_AMOUNT_402.to_string());
+    }
+    if privacy == Privacy::HashOnly {
+        lines.push(DNE_HASH_ONLY.to_string());
+    }
+    if ctx.witness.key_url.is_none() {
+        lines.push(DNE_IDENTITY.to_string());
+    }
+    lines.extend(card.attribution_lines.iter().cloned());
+    lines
 }
 
 #[cfg(test)]

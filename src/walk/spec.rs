@@ -88,9 +88,8 @@ pub const REPLAY_MATCH_MEANS: &str =
     "the card and the endpoint answer the same bytes as when this walk was anchored";
 pub const REPLAY_MISMATCH_MEANS: &str = "the live agent now differs from the anchored observation; a changed card is a finding, not an error in the walk";
 
-/// §4.2 the record schema and purpose prefix.
-pub const SCHEMA: &str = "jidec-path-v1";
-pub const PURPOSE_PREFIX: &str = "a2a-conduct-walk-v1: ";
+/// §4.2 the record schema and purpose prefix (they belong to the record's wire form).
+pub use crate::wire::{PURPOSE_PREFIX, SCHEMA};
 
 /// The published reference walker whose records ours match byte for byte (conduct-walk.md "How
 /// to read this", item 4), and the SDK it runs with. Bump with the oracle's pin

@@ -2,87 +2,12 @@
 //! and classify each answer. Classifying is pure ([`classify`], [`classify_lookup`]); the two
 //! requests are [`submit`] and [`lookup`].
 
-use super::lanes::Limits;
+use crate::filing::answer::{Answer, Lookup, RetryAfter};
+use crate::filing::lanes::Limits;
 use crate::net::{Exchange, HttpRequest, Reached, Transport};
 use crate::wire::IntakeSubmission;
 use serde_json::Value;
-use std::time::Duration;
 
-/// What an intake answer means for the record (every row of §6.2 lands in one of these).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
-    /// 201: stored (pending). `counted` false with the intake's `count_reason` for a second walk
-    /// of the same endpoint the same day.
-    Accepted {
-        sha: String,
-        counted: bool,
-        count_reason: Option<String>,
-        signed_domain: Option<String>,
-    },
-    /// 200 `dedup`: these bytes were already there.
-    Duplicate { sha: String, status: String },
-    /// 400, 413, 422 (and any other unexpected answer): never retried, shown to the operator.
-    Refused {
-        status: u16,
-        error: String,
-        reason_code: Option<String>,
-    },
-    /// 429: a lane or the global cap is full until the next UTC day.
-    LaneFull { error: String, cap: Option<u64> },
-    /// Nothing was stored: a complete answer that says so (503: the intake's only 503,
-    /// `key_url_unreachable`, comes before storing; a redirect, not followed), or a request
-    /// that never reached the intake (no connection). Sent again later.
-    Retry {
-        status: u16,
-        error: String,
-        retry_after: Option<RetryAfter>,
-    },
-    /// No complete answer after the request may have left (reset, timeout, truncated, oversized
-    /// or unreadable body, TLS error), an acceptance that does not read as one, or a 5xx other
-    /// than 503 (a gateway may have passed the request on): the intake may hold the record.
-    /// Never sent again blind: asked first (`GET <intake>/<sha256>`, [`lookup`]).
-    Unknown {
-        status: u16,
-        error: String,
-        retry_after: Option<RetryAfter>,
-    },
-}
-
-/// A `Retry-After` header as the intake sent it (RFC 9110 §10.2.3); how long it means is
-/// decided against the clock by [`super::filing::retry_after_delay`], clamped to
-/// [`MAX_RETRY_AFTER`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RetryAfter {
-    Seconds(u64),
-    Date(chrono::DateTime<chrono::Utc>),
-}
-
-impl RetryAfter {
-    /// Delay-seconds or an HTTP date; anything unreadable is `None` (ignored).
-    pub fn parse(value: &str) -> Option<RetryAfter> {
-        let v = value.trim();
-        match v.parse::<u64>() {
-            Ok(secs) => Some(RetryAfter::Seconds(secs)),
-            // Digits too many for a u64 are still a number of seconds: clamped later.
-            Err(_) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => {
-                Some(RetryAfter::Seconds(u64::MAX))
-            }
-            // The three HTTP-date forms (IMF-fixdate, RFC 850, asctime), then any RFC 2822
-            // date with a zone offset.
-            Err(_) => httpdate::parse_http_date(v)
-                .map(chrono::DateTime::<chrono::Utc>::from)
-                .or_else(|_| {
-                    chrono::DateTime::parse_from_rfc2822(v).map(|d| d.with_timezone(&chrono::Utc))
-                })
-                .ok()
-                .map(RetryAfter::Date),
-        }
-    }
-}
-
-/// The longest wait a `Retry-After` may impose: an intake (named by a stranger's card) must
-/// not park a record for years.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
 /// Intake text (error, reason_code) kept for a terminal, a log or the store, in characters.
 pub const MAX_INTAKE_TEXT_CHARS: usize = 200;
 
@@ -231,30 +156,6 @@ pub async fn submit(
     (classify_reached(&ex, sha256, reached), ex)
 }
 
-/// What `GET <intake>/<sha256>` (§6.6, ledger.md §2) says of a record, for the row waiting
-/// after an unknown outcome or a kill.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Lookup {
-    /// 200, pending or anchored, carrying this sha256 and exactly these canonical bytes: filed,
-    /// without a second POST. `counted`, `count_reason` and `submitted_day` are the intake's
-    /// (the UTC day it stored the record is the day its lane counted it).
-    Found {
-        status: String,
-        counted: Option<bool>,
-        count_reason: Option<String>,
-        submitted_day: Option<String>,
-    },
-    /// 404: the intake does not hold it, so it is sent.
-    NotFound,
-    /// Anything else (no complete answer, another status, a body over the cap, not the
-    /// route's shape, another sha256 or other bytes): still unknown, asked again later.
-    Failed {
-        status: u16,
-        error: String,
-        retry_after: Option<RetryAfter>,
-    },
-}
-
 /// Largest lookup answer read as one: a record of the intake's 65,536 UTF-16 units is at most
 /// 196,608 UTF-8 bytes, twice that JSON-escaped, plus the stored object's other fields and the
 /// replies list. The transport's own cap and deadline bound the read itself.
@@ -400,8 +301,10 @@ pub async fn probe(transport: &Transport, intake_url: &str) -> IntakeProbe {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::witness::filing::AnswerKind;
+    use crate::filing::AnswerKind;
+    use crate::filing::answer::MAX_RETRY_AFTER;
     use serde_json::json;
+    use std::time::Duration;
 
     fn ex(status: u16, body: Value, headers: Vec<(&str, &str)>) -> Exchange {
         Exchange {
@@ -542,7 +445,7 @@ mod tests {
             let Answer::Retry { retry_after, .. } = answer else {
                 panic!("{answer:?}")
             };
-            retry_after.map(|ra| crate::witness::filing::retry_after_delay(ra, now))
+            retry_after.map(|ra| crate::filing::retry_after_delay(ra, now))
         };
         assert_eq!(with("315360000"), Some(MAX_RETRY_AFTER), "ten years");
         assert_eq!(with("18446744073709551615"), Some(MAX_RETRY_AFTER));

@@ -1,9 +1,8 @@
-//! The witness side of spec §4.5–§6: keys, signing, the intake client and lane arithmetic.
+//! The witness side of spec §4.5–§6: keys, signing and the intake client (the filing state
+//! machine and lane arithmetic they follow are pure, in `crate::filing`).
 
-pub mod filing;
 pub mod intake;
 pub mod keys;
-pub mod lanes;
 pub mod task_bind;
 pub mod task_ledger;
 

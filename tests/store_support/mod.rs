@@ -211,8 +211,8 @@ pub fn file_accepted(
     identity: &str,
     filed_at: &str,
 ) -> i64 {
+    use conduct_walker::filing::{AnswerKind, SubmissionState};
     use conduct_walker::store::outbox::{self, AttemptResult, NewSubmission};
-    use conduct_walker::witness::filing::{AnswerKind, SubmissionState};
     let sub = outbox::insert(
         conn,
         &NewSubmission {

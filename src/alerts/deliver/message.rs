@@ -4,7 +4,7 @@
 
 use super::super::outbox::{Attempt, state};
 use super::super::payload::{self, AlertPayload, Data, DigestRef, FlipRef, RecordRef};
-use crate::witness::intake::RetryAfter;
+use crate::filing::answer::RetryAfter;
 use chrono::{DateTime, Utc};
 
 /// What one send came to.
@@ -342,8 +342,8 @@ pub fn attempt_of(answer: &Answer, attempts: u32, now: DateTime<Utc>, jitter: f6
             text,
             retry_after,
         } => {
-            let wait = retry_after.map(|ra| crate::witness::filing::retry_after_delay(ra, now));
-            let delay = crate::witness::lanes::backoff(attempts, wait, jitter);
+            let wait = retry_after.map(|ra| crate::filing::retry_after_delay(ra, now));
+            let delay = crate::filing::lanes::backoff(attempts, wait, jitter);
             Attempt {
                 state: state::QUEUED,
                 status: *status,

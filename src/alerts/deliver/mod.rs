@@ -23,8 +23,8 @@ pub use task::{AlertMetrics, DEGRADED_AFTER, Deliverer};
 
 use super::config::{AlertsConfig, Channel, ChannelKind, SmtpTls};
 use super::payload::AlertPayload;
+use crate::filing::answer::RetryAfter;
 use crate::net::{HttpRequest, Transport, TransportConfig};
-use crate::witness::intake::RetryAfter;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -2,13 +2,13 @@
 //! the store's size and last verification, and one page of targets with their strips.
 
 use super::configured;
+use crate::filing::SubmissionState;
+use crate::filing::lanes::{Lane, Limits};
 use crate::pages::strips::StripCache;
 use crate::pages::{Context, VerifySummary, WitnessInfo, alerts, ledger};
 use crate::store::StoreError;
 use crate::store::outbox::{self, Submission};
 use crate::store::status::{self, Fire};
-use crate::witness::filing::SubmissionState;
-use crate::witness::lanes::{Lane, Limits};
 use chrono::{DateTime, Duration, Utc};
 use rusqlite::Connection;
 use std::collections::BTreeSet;

@@ -120,15 +120,7 @@ fn history_fire(conn: &Connection, fire: Fire) -> Result<HistoryFire, StoreError
 
 /// Names of a record's not-applicable assertions (`result: null`).
 fn not_applicable(canonical: &[u8]) -> Vec<String> {
-    let v = crate::json::parse_lenient(canonical).unwrap_or(serde_json::Value::Null);
-    v["assertions"]
-        .as_array()
-        .map(|list| {
-            list.iter()
-                .filter(|a| a["result"].is_null())
-                .filter_map(|a| a["claim"].as_str())
-                .map(|c| c.split(':').next().unwrap_or(c).trim().to_string())
-                .collect()
-        })
+    crate::store::record_view::RecordView::read(canonical)
+        .map(|v| v.assertion_names(crate::store::record_view::Outcome::NotApplicable))
         .unwrap_or_default()
 }

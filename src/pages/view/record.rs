@@ -114,7 +114,7 @@ fn intake_section(subs: &[(Submission, Vec<Attempt>)]) -> Markup {
             @for (s, tries) in subs {
                 div class="box submission" {
                     p { code { (s.intake_url) } " · lane " (s.lane) " · " strong { (filing(std::slice::from_ref(s))) } " · state " (s.state) " · " (s.attempts) " attempt(s)" }
-                    @if s.state == crate::witness::filing::SubmissionState::Sending {
+                    @if s.state == crate::filing::SubmissionState::Sending {
                         // Why the row waits and for what (issue 34): a lookup, never a blind resend.
                         p class="lookup" { (s.summary().text) }
                     }

@@ -145,10 +145,10 @@ pub fn next_utc_midnight(t: DateTime<Utc>) -> DateTime<Utc> {
 }
 
 /// §6.5: the walked endpoint is the first non-space run after `a2a-conduct-walk-v1:` at the
-/// start of `purpose` ([`crate::store::meta::endpoint_from_purpose`], the rule the store's
+/// start of `purpose` ([`crate::wire::endpoint_from_purpose`], the rule the store's
 /// metadata uses too), else `base`.
 pub fn endpoint_of(purpose: &str, base: &str) -> String {
-    crate::store::meta::endpoint_from_purpose(purpose)
+    crate::wire::endpoint_from_purpose(purpose)
         .unwrap_or(base)
         .to_string()
 }

@@ -876,23 +876,12 @@ impl KeySource {
         match self {
             KeySource::None => Ok(None),
             KeySource::File(p) => Ok(Some(p.clone())),
-            KeySource::Credential(name) => Ok(Some(credential_path(
+            KeySource::Credential(name) => Ok(Some(crate::credentials::path(
                 &format!("witness.key_credential = {name:?}"),
                 name,
             )?)),
         }
     }
-}
-
-/// `$CREDENTIALS_DIRECTORY/<name>` (systemd's `LoadCredential=`); `named` says where the
-/// config names it, for the error when the variable is not set.
-pub fn credential_path(named: &str, name: &str) -> Result<PathBuf, String> {
-    let dir = std::env::var_os("CREDENTIALS_DIRECTORY").ok_or_else(|| {
-        format!(
-            "{named} but $CREDENTIALS_DIRECTORY is not set (LoadCredential={name}:... in the unit provides it)"
-        )
-    })?;
-    Ok(Path::new(&dir).join(name))
 }
 
 /// A validated configuration.
@@ -926,7 +915,7 @@ pub struct Config {
     pub ledger: LedgerSettings,
     /// `[retention]`; `policy.is_off()` by default.
     pub retention: RetentionConfig,
-    /// `[alerts]`, validated (secrets not read: [`Config::alert_delivery`] reads them).
+    /// `[alerts]`, validated (secrets not read: `app::alert_delivery` reads them).
     pub alerts: std::sync::Arc<crate::alerts::config::AlertsConfig>,
 }
 
@@ -1400,91 +1389,7 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
     }
 }
 
-/// Why a configuration could not be turned into a running pipeline.
-#[derive(Debug, thiserror::Error)]
-pub enum SetupError {
-    #[error("config {path}: {msg}")]
-    Key { path: PathBuf, msg: String },
-    #[error("config {path}: {source}")]
-    Transport {
-        path: PathBuf,
-        source: ConfigTransportError,
-    },
-    #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
-    #[error("cannot set up the filing pipeline: {0}")]
-    Pipeline(String),
-}
-
 impl Config {
-    /// The signing key: the file or credential the config names; with neither, the
-    /// `signing-key` credential when `$CREDENTIALS_DIRECTORY` holds one (what `config check`
-    /// reports "will be used"); `None`: records are filed unsigned. Every face that takes a
-    /// config signs with this key.
-    pub fn signing_key(&self) -> Result<Option<ed25519_dalek::SigningKey>, SetupError> {
-        let key_err = |msg: String| SetupError::Key {
-            path: self.path.clone(),
-            msg,
-        };
-        let path = match &self.key {
-            KeySource::None => crate::witness::keys::resolve_key_path(None),
-            other => other.path().map_err(key_err)?,
-        };
-        path.map(|p| crate::witness::keys::load_signing_key(&p).map_err(|e| key_err(e.to_string())))
-            .transpose()
-    }
-
-    /// [`Config::signing_key`] with the `key_url` it signs under.
-    pub fn signing(
-        &self,
-    ) -> Result<Option<(ed25519_dalek::SigningKey, Option<String>)>, SetupError> {
-        crate::witness::keys::signing_pair(self.signing_key()?, self.witness.key_url.clone())
-            .map_err(|e| SetupError::Key {
-                path: self.path.clone(),
-                msg: e.to_string(),
-            })
-    }
-
-    /// The pipeline this config describes, over `transport` and the store at `store_path`
-    /// (the daemon shares its transport with the consent gate and opens the store first).
-    pub fn pipeline_with(
-        &self,
-        transport: crate::net::Transport,
-        store_path: PathBuf,
-        clock: std::sync::Arc<dyn crate::clock::Clock>,
-    ) -> Result<crate::pipeline::Pipeline, SetupError> {
-        let signing = self.signing()?;
-        // One trust store for every walk: its jku cache is shared.
-        let trust = crate::card_signature::TrustStore::from_config(&self.file.card_signature)
-            .map_err(|e| SetupError::Pipeline(format!("[card_signature]: {e}")))?;
-        let pipeline = crate::pipeline::Pipeline::new(crate::pipeline::PipelineConfig {
-            signing,
-            intake_override: self.intake.clone(),
-            file_extra_walks: self.file_extra_walks,
-            ..crate::pipeline::PipelineConfig::new(transport, store_path, clock)
-        })
-        .map_err(|e| SetupError::Pipeline(e.to_string()))?;
-        let pipeline = if self.alerts.enabled() {
-            pipeline.with_alerts(self.alerts.clone())
-        } else {
-            pipeline
-        };
-        Ok(pipeline.with_trust(trust))
-    }
-
-    /// The pipeline this config describes: its transport, its store, its key, the injected
-    /// clock. The one way from a config to a running pipeline.
-    pub fn pipeline(
-        &self,
-        clock: std::sync::Arc<dyn crate::clock::Clock>,
-    ) -> Result<crate::pipeline::Pipeline, SetupError> {
-        let transport = self.transport().map_err(|source| SetupError::Transport {
-            path: self.path.clone(),
-            source,
-        })?;
-        self.pipeline_with(transport, self.database_path()?, clock)
-    }
-
     /// The database path, or why there is none.
     pub fn database_path(&self) -> Result<PathBuf, crate::store::StoreError> {
         self.database
@@ -1519,34 +1424,6 @@ impl Config {
             deadline: self.request_deadline,
             body_cap: self.body_cap,
         }
-    }
-
-    /// The transport every walk, consent read and submission uses.
-    pub fn transport(&self) -> Result<crate::net::Transport, ConfigTransportError> {
-        let named = self.named_urls();
-        let named: Vec<&str> = named.iter().map(String::as_str).collect();
-        self.network_options().transport(&named)
-    }
-
-    /// The destination rules: private addresses only at the hosts this file names.
-    pub fn net_policy(&self) -> Result<crate::net::NetPolicy, ConfigTransportError> {
-        let named = self.named_urls();
-        let named: Vec<&str> = named.iter().map(String::as_str).collect();
-        self.network_options().policy(&named)
-    }
-
-    /// The trust roots this file adds to the system's (`network.extra_ca`).
-    pub fn extra_roots(
-        &self,
-    ) -> Result<Vec<rustls_pki_types::CertificateDer<'static>>, ConfigTransportError> {
-        self.network_options().roots()
-    }
-
-    /// Each alert channel with its secrets read, and the delivery transport (the daemon at
-    /// start, `config check`, `alerts test`).
-    pub fn alert_delivery(&self) -> Result<crate::alerts::deliver::Delivery, String> {
-        let roots = self.extra_roots().map_err(|e| e.to_string())?;
-        crate::alerts::deliver::delivery(&self.alerts, roots)
     }
 
     /// The effective configuration as TOML: defaults filled, paths resolved.

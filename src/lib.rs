@@ -6,6 +6,7 @@
 //! `ARCHITECTURE.md` at the repository root draws the map.
 
 pub mod alerts;
+pub mod app;
 pub mod background;
 pub mod canonical;
 pub mod card_signature;
@@ -13,6 +14,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod consent;
+pub mod credentials;
 pub mod daemon;
 pub mod digest;
 pub mod findings;

@@ -62,7 +62,7 @@ pub struct PipelineConfig {
 
 impl PipelineConfig {
     /// Unsigned, filing with each card's own intake, once per identity × endpoint × UTC day:
-    /// what the outbox drain runs with; `Config::pipeline` and the walk's flags set the rest.
+    /// what the outbox drain runs with; `app::pipeline` and the walk's flags set the rest.
     pub fn new(transport: Transport, store_path: PathBuf, clock: Arc<dyn Clock>) -> Self {
         PipelineConfig {
             transport,

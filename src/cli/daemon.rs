@@ -141,7 +141,7 @@ fn explain_alerts(cfg: &Config, lines: &mut Vec<String>, problems: &mut Vec<Stri
         "alerts: open after {} failing walk(s), resolve after {} passing, unreachable after {}, at most one alert per target per {} s",
         d.open_after, d.resolve_after, d.unreachable_after, d.min_interval_secs
     ));
-    match cfg.alert_delivery() {
+    match crate::app::alert_delivery(cfg) {
         Ok(d) => {
             for s in d.senders {
                 lines.push(format!(
@@ -227,9 +227,12 @@ fn explain_for(cfg: &Config, reload: bool) -> (Vec<String>, Vec<String>) {
         problems.push(format!("[card_signature]: {e}"));
     }
     match &cfg.key {
-        // Read through the same `Config::signing_key` every face signs with, so a credential
+        // Read through the same `app::signing_key` every face signs with, so a credential
         // that is present but unusable is a problem here too, not only at start.
-        KeySource::None => match (crate::witness::keys::resolve_key_path(None), cfg.signing_key()) {
+        KeySource::None => match (
+            crate::witness::keys::resolve_key_path(None),
+            crate::app::signing_key(cfg),
+        ) {
             (Some(p), Ok(Some(k))) => lines.push(format!(
                 "key: none configured; the credential {} is present and will be used, public key {}",
                 p.display(),
@@ -243,7 +246,7 @@ fn explain_for(cfg: &Config, reload: bool) -> (Vec<String>, Vec<String>) {
         KeySource::Credential(n) if reload => lines.push(format!(
             "key: credential {n}, as loaded at start (a reload keeps it; not read here)"
         )),
-        source => match cfg.signing_key() {
+        source => match crate::app::signing_key(cfg) {
             Ok(Some(k)) => lines.push(format!(
                 "key: {} readable, public key {}",
                 match source {
@@ -276,7 +279,7 @@ fn explain_for(cfg: &Config, reload: bool) -> (Vec<String>, Vec<String>) {
         );
     }
     explain_alerts(cfg, &mut lines, &mut problems);
-    match cfg.transport() {
+    match crate::app::transport(cfg) {
         Ok(_) => lines.push(format!(
             "network: {} extra CA file(s), private networks {}, deadline {} s, body cap {} bytes",
             cfg.extra_ca.len(),

@@ -34,19 +34,16 @@ pub struct McpArgs {
 
 /// How `--listen` admits callers: the token from --token-file or the systemd credential, or
 /// nobody checked with --no-auth; without either it does not start.
-fn auth(args: &McpArgs) -> anyhow::Result<crate::mcp::Auth> {
-    use crate::mcp::{Auth, TOKEN_CREDENTIAL, read_token};
+fn auth(args: &McpArgs) -> anyhow::Result<crate::credentials::Auth> {
+    use crate::credentials::{Auth, TOKEN_CREDENTIAL, read_token};
     if args.no_auth {
         return Ok(Auth::Open);
     }
     if let Some(path) = &args.token_file {
         return Ok(Auth::Token(read_token(path)?));
     }
-    if let Some(dir) = std::env::var_os("CREDENTIALS_DIRECTORY") {
-        let path = std::path::Path::new(&dir).join(TOKEN_CREDENTIAL);
-        if path.exists() {
-            return Ok(Auth::Token(read_token(&path)?));
-        }
+    if let Some(path) = crate::credentials::existing(TOKEN_CREDENTIAL) {
+        return Ok(Auth::Token(read_token(&path)?));
     }
     anyhow::bail!(
         "--listen needs a bearer token, or else any local user could walk and file under the operator's key: give --token-file FILE (make one with `(umask 077 && openssl rand -hex 32 > FILE)`), or pass it as the systemd credential {TOKEN_CREDENTIAL} (LoadCredential={TOKEN_CREDENTIAL}:FILE), or say --no-auth to serve without one"

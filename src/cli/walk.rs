@@ -3,7 +3,7 @@
 use crate::cli::net::NetArgs;
 use crate::clock::SystemClock;
 use crate::net::{NetPolicy, Transport, TransportConfig};
-use crate::pipeline::{Pipeline, PipelineConfig, SubmissionReport, WalkJob};
+use crate::pipeline::{Pipeline, SubmissionReport, WalkJob};
 use crate::sandbox::{SandboxAgent, SandboxCa, scenarios};
 use crate::walk::assertions::Assertion;
 use crate::walk::{Mode, Privacy, RequestProfile, WalkOutcome, WalkRequest, Wire};
@@ -133,7 +133,7 @@ impl WitnessArgs {
 }
 
 impl WitnessArgs {
-    /// The pipeline these flags describe: the flags' counterpart of `Config::pipeline`.
+    /// The pipeline these flags describe: the flags' counterpart of `app::pipeline`.
     pub fn pipeline(
         &self,
         transport: crate::net::Transport,
@@ -141,12 +141,17 @@ impl WitnessArgs {
         signing: Option<(ed25519_dalek::SigningKey, Option<String>)>,
         file_extra_walks: bool,
     ) -> anyhow::Result<Pipeline> {
-        Ok(Pipeline::new(PipelineConfig {
+        let filing = crate::app::Filing {
             signing,
             intake_override: self.intake.clone(),
             file_extra_walks,
-            ..PipelineConfig::new(transport, store_path, Arc::new(SystemClock))
-        })?)
+        };
+        Ok(crate::app::filing_pipeline(
+            filing,
+            transport,
+            store_path,
+            Arc::new(SystemClock),
+        )?)
     }
 }
 
@@ -749,12 +754,17 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     policy.allow_url(&task_agent.origin());
     let mut config = TransportConfig::new(policy);
     config.extra_roots = vec![ca.cert_der()];
-    let pipeline = Pipeline::new(PipelineConfig {
+    let filing = crate::app::Filing {
         signing: Some((key, Some(key_url.clone()))),
         intake_override: Some(emulator.url()),
         file_extra_walks: true,
-        ..PipelineConfig::new(Transport::new(config)?, db.clone(), Arc::new(SystemClock))
-    })?;
+    };
+    let pipeline = crate::app::filing_pipeline(
+        filing,
+        Transport::new(config)?,
+        db.clone(),
+        Arc::new(SystemClock),
+    )?;
 
     println!("conduct-walker demo: sandbox agents on 127.0.0.1 with a CA made for this run");
     println!("  records and files:   {}", dir.display());

@@ -58,7 +58,7 @@ pub enum DaemonError {
         source: std::io::Error,
     },
     #[error(transparent)]
-    Setup(#[from] config::SetupError),
+    Setup(#[from] crate::app::SetupError),
     #[error("cannot install the signal handlers: {0}")]
     Signals(std::io::Error),
 }
@@ -68,7 +68,7 @@ pub enum DaemonError {
 fn page_context(cfg: &Config) -> crate::pages::Context {
     use base64::Engine as _;
     let public =
-        cfg.signing_key().ok().flatten().map(|k| {
+        crate::app::signing_key(cfg).ok().flatten().map(|k| {
             base64::engine::general_purpose::STANDARD.encode(k.verifying_key().to_bytes())
         });
     crate::pages::Context::from_config(cfg, public)
@@ -87,12 +87,13 @@ async fn build(
     previous: Option<&ConsentGate>,
     clock: Arc<dyn crate::clock::Clock>,
 ) -> Result<Built, DaemonError> {
-    let transport = cfg.transport().map_err(|source| DaemonError::Transport {
+    let transport = crate::app::transport(&cfg).map_err(|source| DaemonError::Transport {
         path: cfg.path.clone(),
         source,
     })?;
     // The config's own pipeline: it opens its own connection to the same store (WAL).
-    let runner: Arc<dyn JobRunner> = Arc::new(cfg.pipeline_with(
+    let runner: Arc<dyn JobRunner> = Arc::new(crate::app::pipeline(
+        &cfg,
         transport.clone(),
         store.path().to_path_buf(),
         clock.clone(),
@@ -447,7 +448,7 @@ pub async fn run_with(
 /// What the ledger follower reads: `[ledger]`, a transport from `[network]` (intakes are
 /// reached like any fetch), the endpoints of `pull_ledger` targets.
 fn follower_settings(cfg: &Config) -> ledger_task::FollowerSettings {
-    let transport = cfg.transport().unwrap_or_else(|e| {
+    let transport = crate::app::transport(cfg).unwrap_or_else(|e| {
         tracing::warn!(error = %e, "ledger follower: network settings refused, using the defaults");
         crate::net::NetworkOptions::default()
             .transport(&[])
@@ -465,7 +466,7 @@ fn follower_settings_of(
     cfg: &Config,
     running: &std::sync::RwLock<ledger_task::FollowerSettings>,
 ) -> ledger_task::FollowerSettings {
-    let transport = match cfg.transport() {
+    let transport = match crate::app::transport(cfg) {
         Ok(t) => t,
         Err(e) => {
             tracing::warn!(error = %e, "ledger follower: keeping the running network settings");
@@ -539,7 +540,7 @@ fn start_deliverer(
     if !cfg.alerts.enabled() {
         return None;
     }
-    let crate::alerts::deliver::Delivery { senders, transport } = match cfg.alert_delivery() {
+    let crate::alerts::deliver::Delivery { senders, transport } = match crate::app::alert_delivery(cfg) {
         Ok(d) => d,
         Err(e) => {
             tracing::error!(error = %e, "alerts: cannot be set up; no alert is delivered until the config is fixed");

@@ -74,10 +74,12 @@ fn init_tracing() {
     let _ = result;
 }
 
-pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+/// `run`: start logging and hand the config file's path over to the daemon.
+pub fn run(args: RunArgs) -> anyhow::Result<super::Handoff> {
     init_tracing();
-    crate::daemon::run(&args.config.path()?).await?;
-    Ok(ExitCode::from(super::EXIT_OK))
+    Ok(super::Handoff::Daemon {
+        config: args.config.path()?,
+    })
 }
 
 pub fn print_config(args: PrintConfigArgs) -> anyhow::Result<ExitCode> {

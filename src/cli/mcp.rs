@@ -1,11 +1,11 @@
-//! `conduct-walker mcp`: start the MCP face (`crate::mcp`) with the operator's config.
+//! `conduct-walker mcp`: parse and check what the MCP face needs (the operator's config, how
+//! callers are admitted); the binary hands it to that face.
 
 use crate::config;
 use clap::Args;
 use std::io::IsTerminal as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 #[derive(Debug, Args)]
 pub struct McpArgs {
@@ -63,14 +63,14 @@ fn init_tracing() {
         .try_init();
 }
 
-pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
+/// `mcp`: start logging, admit callers, load the config, and hand them over to the MCP face.
+pub fn run(args: McpArgs) -> anyhow::Result<super::Handoff> {
     init_tracing();
     let listen = match args.listen {
         Some(addr) => Some((addr, auth(&args)?)),
         None => None,
     };
     let path = config::default_config_path(args.config.as_deref())?;
-    let cfg = config::load(&path)?;
-    crate::mcp::run(crate::mcp::Options::new(cfg), listen).await?;
-    Ok(ExitCode::from(super::EXIT_OK))
+    let config = config::load(&path)?;
+    Ok(super::Handoff::Mcp { config, listen })
 }

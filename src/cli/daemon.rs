@@ -334,7 +334,7 @@ fn explain_for(cfg: &Config, reload: bool) -> (Vec<String>, Vec<String>) {
             .schedule
             .upcoming(now, 3)
             .iter()
-            .map(|t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+            .map(|t| crate::clock::utc_millis(*t))
             .collect();
         lines.push(format!(
             "    schedule {:?} (UTC) + jitter {:.3} s; next: {}",

@@ -623,7 +623,7 @@ struct StatusLine {
 impl StatusLine {
     fn render(&self, sched: &Scheduler) -> String {
         let next = match sched.next_fire() {
-            Some((t, name)) => format!("next walk {} at {}", name, t.format("%Y-%m-%dT%H:%M:%SZ")),
+            Some((t, name)) => format!("next walk {} at {}", name, crate::clock::walked_at(t)),
             None => "no walk scheduled".to_string(),
         };
         let mut s = format!(

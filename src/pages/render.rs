@@ -248,7 +248,7 @@ struct Row {
 }
 
 fn iso(t: DateTime<Utc>) -> String {
-    t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+    crate::clock::walked_at(t)
 }
 
 fn configured<'a>(ctx: &'a Context, name: &str) -> Option<&'a TargetInfo> {

@@ -329,14 +329,7 @@ impl Pipeline {
         &self,
         f: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, PipelineError> {
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || {
-            let store = inner.store.lock().unwrap_or_else(|p| p.into_inner());
-            f(&store)
-        })
-        .await
-        .map_err(|e| PipelineError::Join(e.to_string()))?
-        .map_err(PipelineError::from)
+        Ok(crate::store::shared::blocking(&self.inner.store, f).await?)
     }
 
     fn now(&self) -> String {

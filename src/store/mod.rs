@@ -19,6 +19,7 @@ pub mod mcp_walks;
 pub mod meta;
 pub mod outbox;
 pub mod schema;
+pub mod shared;
 pub mod status;
 pub mod summary;
 pub mod task_bindings;

@@ -26,9 +26,8 @@ pub const CONFIG_FILE_NAME: &str = "walker.toml";
 /// Default metrics/health listener: loopback only (the Prometheus exporter port range).
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
 
-/// The longest witness name or vantage (characters): what a record carries, and what a model
-/// may give through the MCP server.
-pub const MAX_NAME_CHARS: usize = 200;
+/// The longest witness name or vantage (characters), as [`crate::walk::check`] takes it.
+pub use crate::walk::check::MAX_NAME_CHARS;
 
 /// The default daily cap on store-only walks through MCP (`submit: false`, or filing not
 /// allowed): they cost the intake nothing, so it is larger than any lane's.
@@ -910,26 +909,24 @@ fn witness_of(w: &WitnessSection) -> Witness {
 /// `[witness]`: the identity, where the key comes from, the https URLs; the key source and the
 /// task ledger.
 fn validate_witness(w: &WitnessSection, base: &Path, found: &mut Found) -> (KeySource, String) {
-    if w.name.get_ref().trim().is_empty() {
-        found.at(
-            w.name.span(),
-            "must not be empty (the intake refuses a record without a witness name)".into(),
-        );
-    }
-    if w.vantage.get_ref().trim().is_empty() {
-        found.at(
-            w.vantage.span(),
-            "must not be empty (the intake refuses a record without a vantage)".into(),
-        );
-    }
-    for field in [&w.name, &w.vantage] {
-        let n = field.get_ref().chars().count();
-        if n > MAX_NAME_CHARS {
-            found.at(
-                field.span(),
-                format!("is {n} characters long; at most {MAX_NAME_CHARS} are taken"),
-            );
-        }
+    use crate::walk::check::{Field, Problem};
+    for problem in crate::walk::check::witness(&witness_of(w)) {
+        let (field, message) = match problem {
+            Problem::Empty(Field::WitnessName) => (
+                &w.name,
+                "must not be empty (the intake refuses a record without a witness name)".into(),
+            ),
+            Problem::Empty(_) => (
+                &w.vantage,
+                "must not be empty (the intake refuses a record without a vantage)".into(),
+            ),
+            Problem::TooLong { field, chars } => (
+                if field == Field::WitnessName { &w.name } else { &w.vantage },
+                format!("is {chars} characters long; at most {MAX_NAME_CHARS} are taken"),
+            ),
+            Problem::NotHttps { why, .. } => (&w.name, why),
+        };
+        found.at(field.span(), message);
     }
     let key = key_source(w, base, found);
     if let Some(u) = &w.key_url {
@@ -1155,13 +1152,15 @@ fn validate_targets(file: &ConfigFile, task_ledger: &str, found: &mut Found) -> 
 
 /// A target's https URLs, and the options that need an endpoint or a2a mode.
 fn check_target_urls(t: &TargetSection, found: &mut Found) {
-    if let Err(why) = crate::net::https_url(t.origin.get_ref()) {
-        found.at(t.origin.span(), why);
-    }
-    if let Some(e) = &t.endpoint
-        && let Err(why) = crate::net::https_url(e.get_ref())
-    {
-        found.at(e.span(), why);
+    let endpoint = t.endpoint.as_ref().map(|e| e.get_ref().as_str());
+    for problem in crate::walk::check::urls(t.origin.get_ref(), endpoint) {
+        if let crate::walk::check::Problem::NotHttps { field, why } = problem {
+            let span = match (&t.endpoint, field) {
+                (Some(e), crate::walk::check::Field::Endpoint) => e.span(),
+                _ => t.origin.span(),
+            };
+            found.at(span, why);
+        }
     }
     if t.pull_ledger && t.endpoint.is_none() {
         found.at(

@@ -157,22 +157,40 @@ impl WitnessArgs {
 
 impl WalkArgs {
     fn request(&self) -> anyhow::Result<WalkRequest> {
-        if self.witness_name.trim().is_empty() {
-            bail!("--witness-name must not be empty (the intake refuses a record without one)");
-        }
-        if self.vantage.trim().is_empty() {
-            bail!("--vantage must not be empty (the intake refuses a record without one)");
+        use crate::walk::check::{Field, Problem};
+        let flag = |field| match field {
+            Field::WitnessName => "--witness-name",
+            Field::Vantage => "--vantage",
+            Field::Origin => "--origin",
+            Field::Endpoint => "--endpoint",
+        };
+        let witness = Witness {
+            name: self.witness_name.clone(),
+            vantage: self.vantage.clone(),
+            key_url: None,
+        };
+        // The URLs are checked with the transport's destination rules once it is built
+        // ([`check_operator_urls`]); the identity here, before anything else.
+        if let Some(problem) = crate::walk::check::witness(&witness).into_iter().next() {
+            match problem {
+                Problem::Empty(f) => bail!(
+                    "{} must not be empty (the intake refuses a record without one)",
+                    flag(f)
+                ),
+                Problem::TooLong { field, chars } => bail!(
+                    "{} is {chars} characters long; at most {} are taken",
+                    flag(field),
+                    crate::walk::check::MAX_NAME_CHARS
+                ),
+                Problem::NotHttps { field, why } => bail!("{}: {why}", flag(field)),
+            }
         }
         Ok(WalkRequest {
             origin: self.origin.clone(),
             endpoint: self.endpoint.clone(),
             mode: Mode::parse(&self.mode).context("--mode must be mcp or a2a")?,
             wire: Wire::parse(&self.wire),
-            witness: Witness {
-                name: self.witness_name.clone(),
-                vantage: self.vantage.clone(),
-                key_url: None,
-            },
+            witness,
             vantage_limitation: self.vantage_limitation.clone(),
             contract_sha256: None,
             privacy: Privacy::parse(&self.privacy).context("--privacy")?,
@@ -188,6 +206,16 @@ async fn check_operator_urls(
     intake: Option<&str>,
     task_ledger: Option<&str>,
 ) -> anyhow::Result<()> {
+    use crate::walk::check::{Field, Problem};
+    for problem in crate::walk::check::urls(&request.origin, request.endpoint.as_deref()) {
+        if let Problem::NotHttps { field, why } = problem {
+            let (flag, url) = match field {
+                Field::Endpoint => ("--endpoint", request.endpoint.as_deref().unwrap_or("")),
+                _ => ("--origin", request.origin.as_str()),
+            };
+            bail!("{flag} {url}: refused: {why}");
+        }
+    }
     for (flag, url) in [
         ("--origin", Some(request.origin.as_str())),
         ("--endpoint", request.endpoint.as_deref()),

@@ -921,7 +921,11 @@ fn validate_witness(w: &WitnessSection, base: &Path, found: &mut Found) -> (KeyS
                 "must not be empty (the intake refuses a record without a vantage)".into(),
             ),
             Problem::TooLong { field, chars } => (
-                if field == Field::WitnessName { &w.name } else { &w.vantage },
+                if field == Field::WitnessName {
+                    &w.name
+                } else {
+                    &w.vantage
+                },
                 format!("is {chars} characters long; at most {MAX_NAME_CHARS} are taken"),
             ),
             Problem::NotHttps { why, .. } => (&w.name, why),
@@ -995,17 +999,62 @@ fn check_ranges(file: &ConfigFile, found: &mut Found) {
         crate::net::options::BODY_CAP_RANGE,
     );
     let ranges: [(&str, u64, u64, u64); 13] = [
-        ("network.request_deadline_secs", n.request_deadline_secs, deadline.0, deadline.1),
-        ("network.body_cap_bytes", n.body_cap_bytes as u64, body_cap.0, body_cap.1),
-        ("daemon.concurrency", *d.concurrency.get_ref() as u64, 1, MAX_CONCURRENCY),
+        (
+            "network.request_deadline_secs",
+            n.request_deadline_secs,
+            deadline.0,
+            deadline.1,
+        ),
+        (
+            "network.body_cap_bytes",
+            n.body_cap_bytes as u64,
+            body_cap.0,
+            body_cap.1,
+        ),
+        (
+            "daemon.concurrency",
+            *d.concurrency.get_ref() as u64,
+            1,
+            MAX_CONCURRENCY,
+        ),
         ("daemon.jitter_secs", d.jitter_secs, 0, 86_400),
-        ("daemon.drain_interval_secs", d.drain_interval_secs, 1, 86_400),
-        ("daemon.shutdown_grace_secs", d.shutdown_grace_secs, 0, 3_600),
-        ("ledger.poll_interval_secs", l.poll_interval_secs, 10, 86_400),
+        (
+            "daemon.drain_interval_secs",
+            d.drain_interval_secs,
+            1,
+            86_400,
+        ),
+        (
+            "daemon.shutdown_grace_secs",
+            d.shutdown_grace_secs,
+            0,
+            3_600,
+        ),
+        (
+            "ledger.poll_interval_secs",
+            l.poll_interval_secs,
+            10,
+            86_400,
+        ),
         ("ledger.rate_per_minute", l.rate_per_minute, 1, 600),
-        ("ledger.overdue_after_hours", l.overdue_after_hours, 1, 24 * 90),
-        ("ledger.head_interval_secs", l.head_interval_secs, 10, 86_400),
-        ("retention.unfiled_days", r.unfiled_days.unwrap_or(1), 1, 36_500),
+        (
+            "ledger.overdue_after_hours",
+            l.overdue_after_hours,
+            1,
+            24 * 90,
+        ),
+        (
+            "ledger.head_interval_secs",
+            l.head_interval_secs,
+            10,
+            86_400,
+        ),
+        (
+            "retention.unfiled_days",
+            r.unfiled_days.unwrap_or(1),
+            1,
+            36_500,
+        ),
         ("retention.all_days", r.all_days.unwrap_or(1), 1, 36_500),
         ("retention.every_hours", r.every_hours, 1, 720),
     ];
@@ -1286,7 +1335,8 @@ impl AlertsSpans {
         }
         let keys: AlertsKeySpans = toml::from_str(text).unwrap_or_default();
         let key = keys.alerts.iter().find(|(k, _)| {
-            message.starts_with(&format!("alerts.{k}:")) || message.starts_with(&format!("alerts: {k} "))
+            message.starts_with(&format!("alerts.{k}:"))
+                || message.starts_with(&format!("alerts: {k} "))
         });
         Some(key.map_or(alerts.span(), |(_, v)| v.span()))
     }

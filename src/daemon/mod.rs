@@ -67,10 +67,10 @@ pub enum DaemonError {
 /// key can be read) and the targets' schedules.
 fn page_context(cfg: &Config) -> crate::pages::Context {
     use base64::Engine as _;
-    let public =
-        crate::app::signing_key(cfg).ok().flatten().map(|k| {
-            base64::engine::general_purpose::STANDARD.encode(k.verifying_key().to_bytes())
-        });
+    let public = crate::app::signing_key(cfg)
+        .ok()
+        .flatten()
+        .map(|k| base64::engine::general_purpose::STANDARD.encode(k.verifying_key().to_bytes()));
     crate::pages::Context::from_config(cfg, public)
 }
 
@@ -540,7 +540,9 @@ fn start_deliverer(
     if !cfg.alerts.enabled() {
         return None;
     }
-    let crate::alerts::deliver::Delivery { senders, transport } = match crate::app::alert_delivery(cfg) {
+    let crate::alerts::deliver::Delivery { senders, transport } = match crate::app::alert_delivery(
+        cfg,
+    ) {
         Ok(d) => d,
         Err(e) => {
             tracing::error!(error = %e, "alerts: cannot be set up; no alert is delivered until the config is fixed");

@@ -101,7 +101,7 @@ impl WitnessServer {
             database.clone(),
             options.clock.clone(),
         )
-            .with_context(|| format!("cannot set up the pipeline over {}", database.display()))?;
+        .with_context(|| format!("cannot set up the pipeline over {}", database.display()))?;
         let trust = pipeline.trust().clone();
         let signed = pipeline.public_key_b64().is_some();
         let daily_cap = config

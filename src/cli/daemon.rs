@@ -186,6 +186,45 @@ fn problems_count(n: usize) -> String {
     format!("{n} problem{}", if n == 1 { "" } else { "s" })
 }
 
+/// The signing key: where it comes from, and that it can be read (a credential is left unread
+/// on `--reload`).
+fn explain_key(cfg: &Config, reload: bool, lines: &mut Vec<String>, problems: &mut Vec<String>) {
+    match &cfg.key {
+        // Read through the same `app::signing_key` every face signs with, so a credential
+        // that is present but unusable is a problem here too, not only at start.
+        KeySource::None => match (
+            crate::witness::keys::resolve_key_path(None),
+            crate::app::signing_key(cfg),
+        ) {
+            (Some(p), Ok(Some(k))) => lines.push(format!(
+                "key: none configured; the credential {} is present and will be used, public key {}",
+                p.display(),
+                crate::witness::keys::public_key_b64(&k)
+            )),
+            (_, Err(e)) => problems.push(e.to_string()),
+            _ => lines.push(
+                "key: none: records are filed unsigned (address lane, 5 per day)".to_string(),
+            ),
+        },
+        KeySource::Credential(n) if reload => lines.push(format!(
+            "key: credential {n}, as loaded at start (a reload keeps it; not read here)"
+        )),
+        source => match crate::app::signing_key(cfg) {
+            Ok(Some(k)) => lines.push(format!(
+                "key: {} readable, public key {}",
+                match source {
+                    KeySource::File(p) => p.display().to_string(),
+                    KeySource::Credential(n) => format!("credential {n}"),
+                    KeySource::None => String::new(),
+                },
+                crate::witness::keys::public_key_b64(&k)
+            )),
+            Ok(None) => {}
+            Err(e) => problems.push(e.to_string()),
+        },
+    }
+}
+
 /// What the daemon would do with this config, and what would stop it from starting.
 pub fn explain(cfg: &Config) -> (Vec<String>, Vec<String>) {
     explain_for(cfg, false)
@@ -228,40 +267,7 @@ fn explain_for(cfg: &Config, reload: bool) -> (Vec<String>, Vec<String>) {
     if let Err(e) = crate::card_signature::TrustStore::from_config(&cfg.file.card_signature) {
         problems.push(format!("[card_signature]: {e}"));
     }
-    match &cfg.key {
-        // Read through the same `app::signing_key` every face signs with, so a credential
-        // that is present but unusable is a problem here too, not only at start.
-        KeySource::None => match (
-            crate::witness::keys::resolve_key_path(None),
-            crate::app::signing_key(cfg),
-        ) {
-            (Some(p), Ok(Some(k))) => lines.push(format!(
-                "key: none configured; the credential {} is present and will be used, public key {}",
-                p.display(),
-                crate::witness::keys::public_key_b64(&k)
-            )),
-            (_, Err(e)) => problems.push(e.to_string()),
-            _ => lines.push(
-                "key: none: records are filed unsigned (address lane, 5 per day)".to_string(),
-            ),
-        },
-        KeySource::Credential(n) if reload => lines.push(format!(
-            "key: credential {n}, as loaded at start (a reload keeps it; not read here)"
-        )),
-        source => match crate::app::signing_key(cfg) {
-            Ok(Some(k)) => lines.push(format!(
-                "key: {} readable, public key {}",
-                match source {
-                    KeySource::File(p) => p.display().to_string(),
-                    KeySource::Credential(n) => format!("credential {n}"),
-                    KeySource::None => String::new(),
-                },
-                crate::witness::keys::public_key_b64(&k)
-            )),
-            Ok(None) => {}
-            Err(e) => problems.push(e.to_string()),
-        },
-    }
+    explain_key(cfg, reload, &mut lines, &mut problems);
     match &cfg.witness.key_url {
         Some(u) => lines.push(format!("key_url: {u} (domain lane, 50 per day)")),
         None => lines.push("key_url: none (address lane)".into()),

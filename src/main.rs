@@ -112,7 +112,7 @@ async fn start(handoff: Handoff) -> anyhow::Result<ExitCode> {
     match handoff {
         Handoff::Daemon { config } => conduct_walker::daemon::run(&config).await?,
         Handoff::Mcp { config, listen } => {
-            let options = conduct_walker::mcp::Options::new(config);
+            let options = conduct_walker::mcp::Options::new(*config);
             conduct_walker::mcp::run(options, listen).await?
         }
     }

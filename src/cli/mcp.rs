@@ -72,5 +72,8 @@ pub fn run(args: McpArgs) -> anyhow::Result<super::Handoff> {
     };
     let path = config::default_config_path(args.config.as_deref())?;
     let config = config::load(&path)?;
-    Ok(super::Handoff::Mcp { config, listen })
+    Ok(super::Handoff::Mcp {
+        config: Box::new(config),
+        listen,
+    })
 }

@@ -36,7 +36,7 @@ pub enum Handoff {
     /// `conduct-walker mcp`: the MCP server with this config, on stdio or on Streamable HTTP
     /// at `listen` admitting callers as the `Auth` says.
     Mcp {
-        config: crate::config::Config,
+        config: Box<crate::config::Config>,
         listen: Option<(SocketAddr, crate::credentials::Auth)>,
     },
 }

@@ -1,7 +1,150 @@
-//! The composition root (issue 36): what a `Config` turns into for the capabilities, which never
-//! read the configuration themselves.
+//! The composition root: what a validated [`Config`] (or `walk`'s flags, their counterpart)
+//! turns into. The signing identity, the transports, the pipeline and the alert delivery are
+//! built here and nowhere else, so every face (`run`, `mcp`, `walk`, `config check`, `alerts
+//! test`) signs, fetches and files the same way. `config` stays data plus validation; the
+//! capabilities take what they need as arguments.
 
-use crate::config::Config;
+use crate::clock::Clock;
+use crate::config::{Config, ConfigTransportError, KeySource};
+use crate::net::Transport;
+use crate::pipeline::{Pipeline, PipelineConfig};
+use ed25519_dalek::SigningKey;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Why a configuration could not be turned into a running pipeline.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("config {path}: {msg}")]
+    Key { path: PathBuf, msg: String },
+    #[error("config {path}: {source}")]
+    Transport {
+        path: PathBuf,
+        source: ConfigTransportError,
+    },
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error("cannot set up the filing pipeline: {0}")]
+    Pipeline(String),
+}
+
+/// The key that signs records, and the `key_url` it signs under.
+pub type Signing = Option<(SigningKey, Option<String>)>;
+
+/// The signing key: the file or credential the config names; with neither, the `signing-key`
+/// credential when `$CREDENTIALS_DIRECTORY` holds one (what `config check` reports "will be
+/// used"); `None`: records are filed unsigned. Every face that takes a config signs with this
+/// key.
+pub fn signing_key(cfg: &Config) -> Result<Option<SigningKey>, SetupError> {
+    let key_err = |msg: String| SetupError::Key {
+        path: cfg.path.clone(),
+        msg,
+    };
+    let path = match &cfg.key {
+        KeySource::None => crate::witness::keys::resolve_key_path(None),
+        other => other.path().map_err(key_err)?,
+    };
+    path.map(|p| crate::witness::keys::load_signing_key(&p).map_err(|e| key_err(e.to_string())))
+        .transpose()
+}
+
+/// [`signing_key`] with the `key_url` it signs under.
+pub fn signing(cfg: &Config) -> Result<Signing, SetupError> {
+    crate::witness::keys::signing_pair(signing_key(cfg)?, cfg.witness.key_url.clone()).map_err(
+        |e| SetupError::Key {
+            path: cfg.path.clone(),
+            msg: e.to_string(),
+        },
+    )
+}
+
+/// The transport every walk, consent read and submission of this config uses.
+pub fn transport(cfg: &Config) -> Result<Transport, ConfigTransportError> {
+    let named = cfg.named_urls();
+    let named: Vec<&str> = named.iter().map(String::as_str).collect();
+    cfg.network_options().transport(&named)
+}
+
+/// The destination rules: private addresses only at the hosts the config names.
+pub fn net_policy(cfg: &Config) -> Result<crate::net::NetPolicy, ConfigTransportError> {
+    let named = cfg.named_urls();
+    let named: Vec<&str> = named.iter().map(String::as_str).collect();
+    cfg.network_options().policy(&named)
+}
+
+/// The trust roots the config adds to the system's (`network.extra_ca`).
+pub fn extra_roots(
+    cfg: &Config,
+) -> Result<Vec<rustls_pki_types::CertificateDer<'static>>, ConfigTransportError> {
+    cfg.network_options().roots()
+}
+
+/// The transport for `jku` fetches (card signatures): the config's destination rules and
+/// roots, with the JWKS body cap and deadline.
+pub fn jwks_transport(cfg: &Config) -> anyhow::Result<Transport> {
+    let mut jwks = crate::card_signature::jwks_transport_config(net_policy(cfg)?);
+    jwks.extra_roots = extra_roots(cfg)?;
+    Ok(Transport::new(jwks)?)
+}
+
+/// How records are filed, whoever describes it (a config, or `walk`'s and `reveal`'s flags).
+pub struct Filing {
+    pub signing: Signing,
+    /// File here instead of the card's `params.witness_intake`.
+    pub intake_override: Option<String>,
+    pub file_extra_walks: bool,
+}
+
+/// The pipeline that walks over `transport`, stores at `store_path` and files as `filing`.
+pub fn filing_pipeline(
+    filing: Filing,
+    transport: Transport,
+    store_path: PathBuf,
+    clock: Arc<dyn Clock>,
+) -> Result<Pipeline, crate::pipeline::PipelineError> {
+    Pipeline::new(PipelineConfig {
+        signing: filing.signing,
+        intake_override: filing.intake_override,
+        file_extra_walks: filing.file_extra_walks,
+        ..PipelineConfig::new(transport, store_path, clock)
+    })
+}
+
+/// The pipeline a config describes, over `transport` and the store at `store_path` (the daemon
+/// shares its transport with the consent gate and opens the store first): its key, its
+/// card-signature trust store, its alerts.
+pub fn pipeline(
+    cfg: &Config,
+    transport: Transport,
+    store_path: PathBuf,
+    clock: Arc<dyn Clock>,
+) -> Result<Pipeline, SetupError> {
+    let filing = Filing {
+        signing: signing(cfg)?,
+        intake_override: cfg.intake.clone(),
+        file_extra_walks: cfg.file_extra_walks,
+    };
+    // One trust store for every walk: its jku cache is shared.
+    let trust = crate::card_signature::TrustStore::from_config(&cfg.file.card_signature)
+        .map_err(|e| SetupError::Pipeline(format!("[card_signature]: {e}")))?;
+    let pipeline = filing_pipeline(filing, transport, store_path, clock)
+        .map_err(|e| SetupError::Pipeline(e.to_string()))?;
+    let pipeline = if cfg.alerts.enabled() {
+        pipeline.with_hook(Arc::new(crate::alerts::hook::AlertsHook::new(
+            cfg.alerts.clone(),
+        )))
+    } else {
+        pipeline
+    };
+    Ok(pipeline.with_trust(trust))
+}
+
+/// Each alert channel with its secrets read, and the delivery transport (the daemon at start,
+/// `config check`, `alerts test`).
+pub fn alert_delivery(cfg: &Config) -> Result<crate::alerts::deliver::Delivery, String> {
+    let roots = extra_roots(cfg).map_err(|e| e.to_string())?;
+    crate::alerts::deliver::delivery(&cfg.alerts, roots)
+}
 
 /// What the status pages show of a configuration: the witness (`public_key_b64` from its key,
 /// when the face could read it) and the targets with their schedules.

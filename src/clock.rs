@@ -43,7 +43,14 @@ impl Clock for ManualClock {
     }
 }
 
-/// `walked_at` form (§2.1): whole seconds, `Z`.
+/// `walked_at` form (§2.1): whole seconds, `Z`. Every UTC time written with whole seconds
+/// uses this (records, alert payloads, pages).
 pub fn walked_at(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// UTC time with milliseconds and `Z`, as JavaScript's `toISOString` writes it: the form every
+/// daemon table uses (it sorts as text), and the intake's.
+pub fn utc_millis(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
 }

@@ -26,9 +26,8 @@ pub const CONFIG_FILE_NAME: &str = "walker.toml";
 /// Default metrics/health listener: loopback only (the Prometheus exporter port range).
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
 
-/// The longest witness name or vantage (characters): what a record carries, and what a model
-/// may give through the MCP server.
-pub const MAX_NAME_CHARS: usize = 200;
+/// The longest witness name or vantage (characters), as [`crate::walk::check`] takes it.
+pub use crate::walk::check::MAX_NAME_CHARS;
 
 /// The default daily cap on store-only walks through MCP (`submit: false`, or filing not
 /// allowed): they cost the intake nothing, so it is larger than any lane's.
@@ -545,160 +544,6 @@ fn yes() -> bool {
     true
 }
 
-/// One table of the config file as `conduct-walker.toml(5)` documents it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TableDoc {
-    /// Dotted name: `witness`, `target`, `card_signature.pinned`; empty for top-level keys.
-    pub name: String,
-    /// An array of tables (`[[target]]`), written once per entry.
-    pub array: bool,
-    pub description: String,
-    pub keys: Vec<KeyDoc>,
-}
-
-/// One key of a table: what the parser accepts there and what it means.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeyDoc {
-    /// Dotted full name: `daemon.listen`.
-    pub name: String,
-    /// `string`, `integer`, `boolean`, `array of string`, `one of "a" | "b"`, ...
-    pub kind: String,
-    /// `None`: required. Otherwise the default as TOML writes it, or `unset`.
-    pub default: Option<String>,
-    pub description: String,
-}
-
-/// Every table and key of the config file, read from the JSON Schema that `schemars` derives
-/// from the very structs (and serde attributes and doc comments) the parser deserializes into:
-/// the man page cannot list a key the parser refuses, or miss one it accepts.
-pub fn documented_tables() -> Vec<TableDoc> {
-    let settings =
-        schemars::generate::SchemaSettings::draft2020_12().with(|s| s.inline_subschemas = true);
-    let root = settings
-        .into_generator()
-        .into_root_schema_for::<ConfigFile>();
-    let mut out = Vec::new();
-    collect_tables(root.as_value(), "", false, &mut out);
-    out
-}
-
-fn collect_tables(schema: &serde_json::Value, name: &str, array: bool, out: &mut Vec<TableDoc>) {
-    use serde_json::Value;
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let mut keys = Vec::new();
-    let mut nested = Vec::new();
-    for (key, prop) in schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-    {
-        let path = if name.is_empty() {
-            key.clone()
-        } else {
-            format!("{name}.{key}")
-        };
-        // A struct-valued key is a table of its own (`[daemon]`), a list of structs an array of
-        // tables (`[[target]]`).
-        let is_table = |s: &Value| s.get("properties").is_some();
-        if is_table(prop) {
-            nested.push((path, prop, false, description(prop)));
-            continue;
-        }
-        if let Some(items) = prop.get("items").filter(|i| is_table(i)) {
-            let d = Some(description(prop)).filter(|d| !d.is_empty());
-            nested.push((path, items, true, d.unwrap_or_else(|| description(items))));
-            continue;
-        }
-        let default = match prop.get("default") {
-            Some(Value::Null) => Some("unset".to_string()),
-            Some(v) => Some(v.to_string()),
-            None if required.contains(&key.as_str()) => None,
-            None => Some("unset".to_string()),
-        };
-        keys.push(KeyDoc {
-            name: path,
-            kind: kind(prop),
-            default,
-            description: description(prop),
-        });
-    }
-    if !name.is_empty() || !keys.is_empty() {
-        out.push(TableDoc {
-            name: name.to_string(),
-            array,
-            description: description(schema),
-            keys,
-        });
-    }
-    for (path, s, arr, d) in nested {
-        let at = out.len();
-        collect_tables(s, &path, arr, out);
-        // The field's doc comment says more about this use of the table than the struct's.
-        if !d.is_empty() {
-            out[at].description = d;
-        }
-    }
-}
-
-fn description(s: &serde_json::Value) -> String {
-    s.get("description")
-        .and_then(serde_json::Value::as_str)
-        .unwrap_or("")
-        .to_string()
-}
-
-fn kind(s: &serde_json::Value) -> String {
-    use serde_json::Value;
-    // An `Option` is "this or null" in JSON Schema; in TOML it is this, or the key left out.
-    let is_null = |v: &Value| v.get("type").and_then(Value::as_str) == Some("null");
-    if let Some(alts) = s.get("anyOf").and_then(Value::as_array)
-        && let [a, b] = alts.as_slice()
-        && (is_null(a) || is_null(b))
-    {
-        return kind(if is_null(a) { b } else { a });
-    }
-    if let Some(Value::Array(types)) = s.get("type") {
-        let mut s = s.clone();
-        let types: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
-        s["type"] = match types.as_slice() {
-            [one] => one.clone(),
-            many => {
-                let names: Vec<String> = many.iter().map(|t| t.to_string()).collect();
-                return names.join(" or ");
-            }
-        };
-        if let Some(Value::Array(values)) = s.get_mut("enum") {
-            values.retain(|v| !v.is_null());
-        }
-        return kind(&s);
-    }
-    if let Some(values) = s.get("enum").and_then(Value::as_array) {
-        let v: Vec<String> = values.iter().map(Value::to_string).collect();
-        return format!("one of {}", v.join(" | "));
-    }
-    if let Some(variants) = s.get("oneOf").and_then(Value::as_array) {
-        let v: Vec<String> = variants
-            .iter()
-            .filter_map(|v| v.get("const").map(Value::to_string))
-            .collect();
-        return format!("one of {}", v.join(" | "));
-    }
-    match s.get("type") {
-        Some(Value::String(t)) if t == "array" => match s.get("items") {
-            Some(items) => format!("array of {}", kind(items)),
-            None => "array".into(),
-        },
-        Some(Value::String(t)) if t == "object" => "table".into(),
-        Some(Value::String(t)) => t.clone(),
-        _ => "any TOML value".into(),
-    }
-}
-
 /// One problem in a config file, located.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
@@ -876,23 +721,12 @@ impl KeySource {
         match self {
             KeySource::None => Ok(None),
             KeySource::File(p) => Ok(Some(p.clone())),
-            KeySource::Credential(name) => Ok(Some(credential_path(
+            KeySource::Credential(name) => Ok(Some(crate::credentials::path(
                 &format!("witness.key_credential = {name:?}"),
                 name,
             )?)),
         }
     }
-}
-
-/// `$CREDENTIALS_DIRECTORY/<name>` (systemd's `LoadCredential=`); `named` says where the
-/// config names it, for the error when the variable is not set.
-pub fn credential_path(named: &str, name: &str) -> Result<PathBuf, String> {
-    let dir = std::env::var_os("CREDENTIALS_DIRECTORY").ok_or_else(|| {
-        format!(
-            "{named} but $CREDENTIALS_DIRECTORY is not set (LoadCredential={name}:... in the unit provides it)"
-        )
-    })?;
-    Ok(Path::new(&dir).join(name))
 }
 
 /// A validated configuration.
@@ -926,7 +760,7 @@ pub struct Config {
     pub ledger: LedgerSettings,
     /// `[retention]`; `policy.is_off()` by default.
     pub retention: RetentionConfig,
-    /// `[alerts]`, validated (secrets not read: [`Config::alert_delivery`] reads them).
+    /// `[alerts]`, validated (secrets not read: `app::alert_delivery` reads them).
     pub alerts: std::sync::Arc<crate::alerts::config::AlertsConfig>,
 }
 
@@ -1007,35 +841,125 @@ fn rel(base: &Path, p: &Path) -> PathBuf {
     }
 }
 
+/// Where validation puts what it finds: each problem located in the file's text.
+struct Found<'a> {
+    text: &'a str,
+    problems: &'a mut Vec<Problem>,
+}
+
+impl Found<'_> {
+    /// A problem at a span of the file.
+    fn at(&mut self, span: std::ops::Range<usize>, message: String) {
+        self.problems.push(locate(self.text, Some(span), message));
+    }
+}
+
 fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Problem>) -> Config {
-    let mut at = |span: std::ops::Range<usize>, message: String| {
-        problems.push(locate(text, Some(span), message));
-    };
+    let mut found = Found { text, problems };
     let w = &file.witness;
-    if w.name.get_ref().trim().is_empty() {
-        at(
-            w.name.span(),
-            "must not be empty (the intake refuses a record without a witness name)".into(),
-        );
+    let (key, task_ledger) = validate_witness(w, base, &mut found);
+    let n = &file.network;
+    check_allow_hosts(n, &mut found);
+    check_ranges(file, &mut found);
+    let d = &file.daemon;
+    let listen = validate_listen(d, &mut found);
+    check_ledger_intakes(&file.ledger, &mut found);
+    check_mcp(&file.mcp, &mut found);
+    let targets = validate_targets(file, &task_ledger, &mut found);
+    let alerts = validate_alerts(file, base, &targets, &mut found);
+    let database = match &d.database {
+        Some(p) => Some(rel(base, p)),
+        None => crate::store::default_db_path(None).ok(),
+    };
+    Config {
+        path: PathBuf::new(),
+        file: file.clone(),
+        witness: witness_of(w),
+        vantage_limitation: w.vantage_limitation.clone(),
+        key,
+        intake: w.intake.as_ref().map(|i| i.get_ref().clone()),
+        file_extra_walks: w.file_extra_walks,
+        task_ledger,
+        extra_ca: n.extra_ca.iter().map(|p| rel(base, p)).collect(),
+        allow_private_network: n.allow_private_network,
+        allow_hosts: n.allow_hosts.iter().map(|h| h.get_ref().clone()).collect(),
+        request_deadline: Duration::from_secs(n.request_deadline_secs),
+        body_cap: n.body_cap_bytes,
+        database,
+        listen,
+        concurrency: (*d.concurrency.get_ref()).max(1),
+        drain_interval: Duration::from_secs(d.drain_interval_secs.max(1)),
+        shutdown_grace: Duration::from_secs(d.shutdown_grace_secs),
+        targets,
+        ledger: ledger_settings(&file.ledger),
+        retention: retention_config(&file.retention, base),
+        alerts: std::sync::Arc::new(alerts),
     }
-    if w.vantage.get_ref().trim().is_empty() {
-        at(
-            w.vantage.span(),
-            "must not be empty (the intake refuses a record without a vantage)".into(),
-        );
+}
+
+/// The identity every record names.
+fn witness_of(w: &WitnessSection) -> Witness {
+    Witness {
+        name: w.name.get_ref().clone(),
+        vantage: w.vantage.get_ref().clone(),
+        key_url: w.key_url.as_ref().map(|u| u.get_ref().clone()),
     }
-    for field in [&w.name, &w.vantage] {
-        let n = field.get_ref().chars().count();
-        if n > MAX_NAME_CHARS {
-            at(
-                field.span(),
-                format!("is {n} characters long; at most {MAX_NAME_CHARS} are taken"),
-            );
+}
+
+/// `[witness]`: the identity, where the key comes from, the https URLs; the key source and the
+/// task ledger.
+fn validate_witness(w: &WitnessSection, base: &Path, found: &mut Found) -> (KeySource, String) {
+    use crate::walk::check::{Field, Problem};
+    for problem in crate::walk::check::witness(&witness_of(w)) {
+        let (field, message) = match problem {
+            Problem::Empty(Field::WitnessName) => (
+                &w.name,
+                "must not be empty (the intake refuses a record without a witness name)".into(),
+            ),
+            Problem::Empty(_) => (
+                &w.vantage,
+                "must not be empty (the intake refuses a record without a vantage)".into(),
+            ),
+            Problem::TooLong { field, chars } => (
+                if field == Field::WitnessName {
+                    &w.name
+                } else {
+                    &w.vantage
+                },
+                format!("is {chars} characters long; at most {MAX_NAME_CHARS} are taken"),
+            ),
+            Problem::NotHttps { why, .. } => (&w.name, why),
+        };
+        found.at(field.span(), message);
+    }
+    let key = key_source(w, base, found);
+    if let Some(u) = &w.key_url {
+        match crate::net::https_url(u.get_ref()) {
+            Err(why) => found.at(u.span(), why),
+            Ok(_) if key == KeySource::None => found.at(
+                u.span(),
+                "key_url needs a signing key (witness.key or witness.key_credential): the intake refuses key_url on an unsigned record".into(),
+            ),
+            Ok(_) => {}
         }
     }
-    let key = match (&w.key, &w.key_credential) {
+    for url in [&w.intake, &w.task_ledger].into_iter().flatten() {
+        if let Err(why) = crate::net::https_url(url.get_ref()) {
+            found.at(url.span(), why);
+        }
+    }
+    let task_ledger = w.task_ledger.as_ref().map_or(
+        crate::witness::task_bind::DEFAULT_TASK_LEDGER.to_string(),
+        |l| l.get_ref().clone(),
+    );
+    (key, task_ledger)
+}
+
+/// `witness.key` or `witness.key_credential` (not both), or neither.
+fn key_source(w: &WitnessSection, base: &Path, found: &mut Found) -> KeySource {
+    match (&w.key, &w.key_credential) {
         (Some(k), Some(c)) => {
-            at(
+            found.at(
                 c.span(),
                 format!(
                     "give either witness.key or witness.key_credential, not both (key is {})",
@@ -1047,59 +971,45 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
         (Some(k), None) => KeySource::File(rel(base, k.get_ref())),
         (None, Some(c)) => {
             if c.get_ref().is_empty() || c.get_ref().contains('/') {
-                at(c.span(), "a credential name is a plain file name".into());
+                found.at(c.span(), "a credential name is a plain file name".into());
             }
             KeySource::Credential(c.get_ref().clone())
         }
         (None, None) => KeySource::None,
-    };
-    if let Some(u) = &w.key_url {
-        match crate::net::https_url(u.get_ref()) {
-            Err(why) => at(u.span(), why),
-            Ok(_) if key == KeySource::None => at(
-                u.span(),
-                "key_url needs a signing key (witness.key or witness.key_credential): the intake refuses key_url on an unsigned record".into(),
-            ),
-            Ok(_) => {}
-        }
     }
-    if let Some(i) = &w.intake
-        && let Err(why) = crate::net::https_url(i.get_ref())
-    {
-        at(i.span(), why);
-    }
-    if let Some(l) = &w.task_ledger
-        && let Err(why) = crate::net::https_url(l.get_ref())
-    {
-        at(l.span(), why);
-    }
-    let task_ledger = w.task_ledger.as_ref().map_or(
-        crate::witness::task_bind::DEFAULT_TASK_LEDGER.to_string(),
-        |l| l.get_ref().clone(),
-    );
-    let n = &file.network;
+}
+
+/// `network.allow_hosts`: each a `HOST:PORT` the destination rules take.
+fn check_allow_hosts(n: &NetworkSection, found: &mut Found) {
     let mut probe = crate::net::NetPolicy::new(true);
     for h in &n.allow_hosts {
         if let Err(why) = probe.allow_host_port(h.get_ref()) {
-            at(h.span(), why.replace("--allow-host", "allow_hosts entry"));
+            found.at(h.span(), why.replace("--allow-host", "allow_hosts entry"));
         }
     }
-    // Every number has a range: values that parse but overflow a date, an instant or a
-    // semaphore later (at start, at reload, at shutdown) are refused here, where a line is
-    // named, instead of panicking the daemon.
-    let d = &file.daemon;
-    for (key, value, min, max) in [
+}
+
+/// Every number has a range: values that parse but overflow a date, an instant or a semaphore
+/// later (at start, at reload, at shutdown) are refused here, where a line is named, instead of
+/// panicking the daemon.
+fn check_ranges(file: &ConfigFile, found: &mut Found) {
+    let (n, d, l, r) = (&file.network, &file.daemon, &file.ledger, &file.retention);
+    let (deadline, body_cap) = (
+        crate::net::options::DEADLINE_SECS_RANGE,
+        crate::net::options::BODY_CAP_RANGE,
+    );
+    let ranges: [(&str, u64, u64, u64); 13] = [
         (
             "network.request_deadline_secs",
             n.request_deadline_secs,
-            crate::net::options::DEADLINE_SECS_RANGE.0,
-            crate::net::options::DEADLINE_SECS_RANGE.1,
+            deadline.0,
+            deadline.1,
         ),
         (
             "network.body_cap_bytes",
             n.body_cap_bytes as u64,
-            crate::net::options::BODY_CAP_RANGE.0,
-            crate::net::options::BODY_CAP_RANGE.1,
+            body_cap.0,
+            body_cap.1,
         ),
         (
             "daemon.concurrency",
@@ -1122,68 +1032,64 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
         ),
         (
             "ledger.poll_interval_secs",
-            file.ledger.poll_interval_secs,
+            l.poll_interval_secs,
             10,
             86_400,
         ),
-        (
-            "ledger.rate_per_minute",
-            file.ledger.rate_per_minute,
-            1,
-            600,
-        ),
+        ("ledger.rate_per_minute", l.rate_per_minute, 1, 600),
         (
             "ledger.overdue_after_hours",
-            file.ledger.overdue_after_hours,
+            l.overdue_after_hours,
             1,
             24 * 90,
         ),
         (
             "ledger.head_interval_secs",
-            file.ledger.head_interval_secs,
+            l.head_interval_secs,
             10,
             86_400,
         ),
         (
             "retention.unfiled_days",
-            file.retention.unfiled_days.unwrap_or(1),
+            r.unfiled_days.unwrap_or(1),
             1,
             36_500,
         ),
-        (
-            "retention.all_days",
-            file.retention.all_days.unwrap_or(1),
-            1,
-            36_500,
-        ),
-        ("retention.every_hours", file.retention.every_hours, 1, 720),
-    ] {
+        ("retention.all_days", r.all_days.unwrap_or(1), 1, 36_500),
+        ("retention.every_hours", r.every_hours, 1, 720),
+    ];
+    for (key, value, min, max) in ranges {
         if !(min..=max).contains(&value) {
-            let line = text
-                .lines()
-                .position(|l| {
-                    let name = key.rsplit('.').next().unwrap_or(key);
-                    l.trim_start()
-                        .strip_prefix(name)
-                        .is_some_and(|rest| rest.trim_start().starts_with('='))
-                })
-                .map(|i| i + 1);
-            problems.push(Problem {
-                line,
+            found.problems.push(Problem {
+                line: line_of_key(found.text, key),
                 key: Some(key.into()),
                 message: format!("{value} is out of range: must be between {min} and {max}"),
             });
         }
     }
-    let mut at = |span: std::ops::Range<usize>, message: String| {
-        problems.push(locate(text, Some(span), message));
-    };
-    let listen = match d.listen.get_ref().as_str() {
+}
+
+/// The first line that sets `key`'s last part (`concurrency = ...` for `daemon.concurrency`):
+/// a plain number carries no span.
+fn line_of_key(text: &str, key: &str) -> Option<usize> {
+    let name = key.rsplit('.').next().unwrap_or(key);
+    text.lines()
+        .position(|l| {
+            l.trim_start()
+                .strip_prefix(name)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+        .map(|i| i + 1)
+}
+
+/// `daemon.listen`: a loopback `IP:PORT`, or `"off"`.
+fn validate_listen(d: &DaemonSection, found: &mut Found) -> Option<SocketAddr> {
+    match d.listen.get_ref().as_str() {
         "off" => None,
         s => match s.parse::<SocketAddr>() {
             Ok(a) if a.ip().is_loopback() => Some(a),
             Ok(a) => {
-                at(
+                found.at(
                     d.listen.span(),
                     format!(
                         "{a} is not a loopback address: the listener serves the store to auditors and is loopback-only (put a reverse proxy in front to publish it)"
@@ -1192,22 +1098,26 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
                 None
             }
             Err(_) => {
-                at(
+                found.at(
                     d.listen.span(),
                     format!("{s:?} is not IP:PORT (e.g. {DEFAULT_LISTEN}) or \"off\""),
                 );
                 None
             }
         },
-    };
-    for i in &file.ledger.intakes {
+    }
+}
+
+/// `[[ledger.intake]]`: https URLs, and each override in its range.
+fn check_ledger_intakes(l: &LedgerSection, found: &mut Found) {
+    for i in &l.intakes {
         if let Err(why) = crate::net::https_url(i.url.get_ref()) {
-            at(i.url.span(), why);
+            found.at(i.url.span(), why);
         }
         if let Some(r) = i.rate_per_minute
             && !(1..=600).contains(&r)
         {
-            at(
+            found.at(
                 i.url.span(),
                 format!("rate_per_minute {r} is out of range: must be between 1 and 600"),
             );
@@ -1215,64 +1125,44 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
         if let Some(h) = i.overdue_after_hours
             && !(1..=24 * 90).contains(&h)
         {
-            at(
+            found.at(
                 i.url.span(),
                 format!("overdue_after_hours {h} is out of range: must be between 1 and 2160"),
             );
         }
     }
-    for cap in [&file.mcp.daily_walk_cap, &file.mcp.daily_store_only_cap]
+}
+
+/// `[mcp]`: a daily cap of 0 would let a model walk nothing.
+fn check_mcp(m: &McpSection, found: &mut Found) {
+    for cap in [&m.daily_walk_cap, &m.daily_store_only_cap]
         .into_iter()
         .flatten()
     {
         if *cap.get_ref() == 0 {
-            at(
+            found.at(
                 cap.span(),
                 "must be at least 1 (to let a model walk nothing, do not run `conduct-walker mcp`)"
                     .into(),
             );
         }
     }
-    let default_privacy = w.privacy;
+}
+
+/// `[[target]]`: each walkable, uniquely named and on a schedule that fires.
+fn validate_targets(file: &ConfigFile, task_ledger: &str, found: &mut Found) -> Vec<Target> {
+    let d = &file.daemon;
     let jitter_max = Duration::from_secs(d.jitter_secs);
     let mut targets: Vec<Target> = Vec::new();
     // Each distinct pattern's "does it ever fire" answer (an offset does not change it).
     let mut schedules: std::collections::HashMap<String, Result<Schedule, String>> =
         Default::default();
     for t in &file.targets {
-        let origin = t.origin.get_ref();
-        if let Err(why) = crate::net::https_url(origin) {
-            at(t.origin.span(), why);
-        }
-        if let Some(e) = &t.endpoint
-            && let Err(why) = crate::net::https_url(e.get_ref())
-        {
-            at(e.span(), why);
-        }
-        if t.pull_ledger && t.endpoint.is_none() {
-            at(
-                t.origin.span(),
-                "pull_ledger needs the target's endpoint (the ledger's batches name endpoints, not origins)".into(),
-            );
-        }
-        if t.bind_task && t.mode != ModeName::A2a {
-            at(
-                t.origin.span(),
-                "bind_task needs mode = \"a2a\" (only an A2A agent returns an A2A Task to bind)"
-                    .into(),
-            );
-        }
-        let name = match &t.name {
-            Some(n) => n.get_ref().clone(),
-            None => t
-                .endpoint
-                .as_ref()
-                .map(|e| e.get_ref().clone())
-                .unwrap_or_else(|| origin.clone()),
-        };
+        check_target_urls(t, found);
+        let name = target_name(t);
         if let Some(prev) = targets.iter().find(|p| p.name == name) {
             let span = t.name.as_ref().map(|n| n.span()).unwrap_or(t.origin.span());
-            at(
+            found.at(
                 span,
                 format!(
                     "a second target named {:?} (names identify a target in logs and metrics; set `name` to tell them apart)",
@@ -1293,200 +1183,205 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
         let schedule = match checked {
             Ok(s) => s,
             Err(why) => {
-                at(t.schedule.span(), why);
+                found.at(t.schedule.span(), why);
                 continue;
             }
         };
         targets.push(Target {
             name,
-            request: WalkRequest {
-                origin: origin.clone(),
-                endpoint: t.endpoint.as_ref().map(|e| e.get_ref().clone()),
-                mode: t.mode.into(),
-                wire: t.wire.into(),
-                witness: Witness {
-                    name: w.name.get_ref().clone(),
-                    vantage: w.vantage.get_ref().clone(),
-                    key_url: w.key_url.as_ref().map(|u| u.get_ref().clone()),
-                },
-                vantage_limitation: w.vantage_limitation.clone(),
-                contract_sha256: None,
-                privacy: t.privacy.unwrap_or(default_privacy).into(),
-                profile: t.request_profile.unwrap_or(w.request_profile).into(),
-            },
+            request: target_request(&file.witness, t),
             submit: t.submit,
             schedule,
             pull_ledger: t.pull_ledger,
-            bind_task: t.bind_task.then(|| task_ledger.clone()),
+            bind_task: t.bind_task.then(|| task_ledger.to_string()),
         });
     }
-    let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
-    let alerts = match crate::alerts::config::validate(&file.alerts, base, &names) {
-        Ok(a) => crate::alerts::config::AlertsConfig {
-            witness_name: Some(w.name.get_ref().clone()),
-            ..a
-        },
-        Err(ps) => {
-            problems.extend(ps.into_iter().map(|message| Problem {
-                line: None,
-                key: Some("alerts".into()),
-                message,
-            }));
-            Default::default()
+    targets
+}
+
+/// A target's https URLs, and the options that need an endpoint or a2a mode.
+fn check_target_urls(t: &TargetSection, found: &mut Found) {
+    let endpoint = t.endpoint.as_ref().map(|e| e.get_ref().as_str());
+    for problem in crate::walk::check::urls(t.origin.get_ref(), endpoint) {
+        if let crate::walk::check::Problem::NotHttps { field, why } = problem {
+            let span = match (&t.endpoint, field) {
+                (Some(e), crate::walk::check::Field::Endpoint) => e.span(),
+                _ => t.origin.span(),
+            };
+            found.at(span, why);
         }
-    };
-    let database = match &d.database {
-        Some(p) => Some(rel(base, p)),
-        None => crate::store::default_db_path(None).ok(),
-    };
-    Config {
-        path: PathBuf::new(),
-        file: file.clone(),
-        witness: Witness {
-            name: w.name.get_ref().clone(),
-            vantage: w.vantage.get_ref().clone(),
-            key_url: w.key_url.as_ref().map(|u| u.get_ref().clone()),
-        },
-        vantage_limitation: w.vantage_limitation.clone(),
-        key,
-        intake: w.intake.as_ref().map(|i| i.get_ref().clone()),
-        file_extra_walks: w.file_extra_walks,
-        task_ledger,
-        extra_ca: n.extra_ca.iter().map(|p| rel(base, p)).collect(),
-        allow_private_network: n.allow_private_network,
-        allow_hosts: n.allow_hosts.iter().map(|h| h.get_ref().clone()).collect(),
-        request_deadline: Duration::from_secs(n.request_deadline_secs),
-        body_cap: n.body_cap_bytes,
-        database,
-        listen,
-        concurrency: (*d.concurrency.get_ref()).max(1),
-        drain_interval: Duration::from_secs(d.drain_interval_secs.max(1)),
-        shutdown_grace: Duration::from_secs(d.shutdown_grace_secs),
-        targets,
-        ledger: LedgerSettings {
-            follow: file.ledger.follow,
-            poll_interval: Duration::from_secs(file.ledger.poll_interval_secs.max(1)),
-            default: ledger_policy(
-                file.ledger.rate_per_minute,
-                file.ledger.overdue_after_hours,
-                file.ledger.head_interval_secs,
-            ),
-            per_intake: file
-                .ledger
-                .intakes
-                .iter()
-                .map(|i| {
-                    (
-                        i.url.get_ref().clone(),
-                        ledger_policy(
-                            i.rate_per_minute.unwrap_or(file.ledger.rate_per_minute),
-                            i.overdue_after_hours
-                                .unwrap_or(file.ledger.overdue_after_hours),
-                            file.ledger.head_interval_secs,
-                        ),
-                    )
-                })
-                .collect(),
-        },
-        retention: RetentionConfig {
-            policy: crate::store::archive::Retention {
-                unfiled_days: file.retention.unfiled_days.map(|d| d.min(36_500) as u32),
-                all_days: file.retention.all_days.map(|d| d.min(36_500) as u32),
-            },
-            archive_dir: file.retention.archive_dir.as_ref().map(|p| rel(base, p)),
-            every: Duration::from_secs(file.retention.every_hours.max(1) * 3_600),
-        },
-        alerts: std::sync::Arc::new(alerts),
+    }
+    if t.pull_ledger && t.endpoint.is_none() {
+        found.at(
+            t.origin.span(),
+            "pull_ledger needs the target's endpoint (the ledger's batches name endpoints, not origins)".into(),
+        );
+    }
+    if t.bind_task && t.mode != ModeName::A2a {
+        found.at(
+            t.origin.span(),
+            "bind_task needs mode = \"a2a\" (only an A2A agent returns an A2A Task to bind)".into(),
+        );
     }
 }
 
-/// Why a configuration could not be turned into a running pipeline.
-#[derive(Debug, thiserror::Error)]
-pub enum SetupError {
-    #[error("config {path}: {msg}")]
-    Key { path: PathBuf, msg: String },
-    #[error("config {path}: {source}")]
-    Transport {
-        path: PathBuf,
-        source: ConfigTransportError,
-    },
-    #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
-    #[error("cannot set up the filing pipeline: {0}")]
-    Pipeline(String),
+/// A target's name: as given, else its endpoint, else its origin.
+fn target_name(t: &TargetSection) -> String {
+    match &t.name {
+        Some(n) => n.get_ref().clone(),
+        None => t
+            .endpoint
+            .as_ref()
+            .map(|e| e.get_ref().clone())
+            .unwrap_or_else(|| t.origin.get_ref().clone()),
+    }
+}
+
+/// What a target's walks ask: its URLs and options, the `[witness]` identity and defaults.
+fn target_request(w: &WitnessSection, t: &TargetSection) -> WalkRequest {
+    WalkRequest {
+        origin: t.origin.get_ref().clone(),
+        endpoint: t.endpoint.as_ref().map(|e| e.get_ref().clone()),
+        mode: t.mode.into(),
+        wire: t.wire.into(),
+        witness: witness_of(w),
+        vantage_limitation: w.vantage_limitation.clone(),
+        contract_sha256: None,
+        privacy: t.privacy.unwrap_or(w.privacy).into(),
+        profile: t.request_profile.unwrap_or(w.request_profile).into(),
+    }
+}
+
+/// `[alerts]`, validated against the targets' names; each problem located at the channel,
+/// target or key it names.
+fn validate_alerts(
+    file: &ConfigFile,
+    base: &Path,
+    targets: &[Target],
+    found: &mut Found,
+) -> crate::alerts::config::AlertsConfig {
+    let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
+    match crate::alerts::config::validate(&file.alerts, base, &names) {
+        Ok(a) => crate::alerts::config::AlertsConfig {
+            witness_name: Some(file.witness.name.get_ref().clone()),
+            ..a
+        },
+        Err(messages) => {
+            for message in messages {
+                let problem = match AlertsSpans::span_of(found.text, &message) {
+                    Some(span) => locate(found.text, Some(span), message),
+                    None => Problem {
+                        line: None,
+                        key: Some("alerts".into()),
+                        message,
+                    },
+                };
+                found.problems.push(problem);
+            }
+            Default::default()
+        }
+    }
+}
+
+/// Where `[alerts]` and its channels, targets and keys are written, read from the text again
+/// (the section's own types carry no spans): what lets its problems name a line.
+#[derive(Debug, Default, Deserialize)]
+struct AlertsSpans {
+    #[serde(default)]
+    alerts: Option<Spanned<AlertsShape>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct AlertsShape {
+    #[serde(default)]
+    channel: Vec<NamedShape>,
+    #[serde(default)]
+    target: Vec<NamedShape>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct NamedShape {
+    #[serde(default)]
+    name: Option<Spanned<String>>,
+}
+
+/// `[alerts]`'s own keys with where each value is written.
+#[derive(Debug, Default, Deserialize)]
+struct AlertsKeySpans {
+    #[serde(default)]
+    alerts: std::collections::BTreeMap<String, Spanned<toml::Value>>,
+}
+
+impl AlertsSpans {
+    /// The span a problem is about: `alerts.channel "x": ...` at that channel's name,
+    /// `alerts.target "x"...` at that target's, `alerts.KEY: ...` (or `alerts: KEY ...`) at
+    /// that key's value, else at `[alerts]`.
+    fn span_of(text: &str, message: &str) -> Option<std::ops::Range<usize>> {
+        let shape: AlertsSpans = toml::from_str(text).ok()?;
+        let alerts = shape.alerts?;
+        let named = |list: &[NamedShape], prefix: &str| {
+            list.iter().find_map(|c| {
+                let name = c.name.as_ref()?;
+                message
+                    .starts_with(&format!("{prefix} {:?}", name.get_ref()))
+                    .then(|| name.span())
+            })
+        };
+        if let Some(span) = named(&alerts.get_ref().channel, "alerts.channel") {
+            return Some(span);
+        }
+        if let Some(span) = named(&alerts.get_ref().target, "alerts.target") {
+            return Some(span);
+        }
+        let keys: AlertsKeySpans = toml::from_str(text).unwrap_or_default();
+        let key = keys.alerts.iter().find(|(k, _)| {
+            message.starts_with(&format!("alerts.{k}:"))
+                || message.starts_with(&format!("alerts: {k} "))
+        });
+        Some(key.map_or(alerts.span(), |(_, v)| v.span()))
+    }
+}
+
+/// `[ledger]` as the follower takes it: the default policy and each intake's own.
+fn ledger_settings(l: &LedgerSection) -> LedgerSettings {
+    LedgerSettings {
+        follow: l.follow,
+        poll_interval: Duration::from_secs(l.poll_interval_secs.max(1)),
+        default: ledger_policy(
+            l.rate_per_minute,
+            l.overdue_after_hours,
+            l.head_interval_secs,
+        ),
+        per_intake: l
+            .intakes
+            .iter()
+            .map(|i| {
+                (
+                    i.url.get_ref().clone(),
+                    ledger_policy(
+                        i.rate_per_minute.unwrap_or(l.rate_per_minute),
+                        i.overdue_after_hours.unwrap_or(l.overdue_after_hours),
+                        l.head_interval_secs,
+                    ),
+                )
+            })
+            .collect(),
+    }
+}
+
+/// `[retention]` as the archiver takes it.
+fn retention_config(r: &RetentionSection, base: &Path) -> RetentionConfig {
+    RetentionConfig {
+        policy: crate::store::archive::Retention {
+            unfiled_days: r.unfiled_days.map(|d| d.min(36_500) as u32),
+            all_days: r.all_days.map(|d| d.min(36_500) as u32),
+        },
+        archive_dir: r.archive_dir.as_ref().map(|p| rel(base, p)),
+        every: Duration::from_secs(r.every_hours.max(1) * 3_600),
+    }
 }
 
 impl Config {
-    /// The signing key: the file or credential the config names; with neither, the
-    /// `signing-key` credential when `$CREDENTIALS_DIRECTORY` holds one (what `config check`
-    /// reports "will be used"); `None`: records are filed unsigned. Every face that takes a
-    /// config signs with this key.
-    pub fn signing_key(&self) -> Result<Option<ed25519_dalek::SigningKey>, SetupError> {
-        let key_err = |msg: String| SetupError::Key {
-            path: self.path.clone(),
-            msg,
-        };
-        let path = match &self.key {
-            KeySource::None => crate::witness::keys::resolve_key_path(None),
-            other => other.path().map_err(key_err)?,
-        };
-        path.map(|p| crate::witness::keys::load_signing_key(&p).map_err(|e| key_err(e.to_string())))
-            .transpose()
-    }
-
-    /// [`Config::signing_key`] with the `key_url` it signs under.
-    pub fn signing(
-        &self,
-    ) -> Result<Option<(ed25519_dalek::SigningKey, Option<String>)>, SetupError> {
-        crate::witness::keys::signing_pair(self.signing_key()?, self.witness.key_url.clone())
-            .map_err(|e| SetupError::Key {
-                path: self.path.clone(),
-                msg: e.to_string(),
-            })
-    }
-
-    /// The pipeline this config describes, over `transport` and the store at `store_path`
-    /// (the daemon shares its transport with the consent gate and opens the store first).
-    pub fn pipeline_with(
-        &self,
-        transport: crate::net::Transport,
-        store_path: PathBuf,
-        clock: std::sync::Arc<dyn crate::clock::Clock>,
-    ) -> Result<crate::pipeline::Pipeline, SetupError> {
-        let signing = self.signing()?;
-        // One trust store for every walk: its jku cache is shared.
-        let trust = crate::card_signature::TrustStore::from_config(&self.file.card_signature)
-            .map_err(|e| SetupError::Pipeline(format!("[card_signature]: {e}")))?;
-        let pipeline = crate::pipeline::Pipeline::new(crate::pipeline::PipelineConfig {
-            signing,
-            intake_override: self.intake.clone(),
-            file_extra_walks: self.file_extra_walks,
-            ..crate::pipeline::PipelineConfig::new(transport, store_path, clock)
-        })
-        .map_err(|e| SetupError::Pipeline(e.to_string()))?;
-        let pipeline = if self.alerts.enabled() {
-            pipeline.with_hook(std::sync::Arc::new(crate::alerts::hook::AlertsHook::new(
-                self.alerts.clone(),
-            )))
-        } else {
-            pipeline
-        };
-        Ok(pipeline.with_trust(trust))
-    }
-
-    /// The pipeline this config describes: its transport, its store, its key, the injected
-    /// clock. The one way from a config to a running pipeline.
-    pub fn pipeline(
-        &self,
-        clock: std::sync::Arc<dyn crate::clock::Clock>,
-    ) -> Result<crate::pipeline::Pipeline, SetupError> {
-        let transport = self.transport().map_err(|source| SetupError::Transport {
-            path: self.path.clone(),
-            source,
-        })?;
-        self.pipeline_with(transport, self.database_path()?, clock)
-    }
-
     /// The database path, or why there is none.
     pub fn database_path(&self) -> Result<PathBuf, crate::store::StoreError> {
         self.database
@@ -1521,34 +1416,6 @@ impl Config {
             deadline: self.request_deadline,
             body_cap: self.body_cap,
         }
-    }
-
-    /// The transport every walk, consent read and submission uses.
-    pub fn transport(&self) -> Result<crate::net::Transport, ConfigTransportError> {
-        let named = self.named_urls();
-        let named: Vec<&str> = named.iter().map(String::as_str).collect();
-        self.network_options().transport(&named)
-    }
-
-    /// The destination rules: private addresses only at the hosts this file names.
-    pub fn net_policy(&self) -> Result<crate::net::NetPolicy, ConfigTransportError> {
-        let named = self.named_urls();
-        let named: Vec<&str> = named.iter().map(String::as_str).collect();
-        self.network_options().policy(&named)
-    }
-
-    /// The trust roots this file adds to the system's (`network.extra_ca`).
-    pub fn extra_roots(
-        &self,
-    ) -> Result<Vec<rustls_pki_types::CertificateDer<'static>>, ConfigTransportError> {
-        self.network_options().roots()
-    }
-
-    /// Each alert channel with its secrets read, and the delivery transport (the daemon at
-    /// start, `config check`, `alerts test`).
-    pub fn alert_delivery(&self) -> Result<crate::alerts::deliver::Delivery, String> {
-        let roots = self.extra_roots().map_err(|e| e.to_string())?;
-        crate::alerts::deliver::delivery(&self.alerts, roots)
     }
 
     /// The effective configuration as TOML: defaults filled, paths resolved.
@@ -1607,6 +1474,49 @@ vantage = "v"
 origin = "https://agent.example"
 schedule = "0 0 3 * * *"
 "#;
+
+    /// `[alerts]` problems name their line like every other section's: a channel's at its
+    /// name, a target's at its name, a key's at its value.
+    #[test]
+    fn alerts_problems_carry_line_numbers() {
+        let text = format!(
+            "{MIN}
+[alerts]
+open_after = 0
+
+[[alerts.channel]]
+name = \"hook\"
+kind = \"webhook\"
+url = \"https://hooks.example/x\"
+
+[[alerts.target]]
+name = \"nobody\"
+"
+        );
+        let Err(ConfigError::Invalid { problems, .. }) = parse(Path::new("/tmp/w.toml"), &text)
+        else {
+            panic!("invalid alerts accepted");
+        };
+        let line_of = |needle: &str| {
+            let n = text.lines().position(|l| l.contains(needle)).unwrap() + 1;
+            Some(n)
+        };
+        let find = |start: &str| {
+            problems
+                .iter()
+                .find(|p| p.message.starts_with(start))
+                .unwrap_or_else(|| panic!("no problem starting {start:?} in {problems:?}"))
+        };
+        let p = find("alerts.channel \"hook\": a webhook is signed");
+        assert_eq!(p.line, line_of("name = \"hook\""), "{p}");
+        assert_eq!(p.key.as_deref(), Some("name"));
+        let p = find("alerts.target \"nobody\": no [[target]] has this name");
+        assert_eq!(p.line, line_of("name = \"nobody\""), "{p}");
+        let p = find("alerts: open_after");
+        assert_eq!(p.line, line_of("open_after = 0"), "{p}");
+        assert_eq!(p.key.as_deref(), Some("open_after"));
+        assert!(problems.iter().all(|p| p.line.is_some()), "{problems:?}");
+    }
 
     #[test]
     fn minimal_config_fills_defaults() {

@@ -14,6 +14,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod consent;
+pub mod credentials;
 pub mod daemon;
 pub mod digest;
 pub mod filing;

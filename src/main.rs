@@ -1,6 +1,6 @@
 use clap::Parser as _;
 use conduct_walker::cli::records::RecordsCommand;
-use conduct_walker::cli::{self, Cli, Command};
+use conduct_walker::cli::{self, Cli, Command, Handoff, Ran};
 use std::process::ExitCode;
 
 /// Threads for blocking work (SQLite, record checks). The store is one connection behind a lock,
@@ -98,29 +98,23 @@ fn main() -> ExitCode {
         Err(e) => return cli::fail(&anyhow::anyhow!("cannot start the async runtime: {e}")),
     };
     let result = runtime.block_on(async move {
-        match cli.command {
-            Command::Walk(args) => cli::walk::run(*args).await,
-            Command::Demo(args) => cli::walk::demo(args).await,
-            Command::Sandbox(args) => cli::sandbox::run(args).await,
-            Command::Reveal(args) => cli::walk::reveal(args).await,
-            Command::Keygen(args) => cli::keys::keygen(args),
-            Command::Pubkey(args) => cli::keys::pubkey(args),
-            Command::Records(cmd) => cli::records::run(cmd).await,
-            Command::Outbox(cmd) => cli::outbox::run(cmd).await,
-            Command::Ledger(cmd) => cli::ledger::run(cmd).await,
-            Command::Ring(cmd) => cli::ring::run(cmd).await,
-            Command::Alerts(cmd) => cli::alerts::run(cmd).await,
-            Command::Card(cmd) => cli::card::run(cmd).await,
-            Command::Terms(cmd) => cli::terms::run(cmd).await,
-            Command::Run(args) => cli::daemon::run(args).await,
-            Command::Config(cmd) => cli::daemon::config_command(cmd),
-            Command::PrintConfig(args) => cli::daemon::print_config(args),
-            Command::IntakeEmulator(args) => cli::intake::run(args).await,
-            Command::Bench(args) => cli::bench::run(args).await,
-            Command::Mcp(args) => cli::mcp::run(args).await,
-            Command::Completions(args) => cli::docs::completions(args),
-            Command::Man(args) => cli::docs::man(args),
+        match cli::run(cli.command).await? {
+            Ran::Exit(code) => Ok(code),
+            Ran::Handoff(handoff) => start(handoff).await,
         }
     });
     result.unwrap_or_else(|e| cli::fail(&e))
+}
+
+/// Start the face a subcommand handed over: the daemon, or the MCP server. Here, in the binary,
+/// because faces never import each other.
+async fn start(handoff: Handoff) -> anyhow::Result<ExitCode> {
+    match handoff {
+        Handoff::Daemon { config } => conduct_walker::daemon::run(&config).await?,
+        Handoff::Mcp { config, listen } => {
+            let options = conduct_walker::mcp::Options::new(*config);
+            conduct_walker::mcp::run(options, listen).await?
+        }
+    }
+    Ok(ExitCode::from(cli::EXIT_OK))
 }

@@ -117,7 +117,7 @@ pub struct PipelineConfig {
 
 impl PipelineConfig {
     /// Unsigned, filing with each card's own intake, once per identity × endpoint × UTC day:
-    /// what the outbox drain runs with; `Config::pipeline` and the walk's flags set the rest.
+    /// what the outbox drain runs with; `app::pipeline` and the walk's flags set the rest.
     pub fn new(transport: Transport, store_path: PathBuf, clock: Arc<dyn Clock>) -> Self {
         PipelineConfig {
             transport,
@@ -385,14 +385,7 @@ impl Pipeline {
         &self,
         f: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, PipelineError> {
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || {
-            let store = inner.store.lock().unwrap_or_else(|p| p.into_inner());
-            f(&store)
-        })
-        .await
-        .map_err(|e| PipelineError::Join(e.to_string()))?
-        .map_err(PipelineError::from)
+        Ok(crate::store::shared::blocking(&self.inner.store, f).await?)
     }
 
     fn now(&self) -> String {

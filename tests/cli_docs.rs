@@ -154,7 +154,7 @@ fn every_key_the_parser_accepts_is_on_the_config_man_page() {
         );
     }
     // And the page documents nothing the parser would refuse.
-    for table in config::documented_tables() {
+    for table in conduct_walker::cli::docs::documented_tables() {
         for key in &table.keys {
             assert!(
                 keys.contains(&key.name),

@@ -230,7 +230,7 @@ impl SecretSource {
         let path = match self {
             SecretSource::File(p) => p.clone(),
             SecretSource::Credential(name) => {
-                crate::config::credential_path(&format!("credential {name:?} is named"), name)?
+                crate::credentials::path(&format!("credential {name:?} is named"), name)?
             }
         };
         let text = std::fs::read_to_string(&path)

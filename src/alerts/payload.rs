@@ -53,7 +53,7 @@
 use super::budget::Digest;
 use super::health::{HealthEvent, LedgerFindingKind, PlannedHealth};
 use super::incident::{IncidentKind, Planned, Transition};
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 pub const SCHEMA_VERSION: u32 = 1;
@@ -267,7 +267,7 @@ impl HeldRef {
 }
 
 fn rfc3339(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Secs, true)
+    crate::clock::walked_at(t)
 }
 
 fn envelope(id: &str, kind: &str, at: DateTime<Utc>, data: Data) -> AlertPayload {

@@ -54,7 +54,7 @@ async fn test(arg: &ConfigFileArg, only: Option<&str>) -> anyhow::Result<ExitCod
         anyhow::bail!("no alert channel named {name:?} in {}", cfg.path.display());
     }
     let crate::alerts::deliver::Delivery { senders, transport } =
-        cfg.alert_delivery().map_err(anyhow::Error::msg)?;
+        crate::app::alert_delivery(&cfg).map_err(anyhow::Error::msg)?;
     let payload = AlertPayload::of_test(chrono::Utc::now());
     let mut all_ok = true;
     for s in senders

@@ -74,10 +74,12 @@ fn init_tracing() {
     let _ = result;
 }
 
-pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+/// `run`: start logging and hand the config file's path over to the daemon.
+pub fn run(args: RunArgs) -> anyhow::Result<super::Handoff> {
     init_tracing();
-    crate::daemon::run(&args.config.path()?).await?;
-    Ok(ExitCode::from(super::EXIT_OK))
+    Ok(super::Handoff::Daemon {
+        config: args.config.path()?,
+    })
 }
 
 pub fn print_config(args: PrintConfigArgs) -> anyhow::Result<ExitCode> {
@@ -141,7 +143,7 @@ fn explain_alerts(cfg: &Config, lines: &mut Vec<String>, problems: &mut Vec<Stri
         "alerts: open after {} failing walk(s), resolve after {} passing, unreachable after {}, at most one alert per target per {} s",
         d.open_after, d.resolve_after, d.unreachable_after, d.min_interval_secs
     ));
-    match cfg.alert_delivery() {
+    match crate::app::alert_delivery(cfg) {
         Ok(d) => {
             for s in d.senders {
                 lines.push(format!(
@@ -182,6 +184,45 @@ pub const SHIPPED_PLACEHOLDERS: [(&str, &str); 2] = [
 
 fn problems_count(n: usize) -> String {
     format!("{n} problem{}", if n == 1 { "" } else { "s" })
+}
+
+/// The signing key: where it comes from, and that it can be read (a credential is left unread
+/// on `--reload`).
+fn explain_key(cfg: &Config, reload: bool, lines: &mut Vec<String>, problems: &mut Vec<String>) {
+    match &cfg.key {
+        // Read through the same `app::signing_key` every face signs with, so a credential
+        // that is present but unusable is a problem here too, not only at start.
+        KeySource::None => match (
+            crate::witness::keys::resolve_key_path(None),
+            crate::app::signing_key(cfg),
+        ) {
+            (Some(p), Ok(Some(k))) => lines.push(format!(
+                "key: none configured; the credential {} is present and will be used, public key {}",
+                p.display(),
+                crate::witness::keys::public_key_b64(&k)
+            )),
+            (_, Err(e)) => problems.push(e.to_string()),
+            _ => lines.push(
+                "key: none: records are filed unsigned (address lane, 5 per day)".to_string(),
+            ),
+        },
+        KeySource::Credential(n) if reload => lines.push(format!(
+            "key: credential {n}, as loaded at start (a reload keeps it; not read here)"
+        )),
+        source => match crate::app::signing_key(cfg) {
+            Ok(Some(k)) => lines.push(format!(
+                "key: {} readable, public key {}",
+                match source {
+                    KeySource::File(p) => p.display().to_string(),
+                    KeySource::Credential(n) => format!("credential {n}"),
+                    KeySource::None => String::new(),
+                },
+                crate::witness::keys::public_key_b64(&k)
+            )),
+            Ok(None) => {}
+            Err(e) => problems.push(e.to_string()),
+        },
+    }
 }
 
 /// What the daemon would do with this config, and what would stop it from starting.
@@ -226,37 +267,7 @@ fn explain_for(cfg: &Config, reload: bool) -> (Vec<String>, Vec<String>) {
     if let Err(e) = crate::card_signature::TrustStore::from_config(&cfg.file.card_signature) {
         problems.push(format!("[card_signature]: {e}"));
     }
-    match &cfg.key {
-        // Read through the same `Config::signing_key` every face signs with, so a credential
-        // that is present but unusable is a problem here too, not only at start.
-        KeySource::None => match (crate::witness::keys::resolve_key_path(None), cfg.signing_key()) {
-            (Some(p), Ok(Some(k))) => lines.push(format!(
-                "key: none configured; the credential {} is present and will be used, public key {}",
-                p.display(),
-                crate::witness::keys::public_key_b64(&k)
-            )),
-            (_, Err(e)) => problems.push(e.to_string()),
-            _ => lines.push(
-                "key: none: records are filed unsigned (address lane, 5 per day)".to_string(),
-            ),
-        },
-        KeySource::Credential(n) if reload => lines.push(format!(
-            "key: credential {n}, as loaded at start (a reload keeps it; not read here)"
-        )),
-        source => match cfg.signing_key() {
-            Ok(Some(k)) => lines.push(format!(
-                "key: {} readable, public key {}",
-                match source {
-                    KeySource::File(p) => p.display().to_string(),
-                    KeySource::Credential(n) => format!("credential {n}"),
-                    KeySource::None => String::new(),
-                },
-                crate::witness::keys::public_key_b64(&k)
-            )),
-            Ok(None) => {}
-            Err(e) => problems.push(e.to_string()),
-        },
-    }
+    explain_key(cfg, reload, &mut lines, &mut problems);
     match &cfg.witness.key_url {
         Some(u) => lines.push(format!("key_url: {u} (domain lane, 50 per day)")),
         None => lines.push("key_url: none (address lane)".into()),
@@ -276,7 +287,7 @@ fn explain_for(cfg: &Config, reload: bool) -> (Vec<String>, Vec<String>) {
         );
     }
     explain_alerts(cfg, &mut lines, &mut problems);
-    match cfg.transport() {
+    match crate::app::transport(cfg) {
         Ok(_) => lines.push(format!(
             "network: {} extra CA file(s), private networks {}, deadline {} s, body cap {} bytes",
             cfg.extra_ca.len(),
@@ -329,7 +340,7 @@ fn explain_for(cfg: &Config, reload: bool) -> (Vec<String>, Vec<String>) {
             .schedule
             .upcoming(now, 3)
             .iter()
-            .map(|t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+            .map(|t| crate::clock::utc_millis(*t))
             .collect();
         lines.push(format!(
             "    schedule {:?} (UTC) + jitter {:.3} s; next: {}",

@@ -1,7 +1,7 @@
 //! `conduct-walker completions SHELL` and `conduct-walker man --out DIR`: shell
 //! completions (clap_complete) and man pages (clap_mangen) generated from the clap definitions
 //! the binary parses, plus `conduct-walker.toml(5)` generated from the config parser's own
-//! schema (`config::documented_tables`). Nothing here is written by hand that could drift.
+//! schema ([`documented_tables`]). Nothing here is written by hand that could drift.
 
 use crate::config;
 use anyhow::Context as _;
@@ -281,7 +281,7 @@ fn run_page_sections() -> String {
 }
 
 /// `conduct-walker.toml(5)`: every table and key the parser accepts, with its type, default and
-/// meaning, from `config::documented_tables`.
+/// meaning, from [`documented_tables`].
 pub fn config_man_page() -> String {
     use clap_mangen::roff::{Roff, bold, italic, roman};
     let version = format!("conduct-walker {}", env!("CARGO_PKG_VERSION"));
@@ -325,7 +325,7 @@ pub fn config_man_page() -> String {
         roman(" FILE. The commented example is /etc/conduct-walker/walker.toml as installed."),
     ]);
     page.control("SH", ["TABLES AND KEYS"]);
-    for table in config::documented_tables() {
+    for table in documented_tables() {
         let header = match (table.name.as_str(), table.array) {
             ("", _) => "top level".to_string(),
             (name, true) => format!("[[{name}]]"),
@@ -369,4 +369,160 @@ pub fn config_man_page() -> String {
 /// Doc comments wrap lines; a man page reflows them itself.
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+// The config file's schema, as its man page documents it.
+
+/// One table of the config file as `conduct-walker.toml(5)` documents it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableDoc {
+    /// Dotted name: `witness`, `target`, `card_signature.pinned`; empty for top-level keys.
+    pub name: String,
+    /// An array of tables (`[[target]]`), written once per entry.
+    pub array: bool,
+    pub description: String,
+    pub keys: Vec<KeyDoc>,
+}
+
+/// One key of a table: what the parser accepts there and what it means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyDoc {
+    /// Dotted full name: `daemon.listen`.
+    pub name: String,
+    /// `string`, `integer`, `boolean`, `array of string`, `one of "a" | "b"`, ...
+    pub kind: String,
+    /// `None`: required. Otherwise the default as TOML writes it, or `unset`.
+    pub default: Option<String>,
+    pub description: String,
+}
+
+/// Every table and key of the config file, read from the JSON Schema that `schemars` derives
+/// from the very structs (and serde attributes and doc comments) the parser deserializes into:
+/// the man page cannot list a key the parser refuses, or miss one it accepts.
+pub fn documented_tables() -> Vec<TableDoc> {
+    let settings =
+        schemars::generate::SchemaSettings::draft2020_12().with(|s| s.inline_subschemas = true);
+    let root = settings
+        .into_generator()
+        .into_root_schema_for::<config::ConfigFile>();
+    let mut out = Vec::new();
+    collect_tables(root.as_value(), "", false, &mut out);
+    out
+}
+
+fn collect_tables(schema: &serde_json::Value, name: &str, array: bool, out: &mut Vec<TableDoc>) {
+    use serde_json::Value;
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut keys = Vec::new();
+    let mut nested = Vec::new();
+    for (key, prop) in schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        let path = if name.is_empty() {
+            key.clone()
+        } else {
+            format!("{name}.{key}")
+        };
+        // A struct-valued key is a table of its own (`[daemon]`), a list of structs an array of
+        // tables (`[[target]]`).
+        let is_table = |s: &Value| s.get("properties").is_some();
+        if is_table(prop) {
+            nested.push((path, prop, false, description(prop)));
+            continue;
+        }
+        if let Some(items) = prop.get("items").filter(|i| is_table(i)) {
+            let d = Some(description(prop)).filter(|d| !d.is_empty());
+            nested.push((path, items, true, d.unwrap_or_else(|| description(items))));
+            continue;
+        }
+        let default = match prop.get("default") {
+            Some(Value::Null) => Some("unset".to_string()),
+            Some(v) => Some(v.to_string()),
+            None if required.contains(&key.as_str()) => None,
+            None => Some("unset".to_string()),
+        };
+        keys.push(KeyDoc {
+            name: path,
+            kind: kind(prop),
+            default,
+            description: description(prop),
+        });
+    }
+    if !name.is_empty() || !keys.is_empty() {
+        out.push(TableDoc {
+            name: name.to_string(),
+            array,
+            description: description(schema),
+            keys,
+        });
+    }
+    for (path, s, arr, d) in nested {
+        let at = out.len();
+        collect_tables(s, &path, arr, out);
+        // The field's doc comment says more about this use of the table than the struct's.
+        if !d.is_empty() {
+            out[at].description = d;
+        }
+    }
+}
+
+fn description(s: &serde_json::Value) -> String {
+    s.get("description")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("")
+        .to_string()
+}
+
+fn kind(s: &serde_json::Value) -> String {
+    use serde_json::Value;
+    // An `Option` is "this or null" in JSON Schema; in TOML it is this, or the key left out.
+    let is_null = |v: &Value| v.get("type").and_then(Value::as_str) == Some("null");
+    if let Some(alts) = s.get("anyOf").and_then(Value::as_array)
+        && let [a, b] = alts.as_slice()
+        && (is_null(a) || is_null(b))
+    {
+        return kind(if is_null(a) { b } else { a });
+    }
+    if let Some(Value::Array(types)) = s.get("type") {
+        let mut s = s.clone();
+        let types: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+        s["type"] = match types.as_slice() {
+            [one] => one.clone(),
+            many => {
+                let names: Vec<String> = many.iter().map(|t| t.to_string()).collect();
+                return names.join(" or ");
+            }
+        };
+        if let Some(Value::Array(values)) = s.get_mut("enum") {
+            values.retain(|v| !v.is_null());
+        }
+        return kind(&s);
+    }
+    if let Some(values) = s.get("enum").and_then(Value::as_array) {
+        let v: Vec<String> = values.iter().map(Value::to_string).collect();
+        return format!("one of {}", v.join(" | "));
+    }
+    if let Some(variants) = s.get("oneOf").and_then(Value::as_array) {
+        let v: Vec<String> = variants
+            .iter()
+            .filter_map(|v| v.get("const").map(Value::to_string))
+            .collect();
+        return format!("one of {}", v.join(" | "));
+    }
+    match s.get("type") {
+        Some(Value::String(t)) if t == "array" => match s.get("items") {
+            Some(items) => format!("array of {}", kind(items)),
+            None => "array".into(),
+        },
+        Some(Value::String(t)) if t == "object" => "table".into(),
+        Some(Value::String(t)) => t.clone(),
+        _ => "any TOML value".into(),
+    }
 }

@@ -345,9 +345,7 @@ fn save_hold(path: &Path, head: &HeldHead, ledger: &str) -> Result<(), CouldNotC
         head: head.head.clone(),
         marker_sha256: chain::marker_sha256(head.n, &head.head),
         ledger: ledger.into(),
-        saved_at: chrono::Utc::now()
-            .format("%Y-%m-%dT%H:%M:%S%.3fZ")
-            .to_string(),
+        saved_at: crate::clock::utc_millis(chrono::Utc::now()),
     };
     let mut text = serde_json::to_string_pretty(&file).expect("a held head serialises");
     text.push('\n');

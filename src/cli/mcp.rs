@@ -1,11 +1,11 @@
-//! `conduct-walker mcp`: start the MCP face (`crate::mcp`) with the operator's config.
+//! `conduct-walker mcp`: parse and check what the MCP face needs (the operator's config, how
+//! callers are admitted); the binary hands it to that face.
 
 use crate::config;
 use clap::Args;
 use std::io::IsTerminal as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 #[derive(Debug, Args)]
 pub struct McpArgs {
@@ -34,19 +34,16 @@ pub struct McpArgs {
 
 /// How `--listen` admits callers: the token from --token-file or the systemd credential, or
 /// nobody checked with --no-auth; without either it does not start.
-fn auth(args: &McpArgs) -> anyhow::Result<crate::mcp::Auth> {
-    use crate::mcp::{Auth, TOKEN_CREDENTIAL, read_token};
+fn auth(args: &McpArgs) -> anyhow::Result<crate::credentials::Auth> {
+    use crate::credentials::{Auth, TOKEN_CREDENTIAL, read_token};
     if args.no_auth {
         return Ok(Auth::Open);
     }
     if let Some(path) = &args.token_file {
         return Ok(Auth::Token(read_token(path)?));
     }
-    if let Some(dir) = std::env::var_os("CREDENTIALS_DIRECTORY") {
-        let path = std::path::Path::new(&dir).join(TOKEN_CREDENTIAL);
-        if path.exists() {
-            return Ok(Auth::Token(read_token(&path)?));
-        }
+    if let Some(path) = crate::credentials::existing(TOKEN_CREDENTIAL) {
+        return Ok(Auth::Token(read_token(&path)?));
     }
     anyhow::bail!(
         "--listen needs a bearer token, or else any local user could walk and file under the operator's key: give --token-file FILE (make one with `(umask 077 && openssl rand -hex 32 > FILE)`), or pass it as the systemd credential {TOKEN_CREDENTIAL} (LoadCredential={TOKEN_CREDENTIAL}:FILE), or say --no-auth to serve without one"
@@ -66,14 +63,17 @@ fn init_tracing() {
         .try_init();
 }
 
-pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
+/// `mcp`: start logging, admit callers, load the config, and hand them over to the MCP face.
+pub fn run(args: McpArgs) -> anyhow::Result<super::Handoff> {
     init_tracing();
     let listen = match args.listen {
         Some(addr) => Some((addr, auth(&args)?)),
         None => None,
     };
     let path = config::default_config_path(args.config.as_deref())?;
-    let cfg = config::load(&path)?;
-    crate::mcp::run(crate::mcp::Options::new(cfg), listen).await?;
-    Ok(ExitCode::from(super::EXIT_OK))
+    let config = config::load(&path)?;
+    Ok(super::Handoff::Mcp {
+        config: Box::new(config),
+        listen,
+    })
 }

@@ -22,7 +22,59 @@ pub mod walk;
 
 pub use app::{Cli, Command};
 
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+/// What a subcommand leaves to another face: `run` is the daemon's and `mcp` the MCP server's.
+/// Faces never import each other, so the command line parses and checks, and the binary starts
+/// the face.
+#[derive(Debug)]
+pub enum Handoff {
+    /// `conduct-walker run`: the daemon, with this config file.
+    Daemon { config: PathBuf },
+    /// `conduct-walker mcp`: the MCP server with this config, on stdio or on Streamable HTTP
+    /// at `listen` admitting callers as the `Auth` says.
+    Mcp {
+        config: Box<crate::config::Config>,
+        listen: Option<(SocketAddr, crate::credentials::Auth)>,
+    },
+}
+
+/// How a subcommand ended: done here, or handed over.
+#[derive(Debug)]
+pub enum Ran {
+    Exit(ExitCode),
+    Handoff(Handoff),
+}
+
+/// Run a subcommand, or check what another face needs and hand it over.
+pub async fn run(command: Command) -> anyhow::Result<Ran> {
+    let code = match command {
+        Command::Run(args) => return Ok(Ran::Handoff(daemon::run(args)?)),
+        Command::Mcp(args) => return Ok(Ran::Handoff(mcp::run(args)?)),
+        Command::Walk(args) => walk::run(*args).await,
+        Command::Demo(args) => walk::demo(args).await,
+        Command::Sandbox(args) => sandbox::run(args).await,
+        Command::Reveal(args) => walk::reveal(args).await,
+        Command::Keygen(args) => keys::keygen(args),
+        Command::Pubkey(args) => keys::pubkey(args),
+        Command::Records(cmd) => records::run(cmd).await,
+        Command::Outbox(cmd) => outbox::run(cmd).await,
+        Command::Ledger(cmd) => ledger::run(cmd).await,
+        Command::Ring(cmd) => ring::run(cmd).await,
+        Command::Alerts(cmd) => alerts::run(cmd).await,
+        Command::Card(cmd) => card::run(cmd).await,
+        Command::Terms(cmd) => terms::run(cmd).await,
+        Command::Config(cmd) => daemon::config_command(cmd),
+        Command::PrintConfig(args) => daemon::print_config(args),
+        Command::IntakeEmulator(args) => intake::run(args).await,
+        Command::Bench(args) => bench::run(args).await,
+        Command::Completions(args) => docs::completions(args),
+        Command::Man(args) => docs::man(args),
+    };
+    code.map(Ran::Exit)
+}
 
 /// Exit code for a completed run whose answer is "yes" (PASS, verified).
 pub const EXIT_OK: u8 = 0;

@@ -3,7 +3,7 @@
 use crate::cli::net::NetArgs;
 use crate::clock::SystemClock;
 use crate::net::{NetPolicy, Transport, TransportConfig};
-use crate::pipeline::{Pipeline, PipelineConfig, SubmissionReport, WalkJob};
+use crate::pipeline::{Pipeline, SubmissionReport, WalkJob};
 use crate::sandbox::{SandboxAgent, SandboxCa, scenarios};
 use crate::walk::assertions::Assertion;
 use crate::walk::{Mode, Privacy, RequestProfile, WalkOutcome, WalkRequest, Wire};
@@ -133,7 +133,7 @@ impl WitnessArgs {
 }
 
 impl WitnessArgs {
-    /// The pipeline these flags describe: the flags' counterpart of `Config::pipeline`.
+    /// The pipeline these flags describe: the flags' counterpart of `app::pipeline`.
     pub fn pipeline(
         &self,
         transport: crate::net::Transport,
@@ -141,33 +141,56 @@ impl WitnessArgs {
         signing: Option<(ed25519_dalek::SigningKey, Option<String>)>,
         file_extra_walks: bool,
     ) -> anyhow::Result<Pipeline> {
-        Ok(Pipeline::new(PipelineConfig {
+        let filing = crate::app::Filing {
             signing,
             intake_override: self.intake.clone(),
             file_extra_walks,
-            ..PipelineConfig::new(transport, store_path, Arc::new(SystemClock))
-        })?)
+        };
+        Ok(crate::app::filing_pipeline(
+            filing,
+            transport,
+            store_path,
+            Arc::new(SystemClock),
+        )?)
     }
 }
 
 impl WalkArgs {
     fn request(&self) -> anyhow::Result<WalkRequest> {
-        if self.witness_name.trim().is_empty() {
-            bail!("--witness-name must not be empty (the intake refuses a record without one)");
-        }
-        if self.vantage.trim().is_empty() {
-            bail!("--vantage must not be empty (the intake refuses a record without one)");
+        use crate::walk::check::{Field, Problem};
+        let flag = |field| match field {
+            Field::WitnessName => "--witness-name",
+            Field::Vantage => "--vantage",
+            Field::Origin => "--origin",
+            Field::Endpoint => "--endpoint",
+        };
+        let witness = Witness {
+            name: self.witness_name.clone(),
+            vantage: self.vantage.clone(),
+            key_url: None,
+        };
+        // The URLs are checked with the transport's destination rules once it is built
+        // ([`check_operator_urls`]); the identity here, before anything else.
+        if let Some(problem) = crate::walk::check::witness(&witness).into_iter().next() {
+            match problem {
+                Problem::Empty(f) => bail!(
+                    "{} must not be empty (the intake refuses a record without one)",
+                    flag(f)
+                ),
+                Problem::TooLong { field, chars } => bail!(
+                    "{} is {chars} characters long; at most {} are taken",
+                    flag(field),
+                    crate::walk::check::MAX_NAME_CHARS
+                ),
+                Problem::NotHttps { field, why } => bail!("{}: {why}", flag(field)),
+            }
         }
         Ok(WalkRequest {
             origin: self.origin.clone(),
             endpoint: self.endpoint.clone(),
             mode: Mode::parse(&self.mode).context("--mode must be mcp or a2a")?,
             wire: Wire::parse(&self.wire),
-            witness: Witness {
-                name: self.witness_name.clone(),
-                vantage: self.vantage.clone(),
-                key_url: None,
-            },
+            witness,
             vantage_limitation: self.vantage_limitation.clone(),
             contract_sha256: None,
             privacy: Privacy::parse(&self.privacy).context("--privacy")?,
@@ -183,6 +206,16 @@ async fn check_operator_urls(
     intake: Option<&str>,
     task_ledger: Option<&str>,
 ) -> anyhow::Result<()> {
+    use crate::walk::check::{Field, Problem};
+    for problem in crate::walk::check::urls(&request.origin, request.endpoint.as_deref()) {
+        if let Problem::NotHttps { field, why } = problem {
+            let (flag, url) = match field {
+                Field::Endpoint => ("--endpoint", request.endpoint.as_deref().unwrap_or("")),
+                _ => ("--origin", request.origin.as_str()),
+            };
+            bail!("{flag} {url}: refused: {why}");
+        }
+    }
     for (flag, url) in [
         ("--origin", Some(request.origin.as_str())),
         ("--endpoint", request.endpoint.as_deref()),
@@ -749,12 +782,17 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     policy.allow_url(&task_agent.origin());
     let mut config = TransportConfig::new(policy);
     config.extra_roots = vec![ca.cert_der()];
-    let pipeline = Pipeline::new(PipelineConfig {
+    let filing = crate::app::Filing {
         signing: Some((key, Some(key_url.clone()))),
         intake_override: Some(emulator.url()),
         file_extra_walks: true,
-        ..PipelineConfig::new(Transport::new(config)?, db.clone(), Arc::new(SystemClock))
-    })?;
+    };
+    let pipeline = crate::app::filing_pipeline(
+        filing,
+        Transport::new(config)?,
+        db.clone(),
+        Arc::new(SystemClock),
+    )?;
 
     println!("conduct-walker demo: sandbox agents on 127.0.0.1 with a CA made for this run");
     println!("  records and files:   {}", dir.display());

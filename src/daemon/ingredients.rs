@@ -37,14 +37,16 @@ pub(super) fn ingredients(
     db_path: &Path,
     clock: Arc<dyn Clock>,
 ) -> Result<Ingredients, DaemonError> {
-    let transport = config
-        .transport()
-        .map_err(|source| DaemonError::Transport {
-            path: config.path.clone(),
-            source,
-        })?;
-    let runner: Arc<dyn JobRunner> =
-        Arc::new(config.pipeline_with(transport.clone(), db_path.to_path_buf(), clock)?);
+    let transport = crate::app::transport(&config).map_err(|source| DaemonError::Transport {
+        path: config.path.clone(),
+        source,
+    })?;
+    let runner: Arc<dyn JobRunner> = Arc::new(crate::app::pipeline(
+        &config,
+        transport.clone(),
+        db_path.to_path_buf(),
+        clock,
+    )?);
     let pages = page_context(&config);
     let alert_delivery = alert_delivery(&config);
     let follower = FollowerSettings {
@@ -68,10 +70,10 @@ pub(super) fn ingredients(
 /// key can be read) and the targets' schedules.
 fn page_context(cfg: &Config) -> crate::pages::Context {
     use base64::Engine as _;
-    let public =
-        cfg.signing_key().ok().flatten().map(|k| {
-            base64::engine::general_purpose::STANDARD.encode(k.verifying_key().to_bytes())
-        });
+    let public = crate::app::signing_key(cfg)
+        .ok()
+        .flatten()
+        .map(|k| base64::engine::general_purpose::STANDARD.encode(k.verifying_key().to_bytes()));
     crate::app::page_context(cfg, public)
 }
 
@@ -79,7 +81,7 @@ fn alert_delivery(cfg: &Config) -> Option<Delivery> {
     if !cfg.alerts.enabled() {
         return None;
     }
-    match cfg.alert_delivery() {
+    match crate::app::alert_delivery(cfg) {
         Ok(d) => Some(d),
         Err(e) => {
             tracing::error!(error = %e, "alerts: cannot be set up; no alert is delivered until the config is fixed");

@@ -65,7 +65,7 @@ pub enum DaemonError {
         source: std::io::Error,
     },
     #[error(transparent)]
-    Setup(#[from] config::SetupError),
+    Setup(#[from] crate::app::SetupError),
     #[error("cannot install the signal handlers: {0}")]
     Signals(std::io::Error),
 }
@@ -406,7 +406,7 @@ struct StatusLine {
 impl StatusLine {
     fn render(&self, sched: &Scheduler) -> String {
         let next = match sched.next_fire() {
-            Some((t, name)) => format!("next walk {} at {}", name, t.format("%Y-%m-%dT%H:%M:%SZ")),
+            Some((t, name)) => format!("next walk {} at {}", name, crate::clock::walked_at(t)),
             None => "no walk scheduled".to_string(),
         };
         let mut s = format!(

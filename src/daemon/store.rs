@@ -57,26 +57,12 @@ impl DaemonStore {
         T: Send + 'static,
         F: FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
     {
-        let inner = self.inner.clone();
-        match tokio::task::spawn_blocking(move || {
-            let store = inner.lock().unwrap_or_else(|p| p.into_inner());
-            f(&store)
-        })
-        .await
+        let result = crate::store::shared::blocking(&self.inner, f).await;
+        if let Err(e) = &result
+            && let Some(why) = e.unwritable_reason()
         {
-            Ok(Err(e)) => {
-                if let Some(why) = e.unwritable_reason() {
-                    self.health.refused(why);
-                }
-                Err(e)
-            }
-            Ok(r) => r,
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            // Only at runtime shutdown: report it as an interrupted statement.
-            Err(e) => Err(StoreError::Sql(rusqlite::Error::SqliteFailure(
-                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_INTERRUPT),
-                Some(format!("store task cancelled: {e}")),
-            ))),
+            self.health.refused(why);
         }
+        result
     }
 }

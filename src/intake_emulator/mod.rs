@@ -177,10 +177,7 @@ impl Shared {
 
     /// ISO time as JavaScript's `toISOString` writes it (milliseconds, `Z`).
     fn now_iso(&self) -> String {
-        self.clock
-            .now()
-            .format("%Y-%m-%dT%H:%M:%S%.3fZ")
-            .to_string()
+        crate::clock::utc_millis(self.clock.now())
     }
 }
 

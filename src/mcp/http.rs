@@ -13,6 +13,7 @@
 //!   termination).
 
 use super::{WitnessServer, jsonrpc};
+use crate::credentials::Auth;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
@@ -24,44 +25,6 @@ use subtle::ConstantTimeEq as _;
 
 /// The largest POST body read: rmcp's own default limit.
 const MAX_BODY: usize = 4 * 1024 * 1024;
-
-/// The name of the token file in `$CREDENTIALS_DIRECTORY` (systemd `LoadCredential=`).
-pub const TOKEN_CREDENTIAL: &str = "mcp-token";
-
-/// The shortest token taken: a guessable one is no lock.
-pub const MIN_TOKEN_CHARS: usize = 32;
-
-/// Who may call: the bearer token, or anyone on this machine (`--no-auth`).
-#[derive(Clone)]
-pub enum Auth {
-    Token(Arc<str>),
-    Open,
-}
-
-impl std::fmt::Debug for Auth {
-    // Never the token itself: it may reach a log.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Auth::Token(_) => f.write_str("Auth::Token(..)"),
-            Auth::Open => f.write_str("Auth::Open"),
-        }
-    }
-}
-
-/// Read a token file: one line of at least [`MIN_TOKEN_CHARS`] visible ASCII characters.
-pub fn read_token(path: &std::path::Path) -> anyhow::Result<Arc<str>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| anyhow::anyhow!("cannot read the token file {}: {e}", path.display()))?;
-    let token = text.trim();
-    if token.len() < MIN_TOKEN_CHARS || !token.bytes().all(|b| b.is_ascii_graphic()) {
-        anyhow::bail!(
-            "the token file {} must hold one token of at least {MIN_TOKEN_CHARS} visible ASCII characters (e.g. `(umask 077 && openssl rand -hex 32 > {})`)",
-            path.display(),
-            path.display()
-        );
-    }
-    Ok(token.into())
-}
 
 /// The `Host` names accepted: rmcp's loopback defaults and the listening address (so
 /// `--listen 127.0.0.2:PORT` answers requests to that address).
@@ -280,17 +243,5 @@ mod tests {
         ] {
             assert!(!loopback_origin(&HeaderValue::from_static(bad)), "{bad}");
         }
-    }
-
-    #[test]
-    fn a_short_or_odd_token_file_is_refused_without_echoing_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("t");
-        std::fs::write(&p, "short-secret\n").unwrap();
-        let e = read_token(&p).unwrap_err().to_string();
-        assert!(e.contains("at least 32"), "{e}");
-        assert!(!e.contains("short-secret"), "{e}");
-        std::fs::write(&p, format!("{}\n", "a".repeat(40))).unwrap();
-        assert_eq!(&*read_token(&p).unwrap(), "a".repeat(40));
     }
 }

@@ -31,7 +31,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use http::{Auth, MIN_TOKEN_CHARS, TOKEN_CREDENTIAL, read_token, router};
+pub use crate::credentials::{Auth, MIN_TOKEN_CHARS, TOKEN_CREDENTIAL, read_token};
+pub use http::router;
 pub use walk::default_daily_cap;
 
 /// What the model is told when it connects.
@@ -90,15 +91,17 @@ impl WitnessServer {
         use anyhow::Context as _;
         let config = options.config;
         let database = config.database_path()?;
-        let transport = config.transport()?;
-        let mut jwks = crate::card_signature::jwks_transport_config(config.net_policy()?);
-        jwks.extra_roots = config.extra_roots()?;
-        let jwks_transport = Transport::new(jwks)?;
+        let transport = crate::app::transport(&config)?;
+        let jwks_transport = crate::app::jwks_transport(&config)?;
         // The config's own pipeline, as the daemon and `walk` build it: the same key (the
         // `signing-key` credential included), the same store rules.
-        let pipeline = config
-            .pipeline_with(transport.clone(), database.clone(), options.clock.clone())
-            .with_context(|| format!("cannot set up the pipeline over {}", database.display()))?;
+        let pipeline = crate::app::pipeline(
+            &config,
+            transport.clone(),
+            database.clone(),
+            options.clock.clone(),
+        )
+        .with_context(|| format!("cannot set up the pipeline over {}", database.display()))?;
         let trust = pipeline.trust().clone();
         let signed = pipeline.public_key_b64().is_some();
         let daily_cap = config

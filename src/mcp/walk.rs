@@ -72,18 +72,25 @@ fn identity(
     })
 }
 
-pub(super) async fn witness_walk(
-    state: &State,
-    args: Option<JsonObject>,
-    ctx: RequestContext<RoleServer>,
-) -> Result<CallToolResult, String> {
+/// What the model asked for, checked: the request to walk and what to do with its record.
+struct Asked {
+    request: WalkRequest,
+    who: Identity,
+    submit_asked: bool,
+    bind_asked: bool,
+}
+
+/// Read the tool's arguments into a walk request, checked once by [`WalkRequest::problems`].
+fn asked(state: &State, args: Option<JsonObject>) -> Result<Asked, String> {
     let a = Args::new(args, tools::WITNESS_WALK)?;
     let origin = a.required("origin")?;
     let endpoint = a.string("endpoint")?;
-    for (name, url) in [("origin", Some(&origin)), ("endpoint", endpoint.as_ref())] {
-        if let Some(url) = url {
-            crate::net::https_url(url).map_err(|why| format!("{name} {}: {why}", quote(url)))?;
-        }
+    // URLs first: a bad origin is named before any other argument.
+    if let Some(problem) = crate::walk::check::urls(&origin, endpoint.as_deref())
+        .into_iter()
+        .next()
+    {
+        return Err(problem_text(problem, &origin, endpoint.as_deref()));
     }
     let mode = Mode::parse(a.choice("mode", &["a2a", "mcp"], "a2a")?).expect("listed");
     let wire = Wire::parse(a.choice("wire", &["1.0", "0.3"], "1.0")?);
@@ -96,19 +103,8 @@ pub(super) async fn witness_walk(
     let submit_asked = a.boolean("submit", true)?;
     let bind_asked = a.boolean("bind_task", false)?;
     let who = identity(state, a.string("witness_name")?, a.string("vantage")?)?;
-
-    // Private addresses only where the operator's config names the host (never a model's pick).
-    for (name, url) in [("origin", Some(&origin)), ("endpoint", endpoint.as_ref())] {
-        if let Some(url) = url {
-            state
-                .transport
-                .check_destination(url)
-                .await
-                .map_err(|why| format!("{name} {}: {why}", quote(url)))?;
-        }
-    }
     let request = WalkRequest {
-        origin: origin.clone(),
+        origin,
         endpoint,
         mode,
         wire,
@@ -118,34 +114,105 @@ pub(super) async fn witness_walk(
         privacy,
         profile,
     };
+    if let Some(problem) = request.problems().into_iter().next() {
+        return Err(problem_text(
+            problem,
+            &request.origin,
+            request.endpoint.as_deref(),
+        ));
+    }
+    Ok(Asked {
+        request,
+        who,
+        submit_asked,
+        bind_asked,
+    })
+}
+
+/// A request problem as the tool's error, naming the argument.
+fn problem_text(
+    problem: crate::walk::check::Problem,
+    origin: &str,
+    endpoint: Option<&str>,
+) -> String {
+    use crate::walk::check::{Field, Problem};
+    let arg = |field| match field {
+        Field::Origin => "origin",
+        Field::Endpoint => "endpoint",
+        Field::WitnessName => "witness_name",
+        Field::Vantage => "vantage",
+    };
+    match problem {
+        Problem::NotHttps { field, why } => {
+            let url = if field == Field::Endpoint {
+                endpoint.unwrap_or("")
+            } else {
+                origin
+            };
+            format!("{} {}: {why}", arg(field), quote(url))
+        }
+        Problem::Empty(field) => format!(
+            "{} must not be empty (the intake refuses a record without one)",
+            arg(field)
+        ),
+        Problem::TooLong { field, chars } => format!(
+            "{} is {chars} characters long; at most {} are taken",
+            arg(field),
+            crate::walk::check::MAX_NAME_CHARS
+        ),
+    }
+}
+
+/// Private addresses only where the operator's config names the host (never a model's pick);
+/// and an origin that declines listing is not walked.
+async fn may_walk(state: &State, request: &WalkRequest) -> Result<(), String> {
+    for (name, url) in [
+        ("origin", Some(&request.origin)),
+        ("endpoint", request.endpoint.as_ref()),
+    ] {
+        if let Some(url) = url {
+            state
+                .transport
+                .check_destination(url)
+                .await
+                .map_err(|why| format!("{name} {}: {why}", quote(url)))?;
+        }
+    }
     if let Consent::Declined { sha256 } = consent::fetch(&state.transport, &request.base()).await {
         return Err(format!(
             "not walked: {} says \"listing\": \"decline\" (sha256 {sha256}); the origin asks not to be walked, and conduct-walker honours that",
             consent::consent_url(&request.base())
         ));
     }
+    Ok(())
+}
 
-    let allow_submit = state.config.file.mcp.allow_submit;
-    let submit = submit_asked && allow_submit;
+/// A walk counted under its daily cap: the place taken, and the report.
+struct Counted {
+    report: crate::pipeline::JobReport,
+    cap: Cap,
+    used: u32,
+    now: chrono::DateTime<chrono::Utc>,
+}
+
+/// Take a place under the cap, run the job, and note in `mcp_walks` how it ended.
+async fn walk_counted(
+    state: &State,
+    job: &WalkJob,
+    ctx: &RequestContext<RoleServer>,
+) -> Result<Counted, String> {
     let now = state.clock.now();
     let ledger = Ledger {
         database: state.database.clone(),
         clock: state.clock.clone(),
     };
-    let cap = if submit {
+    let cap = if job.submit {
         Cap::filing(state.daily_cap)
     } else {
         Cap::store_only(state.store_only_cap)
     };
-    let (walk_id, used) = ledger.begin(now, &origin, cap).await?;
-    // Binding publishes like filing does: only where the operator lets a model file.
-    let bind_task = (bind_asked && allow_submit).then(|| state.config.task_ledger.clone());
-    let job = WalkJob {
-        request,
-        submit,
-        bind_task,
-    };
-    let report = match run_with_progress(state, &job, &ctx).await {
+    let (walk_id, used) = ledger.begin(now, &job.request.origin, cap).await?;
+    let report = match run_with_progress(state, job, ctx).await {
         Some(Ok(report)) => report,
         Some(Err(e)) => {
             ledger
@@ -171,16 +238,59 @@ pub(super) async fn witness_walk(
     ledger
         .finish(walk_id, "done", Some(report.outcome.sha256.clone()), None)
         .await;
+    Ok(Counted {
+        report,
+        cap,
+        used,
+        now,
+    })
+}
 
+pub(super) async fn witness_walk(
+    state: &State,
+    args: Option<JsonObject>,
+    ctx: RequestContext<RoleServer>,
+) -> Result<CallToolResult, String> {
+    let asked = asked(state, args)?;
+    may_walk(state, &asked.request).await?;
+    let allow_submit = state.config.file.mcp.allow_submit;
+    // Binding publishes like filing does: only where the operator lets a model file.
+    let job = WalkJob {
+        request: asked.request.clone(),
+        submit: asked.submit_asked && allow_submit,
+        bind_task: (asked.bind_asked && allow_submit).then(|| state.config.task_ledger.clone()),
+    };
+    let counted = walk_counted(state, &job, &ctx).await?;
+    let filed = filed(state, &asked, &counted.report).await?;
+    let value = walk_value(state, &asked, &counted, filed);
+    let summary = walk_summary(state, &counted.report.outcome, &value);
+    let details = walk_text(&value, counted.report.record_id);
+    Ok(answer_text(vec![summary, details], value))
+}
+
+/// What became of the record beyond the store: the intake's answer (or why it was not
+/// filed) and the task binding.
+struct Filed {
+    submission: Option<Value>,
+    submit_note: Option<String>,
+    task_binding: Option<Value>,
+}
+
+async fn filed(
+    state: &State,
+    asked: &Asked,
+    report: &crate::pipeline::JobReport,
+) -> Result<Filed, String> {
+    let allow_submit = state.config.file.mcp.allow_submit;
     let submissions = state
         .pipeline
         .submissions_of(report.record_id)
         .await
         .map_err(|e| format!("the record is stored, but its filing state cannot be read: {e}"))?;
     let submission = submissions.last();
-    let submit_note = if submit_asked && !allow_submit {
+    let submit_note = if asked.submit_asked && !allow_submit {
         Some("not filed: the operator's config does not let a model file records (mcp.allow_submit = false); the record is stored".to_string())
-    } else if !submit_asked {
+    } else if !asked.submit_asked {
         Some("not filed: submit was false; the record is stored".to_string())
     } else if submission.is_none() {
         Some("not filed: the card names no params.witness_intake and the config names no witness.intake; the record is stored".to_string())
@@ -197,30 +307,47 @@ pub(super) async fn witness_walk(
                 .to_json(),
         ),
         Some(b) => Some(b.to_json()),
-        None if bind_asked => Some(json!({
+        None if asked.bind_asked => Some(json!({
             "ledger_url": state.config.task_ledger,
             "state": "skipped",
             "summary": "not bound: the operator's config does not let a model file or bind (mcp.allow_submit = false)",
         })),
         None => None,
     };
-    let outcome = &report.outcome;
-    let record = outcome.record();
-    let sub = submission.map(submission_json);
-    let summary = format!(
+    Ok(Filed {
+        submission: submission.map(submission_json),
+        submit_note,
+        task_binding,
+    })
+}
+
+/// The answer's one-line summary.
+fn walk_summary(state: &State, outcome: &WalkOutcome, value: &Value) -> String {
+    format!(
         "{} {}/{} sha256 {} stored in {}{}",
         outcome.verdict.outcome(),
         outcome.verdict.n_pass,
         outcome.verdict.n_total,
         outcome.sha256,
         state.database.display(),
-        match (&sub, &submit_note) {
-            (Some(s), _) => format!("; {}", s["summary"].as_str().unwrap_or_default()),
+        match (
+            value["submission"]["summary"].as_str(),
+            value["submit_note"].as_str()
+        ) {
+            (Some(s), _) => format!("; {s}"),
             (None, Some(note)) => format!("; {note}"),
             (None, None) => String::new(),
         }
-    );
-    let value = json!({
+    )
+}
+
+/// The answer's structured content.
+fn walk_value(state: &State, asked: &Asked, counted: &Counted, filed: Filed) -> Value {
+    let report = &counted.report;
+    let outcome = &report.outcome;
+    let record = outcome.record();
+    let who = &asked.who;
+    json!({
         "sha256": outcome.sha256,
         "verdict": {
             "ok": outcome.verdict.ok,
@@ -251,18 +378,16 @@ pub(super) async fn witness_walk(
             "record_id": report.record_id,
             "signed": state.signed,
         },
-        "submission": sub,
-        "submit_note": submit_note,
-        "task_binding": task_binding,
+        "submission": filed.submission,
+        "submit_note": filed.submit_note,
+        "task_binding": filed.task_binding,
         "walks_today": {
-            "used": used,
-            "cap": cap.limit,
-            "counted_as": cap.name,
-            "resets_at": crate::clock::walked_at(lanes::next_utc_midnight(now)),
+            "used": counted.used,
+            "cap": counted.cap.limit,
+            "counted_as": counted.cap.name,
+            "resets_at": crate::clock::walked_at(lanes::next_utc_midnight(counted.now)),
         },
-    });
-    let details = walk_text(&value, report.record_id);
-    Ok(answer_text(vec![summary, details], value))
+    })
 }
 
 /// The longest note quoted per assertion in the text answer: the whole note is in

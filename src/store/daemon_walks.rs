@@ -15,9 +15,7 @@ pub mod state {
 }
 
 /// UTC time in the form every daemon table uses (sorts as text).
-pub fn timestamp(t: chrono::DateTime<chrono::Utc>) -> String {
-    t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
-}
+pub use crate::clock::utc_millis as timestamp;
 
 /// A scheduled fire about to walk.
 pub struct WalkStart<'a> {

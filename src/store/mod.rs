@@ -24,6 +24,7 @@ pub mod outbox;
 pub mod pages;
 pub mod record_view;
 pub mod schema;
+pub mod shared;
 pub mod status;
 pub mod summary;
 pub mod task_bindings;

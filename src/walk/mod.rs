@@ -5,6 +5,7 @@
 //! ([`declaration`], [`assertions`], [`record`]).
 
 pub mod assertions;
+pub mod check;
 pub mod declaration;
 pub mod observation;
 pub mod record;

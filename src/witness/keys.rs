@@ -92,16 +92,13 @@ pub fn resolve_key_path(cli: Option<&Path>) -> Option<PathBuf> {
     if let Some(p) = cli {
         return Some(p.to_path_buf());
     }
-    let dir = std::env::var_os("CREDENTIALS_DIRECTORY")?;
-    let path = Path::new(&dir).join(CREDENTIAL_NAME);
-    path.exists().then_some(path)
+    crate::credentials::existing(CREDENTIAL_NAME)
 }
 
 /// Load a PKCS#8 PEM Ed25519 key, refusing one that group or others can read, except that a
 /// key inside `$CREDENTIALS_DIRECTORY` may be group-readable (see [`load_signing_key_in`]).
 pub fn load_signing_key(path: &Path) -> Result<SigningKey, KeyError> {
-    let credentials = std::env::var_os("CREDENTIALS_DIRECTORY").map(PathBuf::from);
-    load_signing_key_in(path, credentials.as_deref())
+    load_signing_key_in(path, crate::credentials::directory().as_deref())
 }
 
 /// Whether `path` is a file directly inside systemd's credentials directory.

@@ -117,13 +117,7 @@ impl Deliverer {
         &self,
         f: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let store = self.store.clone();
-        tokio::task::spawn_blocking(move || {
-            let s = store.lock().unwrap_or_else(|p| p.into_inner());
-            f(&s)
-        })
-        .await
-        .map_err(|e| StoreError::Batch(e.to_string()))?
+        crate::store::shared::blocking(&self.store, f).await
     }
 
     /// The timers (held changes, digests, records queued too long) in one transaction.

@@ -87,7 +87,7 @@ pub struct TargetRow {
 }
 
 pub(crate) fn iso(t: DateTime<Utc>) -> String {
-    t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+    crate::clock::walked_at(t)
 }
 
 /// Read the overview's page `page` (from 1). `strips` keeps each target's strip between calls

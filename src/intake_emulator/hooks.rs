@@ -250,9 +250,7 @@ fn fork_from(shared: &Shared, from: u64) -> Result<Value, HookError> {
     let base = shared.clock.now() + chrono::Duration::seconds(1);
     for n in from..=count {
         let mut e = stored_entry(shared, n)?;
-        let at = (base + chrono::Duration::milliseconds((n - from) as i64))
-            .format("%Y-%m-%dT%H:%M:%S%.3fZ")
-            .to_string();
+        let at = crate::clock::utc_millis(base + chrono::Duration::milliseconds((n - from) as i64));
         let text = match EntryText::parse(e.record_canonical.as_bytes()) {
             Ok(EntryText::Batch(b)) => Some(batch_text(
                 &at,

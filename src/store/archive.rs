@@ -241,9 +241,7 @@ impl ArchiveReport {
 }
 
 fn cutoff(now: chrono::DateTime<chrono::Utc>, days: u32) -> String {
-    (now - chrono::Duration::days(i64::from(days)))
-        .format("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
+    crate::clock::walked_at(now - chrono::Duration::days(i64::from(days)))
 }
 
 /// The runs of consecutive rows the retention policy lets go at `now`, each at most
@@ -427,7 +425,7 @@ fn write_segment(
         count: Some(last - first + 1),
         prev_chain: Some(prev_chain.as_str().into()),
         last_chain: Some(last_chain.as_str().into()),
-        created_at: Some(now.format("%Y-%m-%dT%H:%M:%SZ").to_string().into()),
+        created_at: Some(crate::clock::walked_at(now).into()),
     };
     z.write_all(&canonical_line(&header)).map_err(werr())?;
     let mut first_pair = None;
@@ -640,7 +638,7 @@ impl Store {
                     w.last.1,
                     w.name,
                     w.file_sha256,
-                    now.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+                    crate::clock::utc_millis(now),
                 ],
             )?;
             conn.execute(

@@ -271,9 +271,7 @@ pub fn train(conn: &Connection) -> rusqlite::Result<Option<Vec<u8>>> {
     let Some(id) = zstd_safe::get_dict_id_from_dict(&dict) else {
         return Ok(None);
     };
-    let now = chrono::Utc::now()
-        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
-        .to_string();
+    let now = crate::clock::utc_millis(chrono::Utc::now());
     conn.execute(
         "INSERT OR IGNORE INTO record_dicts (id, bytes, sha256, samples, trained_at) \
          VALUES (?1, ?2, ?3, ?4, ?5)",

@@ -362,9 +362,7 @@ pub fn parse_since(text: &str) -> Result<String, StoreError> {
         return Ok(format!("{}T00:00:00Z", d.format("%Y-%m-%d")));
     }
     let t = chrono::DateTime::parse_from_rfc3339(text).map_err(|_| bad())?;
-    Ok(t.with_timezone(&chrono::Utc)
-        .format("%Y-%m-%dT%H:%M:%SZ")
-        .to_string())
+    Ok(crate::clock::walked_at(t.with_timezone(&chrono::Utc)))
 }
 
 /// An open store. Read-write stores own the schema; read-only ones refuse every write at the
@@ -955,9 +953,7 @@ fn insert_prepared<R: std::borrow::Borrow<NewRecord>>(
     }
     let prev = last_chain(conn)?;
     let chain = hex::encode(verify::chain_next(&prev, &p.sha));
-    let inserted_at = chrono::Utc::now()
-        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
-        .to_string();
+    let inserted_at = crate::clock::utc_millis(chrono::Utc::now());
     let id = insert_row(conn, codec, p, None, &inserted_at, &chain)?;
     Ok((id, true))
 }

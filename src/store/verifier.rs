@@ -214,7 +214,7 @@ fn verify_summary(
             _ => break,
         }
     }
-    let finished_at = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let finished_at = crate::clock::walked_at(chrono::Utc::now());
     Ok(VerifySummary {
         full_at: finished_at.clone(),
         finished_at,

@@ -146,15 +146,15 @@ async fn check_entry(
 ) -> SignatureResult {
     let mut result = entry_facts(index, parsed);
     // 1. Keys: pinned for this origin first, else the header's jku.
-    let (candidates, source) =
-        match candidate_keys(parsed, origin, transport, trust, fetched).await {
-            Ok(found) => found,
-            Err(NoKey { reason, withheld }) => {
-                result.reason = reason;
-                result.reason_withheld = withheld;
-                return result;
-            }
-        };
+    let (candidates, source) = match candidate_keys(parsed, origin, transport, trust, fetched).await
+    {
+        Ok(found) => found,
+        Err(NoKey { reason, withheld }) => {
+            result.reason = reason;
+            result.reason_withheld = withheld;
+            return result;
+        }
+    };
     result.key_source = Some(source);
     // 2. Check each key with that kid; verify with the usable ones.
     let usable = match usable_keys(parsed, &candidates, source, now_unix, trust) {

@@ -16,6 +16,9 @@ pub enum JcsError {
     Syntax(String),
     #[error("canonicalisation failed: {0}")]
     Serialize(String),
+    /// A stranger's document past its caps (`json::bounded`).
+    #[error("{0}")]
+    OverCap(String),
 }
 
 impl From<StrictJsonError> for JcsError {
@@ -23,6 +26,7 @@ impl From<StrictJsonError> for JcsError {
         match e {
             StrictJsonError::Syntax(s) => JcsError::Syntax(s),
             dup @ StrictJsonError::DuplicateKey(_) => JcsError::NotIJson(dup.to_string()),
+            StrictJsonError::OverCap(s) => JcsError::OverCap(s),
         }
     }
 }
@@ -30,6 +34,16 @@ impl From<StrictJsonError> for JcsError {
 /// Parse bytes as I-JSON: strict UTF-8 JSON, no duplicate names, finite numbers.
 pub fn parse_i_json(bytes: &[u8]) -> Result<Value, JcsError> {
     let value = parse_strict(bytes)?;
+    check_numbers(&value)?;
+    Ok(value)
+}
+
+/// [`parse_i_json`] of a stranger's document, within its caps (`json::bounded`).
+pub fn parse_i_json_bounded(
+    input: crate::json::bounded::Input,
+    bytes: &[u8],
+) -> Result<Value, JcsError> {
+    let value = crate::json::bounded::strict(input, bytes)?;
     check_numbers(&value)?;
     Ok(value)
 }

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Largest JWK Set body accepted from a `jku` (a set of a few keys is a few KiB).
-pub const JWKS_BODY_CAP_BYTES: usize = 64 * 1024;
+pub const JWKS_BODY_CAP_BYTES: usize = crate::json::bounded::Input::Jwks.caps().bytes;
 /// Deadline for one `jku` fetch, connect to last byte.
 pub const JWKS_DEADLINE: Duration = Duration::from_secs(10);
 /// Longest a fetched JWK Set is reused, whatever its headers say.
@@ -187,10 +187,11 @@ impl TrustStore {
                 source,
             }
         })?;
-        let jwks = crate::json::parse_strict(&bytes).map_err(|e| TrustStoreError::BadJwks {
-            what: shown.clone(),
-            why: e.to_string(),
-        })?;
+        let jwks = crate::json::bounded::strict(crate::json::bounded::Input::Jwks, &bytes)
+            .map_err(|e| TrustStoreError::BadJwks {
+                what: shown.clone(),
+                why: e.to_string(),
+            })?;
         self.pin_jwks(origin, &jwks)
     }
 
@@ -571,7 +572,7 @@ pub(crate) async fn fetch_jwks(
     if exchange.body.len() > JWKS_BODY_CAP_BYTES {
         return Err(JwksFetchError::TooLarge(exchange.body.len()));
     }
-    let jwks = crate::json::parse_strict(&exchange.body)
+    let jwks = crate::json::bounded::strict(crate::json::bounded::Input::Jwks, &exchange.body)
         .map_err(|e| JwksFetchError::NotJwks(e.to_string()))?;
     let keys = Arc::new(jwks_keys(&jwks).map_err(JwksFetchError::NotJwks)?);
     let etag = exchange.header("etag").map(str::to_owned);

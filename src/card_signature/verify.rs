@@ -144,90 +144,157 @@ async fn check_entry(
     payloads: &mut Payloads<'_>,
     fetched: &mut HashMap<String, Result<Arc<Vec<Value>>, JwksFetchError>>,
 ) -> SignatureResult {
+    let mut result = entry_facts(index, parsed);
+    // 1. Keys: pinned for this origin first, else the header's jku.
+    let (candidates, source) = match candidate_keys(parsed, origin, transport, trust, fetched).await
+    {
+        Ok(found) => found,
+        Err(NoKey { reason, withheld }) => {
+            result.reason = reason;
+            result.reason_withheld = withheld;
+            return result;
+        }
+    };
+    result.key_source = Some(source);
+    // 2. Check each key with that kid; verify with the usable ones.
+    let usable = match usable_keys(parsed, &candidates, source, now_unix, trust) {
+        Ok(usable) => usable,
+        Err((status, reason)) => {
+            result.status = status;
+            result.reason = reason;
+            return result;
+        }
+    };
+    verify_over_payloads(parsed, &usable, source, payloads, result)
+}
+
+/// What the entry's header says, before any key is looked for (status `NoKey` until one is).
+fn entry_facts(index: usize, parsed: &ParsedEntry) -> SignatureResult {
     let header = &parsed.header;
-    let kid = header.kid.as_str();
     let mut result = SignatureResult::bare(index, SignatureStatus::NoKey, String::new());
     result.alg = Some(header.alg_text.clone());
-    result.kid = Some(kid.to_string());
+    result.kid = Some(header.kid.clone());
     result.typ = header.typ.clone();
     result.jku = header.jku.clone();
     result.warnings = parsed.warnings.iter().map(|w| w.to_string()).collect();
+    result
+}
 
-    // 1. Keys: pinned for this origin first, else the header's jku.
+/// Why no key with the entry's kid was found (and the reason without addresses, when it had any).
+struct NoKey {
+    reason: String,
+    withheld: Option<String>,
+}
+
+impl NoKey {
+    fn because(reason: String) -> Self {
+        NoKey {
+            reason,
+            withheld: None,
+        }
+    }
+}
+
+/// The keys with the entry's kid: pinned for `origin`, else from the header's jku (each distinct
+/// jku fetched once per card, at most [`MAX_JKU_FETCHES`] of them).
+async fn candidate_keys(
+    parsed: &ParsedEntry,
+    origin: &str,
+    transport: Option<&Transport>,
+    trust: &TrustStore,
+    fetched: &mut HashMap<String, Result<Arc<Vec<Value>>, JwksFetchError>>,
+) -> Result<(Vec<Value>, KeySource), NoKey> {
+    let kid = parsed.header.kid.as_str();
     let pinned = trust.pinned_for(origin, kid);
-    let (candidates, source): (Vec<Value>, KeySource) = if !pinned.is_empty() {
-        (pinned, KeySource::Pinned)
-    } else {
-        let Some(jku) = header.jku.as_deref() else {
-            result.reason =
-                format!("kid {kid:?} is not pinned for this origin and the header names no jku");
-            return result;
-        };
-        let Some(transport) = transport else {
-            result.reason = format!(
-                "kid {kid:?} is not pinned for this origin and fetching jku is off for this run"
-            );
-            return result;
-        };
-        if !fetched.contains_key(jku) {
-            let outcome = if fetched.len() >= MAX_JKU_FETCHES {
-                Err(JwksFetchError::Transport(format!(
-                    "not fetched: a card may name at most {MAX_JKU_FETCHES} distinct jku URLs"
-                )))
-            } else {
-                keys::fetch_jwks(transport, trust.cache(), jku).await
-            };
-            fetched.insert(jku.to_string(), outcome);
-        }
-        let keys = match &fetched[jku] {
-            Ok(keys) => keys,
-            Err(e) => {
-                result.reason = e.to_string();
-                result.reason_withheld = Some(e.without_addresses());
-                return result;
-            }
-        };
-        let same_host = match (keys::host_port(jku), keys::host_port(origin)) {
-            (Some(a), Some(b)) => a == b,
-            _ => false,
-        };
-        let source = if same_host {
-            KeySource::JkuSameHost
-        } else {
-            KeySource::JkuOtherHost
-        };
-        let with_kid: Vec<Value> = keys
-            .iter()
-            .filter(|k| k.get("kid").and_then(Value::as_str) == Some(kid))
-            .cloned()
-            .collect();
-        if with_kid.is_empty() {
-            result.reason = format!("the JWK Set at jku has no key with kid {kid:?}");
-            return result;
-        }
-        (with_kid, source)
+    if !pinned.is_empty() {
+        return Ok((pinned, KeySource::Pinned));
+    }
+    let Some(jku) = parsed.header.jku.as_deref() else {
+        return Err(NoKey::because(format!(
+            "kid {kid:?} is not pinned for this origin and the header names no jku"
+        )));
     };
-    result.key_source = Some(source);
+    let Some(transport) = transport else {
+        return Err(NoKey::because(format!(
+            "kid {kid:?} is not pinned for this origin and fetching jku is off for this run"
+        )));
+    };
+    if !fetched.contains_key(jku) {
+        let outcome = if fetched.len() >= MAX_JKU_FETCHES {
+            Err(JwksFetchError::Transport(format!(
+                "not fetched: a card may name at most {MAX_JKU_FETCHES} distinct jku URLs"
+            )))
+        } else {
+            keys::fetch_jwks(transport, trust.cache(), jku).await
+        };
+        fetched.insert(jku.to_string(), outcome);
+    }
+    let keys = fetched[jku].as_ref().map_err(|e| NoKey {
+        reason: e.to_string(),
+        withheld: Some(e.without_addresses()),
+    })?;
+    let same_host = match (keys::host_port(jku), keys::host_port(origin)) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    };
+    let source = if same_host {
+        KeySource::JkuSameHost
+    } else {
+        KeySource::JkuOtherHost
+    };
+    let with_kid: Vec<Value> = keys
+        .iter()
+        .filter(|k| k.get("kid").and_then(Value::as_str) == Some(kid))
+        .cloned()
+        .collect();
+    if with_kid.is_empty() {
+        return Err(NoKey::because(format!(
+            "the JWK Set at jku has no key with kid {kid:?}"
+        )));
+    }
+    Ok((with_kid, source))
+}
 
-    // 2. Check each key with that kid; verify with the usable ones.
+/// The candidates usable for the entry's alg; none usable: the first one's problem as status and
+/// reason.
+fn usable_keys(
+    parsed: &ParsedEntry,
+    candidates: &[Value],
+    source: KeySource,
+    now_unix: i64,
+    trust: &TrustStore,
+) -> Result<Vec<UsableKey>, (SignatureStatus, String)> {
+    let kid = parsed.header.kid.as_str();
     let mut problems: Vec<KeyProblem> = Vec::new();
     let mut usable: Vec<UsableKey> = Vec::new();
-    for jwk in &candidates {
+    for jwk in candidates {
         match keys::check_key(jwk, parsed.alg, kid, now_unix, trust) {
             Ok(k) => usable.push(k),
             Err(p) => problems.push(p),
         }
     }
-    if usable.is_empty() {
-        let first = problems.first().cloned().expect("a candidate was refused");
-        result.status = match first {
-            KeyProblem::Expired { .. } => SignatureStatus::KeyExpired,
-            KeyProblem::Revoked(_) => SignatureStatus::KeyRevoked,
-            KeyProblem::Unusable { .. } => SignatureStatus::KeyUnusable,
-        };
-        result.reason = format!("kid {kid:?} ({}): {first}", source.code());
-        return result;
+    if !usable.is_empty() {
+        return Ok(usable);
     }
+    let first = problems.first().cloned().expect("a candidate was refused");
+    let status = match first {
+        KeyProblem::Expired { .. } => SignatureStatus::KeyExpired,
+        KeyProblem::Revoked(_) => SignatureStatus::KeyRevoked,
+        KeyProblem::Unusable { .. } => SignatureStatus::KeyUnusable,
+    };
+    Err((status, format!("kid {kid:?} ({}): {first}", source.code())))
+}
+
+/// Verify the entry with each usable key over each profile's payload, in profile order: the
+/// first that verifies makes it valid; none: invalid, saying what was tried.
+fn verify_over_payloads(
+    parsed: &ParsedEntry,
+    usable: &[UsableKey],
+    source: KeySource,
+    payloads: &mut Payloads<'_>,
+    mut result: SignatureResult,
+) -> SignatureResult {
+    let kid = parsed.header.kid.as_str();
     let mut tried: Vec<&'static str> = Vec::new();
     let mut no_payload: Vec<String> = Vec::new();
     let mut wrong_length = None;
@@ -243,7 +310,7 @@ async fn check_entry(
         };
         tried.push(profile.name());
         let input = jws::signing_input(&parsed.protected_b64, &payload);
-        for key in &usable {
+        for key in usable {
             if parsed.signature.len() != key.signature_len {
                 wrong_length = Some(format!(
                     "the signature is {} bytes; {} with this key needs {}",
@@ -280,7 +347,19 @@ async fn check_entry(
         }
     }
     result.status = SignatureStatus::Invalid;
-    result.reason = match (wrong_length, tried.as_slice()) {
+    result.reason = invalid_reason(kid, source, wrong_length, &tried, &no_payload);
+    result
+}
+
+/// Why no usable key verified the entry over any payload.
+fn invalid_reason(
+    kid: &str,
+    source: KeySource,
+    wrong_length: Option<String>,
+    tried: &[&str],
+    no_payload: &[String],
+) -> String {
+    match (wrong_length, tried) {
         (Some(why), _) => why,
         (None, []) => format!(
             "not checked against kid {kid:?}: the card has no payload under any profile ({})",
@@ -301,6 +380,5 @@ async fn check_entry(
             }
             why
         }
-    };
-    result
+    }
 }

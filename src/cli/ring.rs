@@ -168,8 +168,14 @@ fn build(a: BuildArgs) -> anyhow::Result<ExitCode> {
 
 /// What a claimed ring says it is: its endpoint and month.
 fn claimed(bytes: &[u8], path: &Path) -> anyhow::Result<(String, String)> {
-    let doc = crate::json::read(bytes, crate::json::ReadOptions::LENIENT)
-        .map_err(|e| anyhow!("{} is not JSON: {e}", path.display()))?;
+    use crate::json::bounded::{self, Input, Refused};
+    let doc =
+        bounded::read(Input::RingFile, bytes, crate::json::ReadOptions::LENIENT).map_err(|e| {
+            match e {
+                Refused::NotJson(e) => anyhow!("{} is not JSON: {e}", path.display()),
+                over => anyhow!("{}: {over}", path.display()),
+            }
+        })?;
     let text = |k: &str| {
         doc.root()
             .get(k)

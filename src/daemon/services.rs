@@ -60,12 +60,13 @@ impl Listener {
             }),
             "the daemon (conduct-walker run)",
         );
+        let (stop, mut stopped) = watch::channel(false);
+        verify_on_a_timer(&pages_state, stop.subscribe());
         let app = http::router(http::AppState {
             db_path,
             live: live.clone(),
         })
         .merge(crate::pages::router(pages_state));
-        let (stop, mut stopped) = watch::channel(false);
         let task = tokio::spawn(async move {
             let r = axum::serve(listener, app)
                 .with_graceful_shutdown(async move {
@@ -79,6 +80,26 @@ impl Listener {
         Ok(Listener { pages, stop, task })
     }
 }
+
+/// The pages' verification job on a timer, so the overview's verified count stays current
+/// without a visit: each tick runs what [`crate::pages::verify_tick`] finds due (the rows added
+/// since its last run, at most once a minute; every row once a day), on a low-priority thread.
+fn verify_on_a_timer(pages: &crate::pages::PagesState, mut stopped: watch::Receiver<bool>) {
+    let (verify, db) = (pages.verify.clone(), pages.db_path.clone());
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(VERIFY_EVERY);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = every.tick() => crate::pages::verify_tick(&verify, db.clone()),
+                _ = stopped.wait_for(|s| *s) => return,
+            }
+        }
+    });
+}
+
+/// How often the listener looks whether the pages' verification is due.
+const VERIFY_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl Service for Listener {
     fn reload(&mut self, ingredients: &mut Ingredients) {

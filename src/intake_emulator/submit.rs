@@ -5,8 +5,8 @@
 use super::constants::*;
 use super::keys::{KeyOutcome, served_key};
 use super::state::{Admission, Admit, LANE_GLOBAL, RecordStatus};
-use super::validate::{self, Invalid};
-use super::{Answer, Shared, signature};
+use super::validate::{self, Invalid, Validated};
+use super::{Answer, EmulatorError, Shared, signature};
 use crate::digest::sha256_hex;
 use crate::sandbox::Req;
 use crate::wire::IntakeSubmission;
@@ -17,120 +17,175 @@ const CLIENT_IP_HEADER: &str = "cf-connecting-ip";
 /// The address-lane input when that header is missing.
 const UNKNOWN_CLIENT: &str = "unknown";
 
+/// An answer given before the record is stored: the step that refused it.
+type Reply = (u16, Value);
+
 pub(super) async fn post_witness(shared: &Shared, req: &Req) -> Answer {
-    let origin = &req.base;
-    let help = format!("{origin}/witness");
-
-    // Step 1.
-    let Some(submission) = read_body(&req.body) else {
-        return Ok((400, json!({"error": ERR_RECORD_REQUIRED, "help": help})));
+    // Steps 1–3.
+    let (submission, record) = match checked_submission(shared, req) {
+        Ok(checked) => checked,
+        Err(reply) => return Ok(reply),
     };
-    let record_canonical = &submission.record_canonical;
-
-    // Step 2: JavaScript string length, i.e. UTF-16 code units.
-    let max = shared.limits.max_record_len;
-    if record_canonical.encode_utf16().count() > max {
-        return Ok((413, json!({"error": ERR_TOO_LARGE, "max_bytes": max})));
-    }
-
-    // Step 3.
-    let record = match validate::validate(record_canonical) {
-        Ok(record) => record,
-        Err(Invalid { reason_code, why }) => {
-            return Ok((
-                422,
-                json!({
-                    "error": ERR_INVALID_RECORD,
-                    "reason_code": reason_code.as_str(),
-                    "why": why,
-                    "help": help,
-                }),
-            ));
-        }
-    };
-
     // Step 4.
     let today = shared.today();
     let global_cap = shared.limits.daily_global;
     if shared.state().counter(&today, LANE_GLOBAL)? >= global_cap {
         return Ok(cap_full(ERR_GLOBAL_CAP, global_cap));
     }
-
     // Step 5: only when either value is non-empty.
+    let signed = match signature_step(&submission) {
+        Ok(signed) => signed,
+        Err(reply) => return Ok(reply),
+    };
+    // Step 6.
+    let signed_domain = match key_url_step(shared, &submission, &record, signed).await? {
+        Ok(domain) => domain,
+        Err(reply) => return Ok(reply),
+    };
+    // Steps 7–10 happen in one transaction in the state file.
+    let signing = Signing {
+        signed,
+        public_key_b64: submission.public_key_ed25519_b64.as_deref().unwrap_or(""),
+        domain: signed_domain,
+    };
+    store_step(
+        shared,
+        req,
+        &submission.record_canonical,
+        &record,
+        signing,
+        &today,
+    )
+}
+
+/// Steps 1–3: a body naming a record, within the size cap, that validates.
+fn checked_submission(shared: &Shared, req: &Req) -> Result<(IntakeSubmission, Validated), Reply> {
+    let help = format!("{}/witness", req.base);
+    // Step 1.
+    let Some(submission) = read_body(&req.body) else {
+        return Err((400, json!({"error": ERR_RECORD_REQUIRED, "help": help})));
+    };
+    // Step 2: JavaScript string length, i.e. UTF-16 code units.
+    let max = shared.limits.max_record_len;
+    if submission.record_canonical.encode_utf16().count() > max {
+        return Err((413, json!({"error": ERR_TOO_LARGE, "max_bytes": max})));
+    }
+    // Step 3.
+    match validate::validate(&submission.record_canonical) {
+        Ok(record) => Ok((submission, record)),
+        Err(Invalid { reason_code, why }) => Err((
+            422,
+            json!({
+                "error": ERR_INVALID_RECORD,
+                "reason_code": reason_code.as_str(),
+                "why": why,
+                "help": help,
+            }),
+        )),
+    }
+}
+
+/// Step 5: whether the submission is signed; a signature must come with its key and verify.
+fn signature_step(submission: &IntakeSubmission) -> Result<bool, Reply> {
     let signature_b64 = submission.signature_ed25519_b64.as_deref().unwrap_or("");
     let public_key_b64 = submission.public_key_ed25519_b64.as_deref().unwrap_or("");
     let signed = !signature_b64.is_empty() || !public_key_b64.is_empty();
-    if signed {
-        if signature_b64.is_empty() || public_key_b64.is_empty() {
-            return Ok((422, json!({"error": ERR_SIG_TOGETHER})));
-        }
-        if !signature::verifies(record_canonical.as_bytes(), signature_b64, public_key_b64) {
-            return Ok((
-                422,
-                json!({
-                    "error": ERR_SIG_INVALID,
-                    "reason_code": ERR_SIG_INVALID,
-                    "note": NOTE_SIG_INVALID,
-                }),
-            ));
-        }
+    if !signed {
+        return Ok(false);
     }
-
-    // Step 6.
-    let mut signed_domain: Option<String> = None;
-    if let Some(key_url) = &record.key_url {
-        if !signed {
-            return Ok((
-                422,
-                json!({
-                    "error": ERR_KEY_URL_WITHOUT_SIG,
-                    "reason_code": REASON_BAD_KEY_URL,
-                    "note": NOTE_KEY_URL_WITHOUT_SIG,
-                }),
-            ));
-        }
-        // Validation guaranteed an https URL, and every https URL has a host.
-        let host = validate::https_host(key_url).unwrap_or_default();
-        let walked_hosts = [
-            validate::https_host(&record.base),
-            validate::https_host(&record.endpoint),
-        ];
-        if walked_hosts.iter().flatten().any(|h| *h == host) {
-            return Ok(self_witness(NOTE_SELF_WITNESS_AGENT));
-        }
-        if host == shared.ledger_host {
-            return Ok(self_witness(NOTE_SELF_WITNESS_LEDGER));
-        }
-        match served_key(shared, key_url).await? {
-            KeyOutcome::Unreachable(why) => {
-                return Ok((
-                    503,
-                    json!({
-                        "error": ERR_KEY_URL_UNREACHABLE,
-                        "reason_code": ERR_KEY_URL_UNREACHABLE,
-                        "why": why,
-                        "note": NOTE_KEY_URL_UNREACHABLE,
-                    }),
-                ));
-            }
-            // Strings are compared, not decoded keys: a re-encoded key is a mismatch.
-            KeyOutcome::Served(served) if served != public_key_b64 => {
-                return Ok((
-                    422,
-                    json!({
-                        "error": ERR_KEY_URL_MISMATCH,
-                        "reason_code": ERR_KEY_URL_MISMATCH,
-                        "note": NOTE_KEY_URL_MISMATCH,
-                    }),
-                ));
-            }
-            KeyOutcome::Served(_) => signed_domain = Some(host),
-        }
+    if signature_b64.is_empty() || public_key_b64.is_empty() {
+        return Err((422, json!({"error": ERR_SIG_TOGETHER})));
     }
+    let record = submission.record_canonical.as_bytes();
+    if !signature::verifies(record, signature_b64, public_key_b64) {
+        return Err((
+            422,
+            json!({
+                "error": ERR_SIG_INVALID,
+                "reason_code": ERR_SIG_INVALID,
+                "note": NOTE_SIG_INVALID,
+            }),
+        ));
+    }
+    Ok(true)
+}
 
-    // Steps 7–10 happen in one transaction in the state file.
+/// Step 6: the domain a signed record's `key_url` attests (the key it serves must be the
+/// submission's), or None for a record without one.
+async fn key_url_step(
+    shared: &Shared,
+    submission: &IntakeSubmission,
+    record: &Validated,
+    signed: bool,
+) -> Result<Result<Option<String>, Reply>, EmulatorError> {
+    let Some(key_url) = &record.key_url else {
+        return Ok(Ok(None));
+    };
+    if !signed {
+        return Ok(Err((
+            422,
+            json!({
+                "error": ERR_KEY_URL_WITHOUT_SIG,
+                "reason_code": REASON_BAD_KEY_URL,
+                "note": NOTE_KEY_URL_WITHOUT_SIG,
+            }),
+        )));
+    }
+    // Validation guaranteed an https URL, and every https URL has a host.
+    let host = validate::https_host(key_url).unwrap_or_default();
+    let walked_hosts = [
+        validate::https_host(&record.base),
+        validate::https_host(&record.endpoint),
+    ];
+    if walked_hosts.iter().flatten().any(|h| *h == host) {
+        return Ok(Err(self_witness(NOTE_SELF_WITNESS_AGENT)));
+    }
+    if host == shared.ledger_host {
+        return Ok(Err(self_witness(NOTE_SELF_WITNESS_LEDGER)));
+    }
+    let public_key_b64 = submission.public_key_ed25519_b64.as_deref().unwrap_or("");
+    Ok(match served_key(shared, key_url).await? {
+        KeyOutcome::Unreachable(why) => Err((
+            503,
+            json!({
+                "error": ERR_KEY_URL_UNREACHABLE,
+                "reason_code": ERR_KEY_URL_UNREACHABLE,
+                "why": why,
+                "note": NOTE_KEY_URL_UNREACHABLE,
+            }),
+        )),
+        // Strings are compared, not decoded keys: a re-encoded key is a mismatch.
+        KeyOutcome::Served(served) if served != public_key_b64 => Err((
+            422,
+            json!({
+                "error": ERR_KEY_URL_MISMATCH,
+                "reason_code": ERR_KEY_URL_MISMATCH,
+                "note": NOTE_KEY_URL_MISMATCH,
+            }),
+        )),
+        KeyOutcome::Served(_) => Ok(Some(host)),
+    })
+}
+
+/// What steps 5 and 6 established about the submission's signature.
+struct Signing<'a> {
+    signed: bool,
+    public_key_b64: &'a str,
+    domain: Option<String>,
+}
+
+/// Steps 7–10: the lane, the stored object, and the admission in one transaction.
+fn store_step(
+    shared: &Shared,
+    req: &Req,
+    record_canonical: &str,
+    record: &Validated,
+    signing: Signing<'_>,
+    today: &str,
+) -> Answer {
+    let global_cap = shared.limits.daily_global;
     let client = req.header(CLIENT_IP_HEADER).unwrap_or(UNKNOWN_CLIENT);
-    let (lane, lane_cap, lane_error) = match &signed_domain {
+    let (lane, lane_cap, lane_error) = match &signing.domain {
         Some(domain) => (
             format!("domain:{domain}"),
             shared.limits.daily_per_domain,
@@ -143,40 +198,15 @@ pub(super) async fn post_witness(shared: &Shared, req: &Req) -> Answer {
         ),
     };
     let sha = sha256_hex(record_canonical);
-    let identity = match &signed_domain {
+    let identity = match &signing.domain {
         Some(domain) => format!("domain:{domain}"),
         None => format!("name:{}", record.witness_name),
     };
     let marker = &sha256_hex(format!("{identity}|{}", record.endpoint))[..32];
-    let url = format!("{origin}/witness/{sha}");
-
-    let mut stored = Map::new();
-    let mut put = |k: &str, v: Value| stored.insert(k.to_string(), v);
-    put("sha", json!(sha));
-    put("record_canonical", json!(record_canonical));
-    put("signed", json!(signed));
-    put(
-        "public_key_ed25519_b64",
-        if signed {
-            json!(public_key_b64)
-        } else {
-            Value::Null
-        },
-    );
-    put("signed_domain", json!(signed_domain));
-    put("key_url", json!(record.key_url));
-    put("mode", json!(record.mode.as_str()));
-    put("v11", json!(record.v11));
-    // A v1.1 record only gets here with both disclaimer arrays (§6.3 step 6).
-    put("disclaimer_present", json!(record.v11));
-    put("endpoint", json!(record.endpoint));
-    put("purpose", json!(record.purpose));
-    put("witness_name", json!(record.witness_name));
-    put("vantage", json!(record.vantage));
-    put("submitted_at", json!(shared.now_iso()));
-
+    let url = format!("{}/witness/{sha}", req.base);
+    let stored = stored_object(shared, &sha, record_canonical, record, &signing);
     let admitted = shared.state().admit(Admission {
-        day: &today,
+        day: today,
         sha: &sha,
         lane: &lane,
         lane_cap,
@@ -202,14 +232,14 @@ pub(super) async fn post_witness(shared: &Shared, req: &Req) -> Answer {
             }),
         )),
         Admit::Stored { counted } => {
-            super::reads::note_network(shared, &today, req.header(CLIENT_IP_HEADER))?;
+            super::reads::note_network(shared, today, req.header(CLIENT_IP_HEADER))?;
             Ok((
                 201,
                 json!({
                     "sha": sha,
                     "status": STATUS_PENDING,
-                    "signed": signed,
-                    "signed_domain": signed_domain,
+                    "signed": signing.signed,
+                    "signed_domain": signing.domain,
                     "mode": record.mode.as_str(),
                     "counted": counted,
                     "count_reason": if counted { None } else { Some(COUNT_REASON_SAME_DAY) },
@@ -219,6 +249,41 @@ pub(super) async fn post_witness(shared: &Shared, req: &Req) -> Answer {
             ))
         }
     }
+}
+
+/// The object the intake stores for an admitted record, in the worker's key order.
+fn stored_object(
+    shared: &Shared,
+    sha: &str,
+    record_canonical: &str,
+    record: &Validated,
+    signing: &Signing<'_>,
+) -> Map<String, Value> {
+    let mut stored = Map::new();
+    let mut put = |k: &str, v: Value| stored.insert(k.to_string(), v);
+    put("sha", json!(sha));
+    put("record_canonical", json!(record_canonical));
+    put("signed", json!(signing.signed));
+    put(
+        "public_key_ed25519_b64",
+        if signing.signed {
+            json!(signing.public_key_b64)
+        } else {
+            Value::Null
+        },
+    );
+    put("signed_domain", json!(signing.domain));
+    put("key_url", json!(record.key_url));
+    put("mode", json!(record.mode.as_str()));
+    put("v11", json!(record.v11));
+    // A v1.1 record only gets here with both disclaimer arrays (§6.3 step 6).
+    put("disclaimer_present", json!(record.v11));
+    put("endpoint", json!(record.endpoint));
+    put("purpose", json!(record.purpose));
+    put("witness_name", json!(record.witness_name));
+    put("vantage", json!(record.vantage));
+    put("submitted_at", json!(shared.now_iso()));
+    stored
 }
 
 /// Step 1's reading of the body, as `await request.json()` then a `typeof` test would: UTF-8

@@ -11,6 +11,7 @@
 //! [`parse_lenient`] keeps the last (Python's dict); [`parse_strict`] refuses them (I-JSON,
 //! RFC 8785 inputs).
 
+pub mod bounded;
 mod doc;
 mod read;
 pub mod stream;
@@ -89,6 +90,9 @@ pub enum StrictJsonError {
     Syntax(String),
     #[error("duplicate member name {0:?}")]
     DuplicateKey(String),
+    /// Past a cap of [`bounded::Input::caps`] (the message names the input and the cap).
+    #[error("{0}")]
+    OverCap(String),
 }
 
 /// Parse refusing duplicate member names at any depth, lone surrogates and Python's

@@ -22,9 +22,16 @@ pub enum WireError {
     Shape { what: &'static str, detail: String },
     #[error("{what}: unknown status {status:?}")]
     UnknownStatus { what: &'static str, status: String },
+    #[error("{what}: {detail}")]
+    OverCap { what: &'static str, detail: String },
 }
 
 fn value(what: &'static str, body: &[u8]) -> Result<Value, WireError> {
+    use crate::json::bounded::{Input, admit};
+    admit(Input::LedgerAnswer, body).map_err(|e| WireError::OverCap {
+        what,
+        detail: e.to_string(),
+    })?;
     serde_json::from_slice(body).map_err(|e| WireError::NotJson {
         what,
         detail: e.to_string(),

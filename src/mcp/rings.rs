@@ -25,8 +25,16 @@ fn verify(
     witnesses: Vec<String>,
     prev: Option<&str>,
 ) -> Result<CallToolResult, String> {
-    let claimed = crate::json::read(ring.as_bytes(), crate::json::ReadOptions::LENIENT)
-        .map_err(|e| format!("ring is not JSON: {e}"))?;
+    use crate::json::bounded::{self, Input, Refused};
+    let claimed = bounded::read(
+        Input::RingFile,
+        ring.as_bytes(),
+        crate::json::ReadOptions::LENIENT,
+    )
+    .map_err(|e| match e {
+        Refused::NotJson(e) => format!("ring is not JSON: {e}"),
+        over => format!("ring: {over}"),
+    })?;
     let text = |k: &str| {
         claimed
             .root()

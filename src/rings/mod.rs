@@ -33,6 +33,8 @@ pub mod statement;
 pub mod witness;
 
 pub use build::{Built, Request, WitnessFile, build};
+
+use crate::json::bounded::Input;
 pub use ring::{Prev, Ring, assemble};
 
 /// The cap on a card, and on any answer the transport reads (`net`'s body cap): the same cap
@@ -61,11 +63,11 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            history_value_bytes: CARD_CAP_BYTES,
+            history_value_bytes: Input::HistoryEntry.caps().bytes,
             history_bytes: 1 << 30,
             instants: 400_000,
-            witness_file_bytes: CARD_CAP_BYTES as u64,
-            ring_file_bytes: 4 << 20,
+            witness_file_bytes: Input::WitnessFile.caps().bytes as u64,
+            ring_file_bytes: Input::RingFile.caps().bytes as u64,
             carried_bytes: 32 << 20,
         }
     }

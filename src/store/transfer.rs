@@ -31,6 +31,8 @@ pub enum TransferError {
     NotUtf8 { row: i64 },
     #[error("line {line}: not JSON: {reason}")]
     NotJson { line: usize, reason: String },
+    #[error("line {line}: {reason}")]
+    OverCap { line: usize, reason: String },
     #[error("line {line}: `{key}` must be a string")]
     NotAString { line: usize, key: &'static str },
     #[error("line {line}: has kept_full_canonical without kept_salt_hex, or the reverse")]
@@ -78,9 +80,16 @@ pub fn parse_line(line: &[u8], line_no: usize) -> Result<Option<NewRecord>, Tran
     if line.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
-    let value = crate::json::parse_lenient(line).map_err(|e| TransferError::NotJson {
-        line: line_no,
-        reason: e.to_string(),
+    use crate::json::bounded::{self, Input, Refused};
+    let value = bounded::lenient(Input::ImportLine, line).map_err(|e| match e {
+        Refused::NotJson(e) => TransferError::NotJson {
+            line: line_no,
+            reason: e.to_string(),
+        },
+        over => TransferError::OverCap {
+            line: line_no,
+            reason: over.to_string(),
+        },
     })?;
     let Some(obj) = value.as_object().filter(|o| o.contains_key(RECORD)) else {
         // A bare record: its bytes are the record (the store checks them).

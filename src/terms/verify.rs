@@ -8,7 +8,7 @@
 use super::declaration::ProposalEntry;
 use super::sow::{self, ShapeError, SignatureError};
 use crate::digest::sha256_hex;
-use crate::jcs::{JcsError, parse_i_json};
+use crate::jcs::JcsError;
 use crate::net::{Exchange, HttpRequest, Session};
 use serde_json::Value;
 use std::fmt;
@@ -115,7 +115,9 @@ pub fn verify_document(
     body: &[u8],
     listed_digest: Option<&str>,
 ) -> Result<VerifiedProposal, VerifyError> {
-    let document = parse_i_json(body).map_err(VerifyError::Unparseable)?;
+    let document =
+        crate::jcs::parse_i_json_bounded(crate::json::bounded::Input::TermsDocument, body)
+            .map_err(VerifyError::Unparseable)?;
     let computed = sow::terms_digest(&document).map_err(VerifyError::Unparseable)?;
     // Exact byte comparison (seed §5): an upper-case or otherwise re-spelled digest fails.
     if listed_digest != Some(computed.as_str()) {
@@ -226,15 +228,7 @@ pub async fn fetch_and_verify(session: &Session, entry: ProposalEntry) -> Propos
     };
     let request = HttpRequest::get(url, &[("Accept", "application/json")]);
     let exchange = session.fetch(&request).await;
-    // Verification reads a `Value` tree: a hostile document's tree waits for its turn. Only a
-    // body long enough to make one is read twice to find out (proposals are a few KB).
-    let compact = crate::json::may_be_large_tree(exchange.body.len())
-        .then(|| crate::json::read(&exchange.body, crate::json::ReadOptions::LENIENT).ok())
-        .flatten();
-    let _permit = match &compact {
-        Some(doc) => crate::json::large_tree_permit(doc).await,
-        None => None,
-    };
-    drop(compact);
+    // Verification reads a `Value` tree, one no larger than `json::bounded::TREE_BYTES` (a
+    // larger one is refused), so it never waits for `json::large_tree_permit`.
     ProposalResult::from_exchange(entry, &exchange)
 }

@@ -29,6 +29,11 @@ pub fn sanitize_text(text: &str) -> String {
     out
 }
 
+/// An intake's answer as a tree, within the caps of a stranger's document (`json::bounded`).
+fn intake_answer(body: &[u8]) -> Result<Value, crate::json::bounded::Refused> {
+    crate::json::bounded::lenient(crate::json::bounded::Input::IntakeAnswer, body)
+}
+
 /// Classify an intake exchange for the record whose sha256 is `expected_sha`. An acceptance
 /// counts only when its body is JSON naming this record's sha256: anything else is recorded as
 /// an error and the outcome is unknown (the intake may have stored it), never taken for
@@ -41,7 +46,13 @@ pub fn classify(ex: &Exchange, expected_sha: &str) -> Answer {
 /// [`classify`] with what the transport knows of a failed exchange: a request that never
 /// reached the intake (no connection) was certainly not stored, and is sent again as usual.
 pub fn classify_reached(ex: &Exchange, expected_sha: &str, reached: Reached) -> Answer {
-    let parsed = crate::json::parse_lenient(&ex.body).ok();
+    let read = intake_answer(&ex.body);
+    let over_cap = read
+        .as_ref()
+        .err()
+        .filter(|e| e.over_cap())
+        .map(|e| e.to_string());
+    let parsed = read.ok();
     let body = parsed.clone().unwrap_or(Value::Null);
     let text = |k: &str| body.get(k).and_then(Value::as_str).map(sanitize_text);
     let error = text("error").unwrap_or_else(|| match &ex.transport_error {
@@ -52,10 +63,16 @@ pub fn classify_reached(ex: &Exchange, expected_sha: &str, reached: Reached) -> 
     let unconfirmed = |what: &str| Answer::Unknown {
         status: ex.status,
         error: match (&parsed, text("sha")) {
-            (None, _) => format!(
-                "http {}: {what} whose body is not JSON; not counted as filed",
-                ex.status
-            ),
+            (None, _) => match &over_cap {
+                Some(why) => format!(
+                    "http {}: {what} whose body is not read ({why}); not counted as filed",
+                    ex.status
+                ),
+                None => format!(
+                    "http {}: {what} whose body is not JSON; not counted as filed",
+                    ex.status
+                ),
+            },
             (Some(_), Some(sha)) => format!(
                 "http {}: {what} naming sha256 {sha}, not this record's; not counted as filed",
                 ex.status
@@ -185,7 +202,7 @@ pub fn classify_lookup(ex: &Exchange, sha256: &str, canonical: &[u8]) -> Lookup 
     match ex.status {
         404 => {
             // A 404 is the one "not there"; one that names another record says nothing of this.
-            let named = crate::json::parse_lenient(&ex.body)
+            let named = intake_answer(&ex.body)
                 .ok()
                 .and_then(|v| v.get("sha").and_then(Value::as_str).map(str::to_string));
             match named {
@@ -243,7 +260,7 @@ pub fn classify_lookup(ex: &Exchange, sha256: &str, canonical: &[u8]) -> Lookup 
             }
         }
         s => {
-            let body = crate::json::parse_lenient(&ex.body).ok();
+            let body = intake_answer(&ex.body).ok();
             let said = body
                 .as_ref()
                 .and_then(|b| b.get("error"))
@@ -292,7 +309,7 @@ pub async fn probe(transport: &Transport, intake_url: &str) -> IntakeProbe {
         return IntakeProbe::Unreachable;
     }
     let stated = (ex.status == 200)
-        .then(|| crate::json::parse_lenient(&ex.body).ok())
+        .then(|| intake_answer(&ex.body).ok())
         .flatten()
         .and_then(|v| Limits::from_self_description(&v));
     IntakeProbe::Answered(stated)

@@ -349,7 +349,7 @@ fn verify_b64(key: &VerifyingKey, value: &Value, sig_b64: &str) -> Result<(), St
 /// body is not a JSON object (a ledger answers objects; anything else is shown as its text, so
 /// every face reads one shape).
 pub fn kept_answer(body: &[u8]) -> Value {
-    match crate::json::parse_lenient(body) {
+    match crate::json::bounded::lenient(crate::json::bounded::Input::TaskLedgerAnswer, body) {
         Ok(answer @ Value::Object(_)) => answer,
         _ => raw_answer(body),
     }

@@ -1,7 +1,7 @@
 //! Everything one configuration turns into, built in one place before it replaces the running
-//! one. The config itself stays plain data: [`ingredients`] is the daemon's only caller of the
-//! config's factories (transport, pipeline, key, alert delivery), once per load or reload, and
-//! every service takes what it needs from the result.
+//! one. The config itself stays plain data: [`ingredients`] is where the daemon asks the
+//! composition root (`crate::app`: transport, pipeline, key, alert delivery) to build from it,
+//! once per load or reload, and every service takes what it needs from the result.
 
 use super::DaemonError;
 use super::ledger_task::FollowerSettings;

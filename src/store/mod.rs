@@ -801,6 +801,24 @@ fn filter_sql(filter: &ListFilter) -> (String, Vec<String>) {
     }
 }
 
+/// The metadata columns as every record query selects them: `endpoint, origin, walked_at,
+/// walker_mode, privacy_mode` from `first`, the four verdict columns, then `key_url`.
+pub(super) fn meta_columns(
+    r: &Row<'_>,
+    first: usize,
+    verdict: Option<Verdict>,
+) -> rusqlite::Result<RecordMeta> {
+    Ok(RecordMeta {
+        endpoint: r.get(first)?,
+        origin: r.get(first + 1)?,
+        walked_at: r.get(first + 2)?,
+        walker_mode: r.get(first + 3)?,
+        privacy_mode: r.get(first + 4)?,
+        verdict,
+        key_url: r.get(first + 9)?,
+    })
+}
+
 fn row_from_row(r: &Row<'_>) -> rusqlite::Result<RecordRow> {
     let verdict_ok: Option<bool> = r.get(8)?;
     let outcome: Option<String> = r.get(9)?;
@@ -819,15 +837,7 @@ fn row_from_row(r: &Row<'_>) -> rusqlite::Result<RecordRow> {
         id: r.get(0)?,
         sha256: r.get(1)?,
         signed: r.get(2)?,
-        meta: RecordMeta {
-            endpoint: r.get(3)?,
-            origin: r.get(4)?,
-            walked_at: r.get(5)?,
-            walker_mode: r.get(6)?,
-            privacy_mode: r.get(7)?,
-            verdict,
-            key_url: r.get(12)?,
-        },
+        meta: meta_columns(r, 3, verdict)?,
         inserted_at: r.get(13)?,
         chain_hash: r.get(14)?,
     })

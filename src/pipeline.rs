@@ -236,8 +236,11 @@ pub struct DrainReport {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PipelineStatus {
     pub outbox_depth: u64,
+    /// (intake, lane, records filed today).
     pub lanes_used_today: Vec<(String, String, u32)>,
+    /// (answer kind, count).
     pub submissions_by_answer: Vec<(String, u64)>,
+    /// (where submissions stand, count): the outcome every face shows.
     pub submissions_by_outcome: Vec<(filing::Outcome, u64)>,
     /// Lookups (`GET <intake>/<sha256>`) by result: found, not_found, lookup_failed.
     pub lookups_by_result: Vec<(AnswerKind, u64)>,

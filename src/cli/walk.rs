@@ -157,7 +157,7 @@ impl WitnessArgs {
 
 impl WalkArgs {
     fn request(&self) -> anyhow::Result<WalkRequest> {
-        use crate::walk::check::{Field, Problem};
+        use crate::walk::check::Field;
         let flag = |field| match field {
             Field::WitnessName => "--witness-name",
             Field::Vantage => "--vantage",
@@ -172,18 +172,7 @@ impl WalkArgs {
         // The URLs are checked with the transport's destination rules once it is built
         // ([`check_operator_urls`]); the identity here, before anything else.
         if let Some(problem) = crate::walk::check::witness(&witness).into_iter().next() {
-            match problem {
-                Problem::Empty(f) => bail!(
-                    "{} must not be empty (the intake refuses a record without one)",
-                    flag(f)
-                ),
-                Problem::TooLong { field, chars } => bail!(
-                    "{} is {chars} characters long; at most {} are taken",
-                    flag(field),
-                    crate::walk::check::MAX_NAME_CHARS
-                ),
-                Problem::NotHttps { field, why } => bail!("{}: {why}", flag(field)),
-            }
+            bail!("{}", problem.text(flag(problem.field())));
         }
         Ok(WalkRequest {
             origin: self.origin.clone(),

@@ -593,15 +593,7 @@ fn config_path_from(
     cli: Option<&Path>,
     conf_dir: Option<&std::ffi::OsStr>,
 ) -> Result<PathBuf, ConfigError> {
-    if let Some(p) = cli {
-        return Ok(p.to_path_buf());
-    }
-    let dir = conf_dir
-        .and_then(|s| s.to_str())
-        .and_then(|s| s.split(':').next())
-        .filter(|s| !s.is_empty())
-        .ok_or(ConfigError::NoPath)?;
-    Ok(Path::new(dir).join(CONFIG_FILE_NAME))
+    crate::store::flag_or_systemd_dir(cli, conf_dir, CONFIG_FILE_NAME).ok_or(ConfigError::NoPath)
 }
 
 /// When a target fires: a cron pattern (UTC) shifted by a fixed per-target offset.

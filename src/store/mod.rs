@@ -201,15 +201,24 @@ fn db_path_from(
     cli: Option<&Path>,
     state_dir: Option<&std::ffi::OsStr>,
 ) -> Result<PathBuf, StoreError> {
-    if let Some(p) = cli {
-        return Ok(p.to_path_buf());
+    flag_or_systemd_dir(cli, state_dir, DB_FILE_NAME).ok_or(StoreError::NoDbPath)
+}
+
+/// A path flag when given, else `file` in the first of the colon-separated directories systemd
+/// names in a `$…_DIRECTORY` variable (`dirs`); None with neither.
+pub fn flag_or_systemd_dir(
+    flag: Option<&Path>,
+    dirs: Option<&std::ffi::OsStr>,
+    file: &str,
+) -> Option<PathBuf> {
+    if let Some(p) = flag {
+        return Some(p.to_path_buf());
     }
-    let state = state_dir
+    let dir = dirs
         .and_then(|s| s.to_str())
         .and_then(|s| s.split(':').next())
-        .filter(|s| !s.is_empty())
-        .ok_or(StoreError::NoDbPath)?;
-    Ok(Path::new(state).join(DB_FILE_NAME))
+        .filter(|s| !s.is_empty())?;
+    Some(Path::new(dir).join(file))
 }
 
 /// Commitment mode (conduct-walk.md §4.6): the full record and salt the witness keeps.

@@ -1213,14 +1213,13 @@ fn observation_from_walk_tells_transport_from_conduct() {
     let answered = |n: u8, status: u16| {
         ObservedFetch::new(
             n,
-            Exchange {
-                request: req("https://agent.test/.well-known/agent-card.json"),
+            Exchange::answered(
+                req("https://agent.test/.well-known/agent-card.json"),
                 status,
-                response_headers: Vec::new(),
-                body: b"{}".to_vec(),
-                duration_ms: 3,
-                transport_error: None,
-            },
+                Vec::new(),
+                b"{}".to_vec(),
+                3,
+            ),
         )
     };
     let refused = |n: u8| {

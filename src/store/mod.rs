@@ -9,6 +9,30 @@
 //! The store derives its metadata columns (endpoint, verdict, ...) from the canonical bytes itself
 //! ([`meta::derive`]); callers hand over only the bytes, the signature and the key.
 
+/// A struct read from a row whose columns are its fields, in the struct's order:
+/// `SELECT a, b, c` → `from_columns!(r => T { a, b, c })`, each `r.get(i)?` with `i` counted
+/// here; `b(|v: i64| v as u64)` reads the column as the closure's argument and converts it.
+macro_rules! from_columns {
+    ($row:ident => $ty:ident { $($field:ident $(($conv:expr))?),+ $(,)? }) => {{
+        let mut column = 0usize;
+        $ty {
+            $($field: from_columns!(@get $row, column $(, $conv)?)),+
+        }
+    }};
+    (@get $row:ident, $column:ident) => {
+        $row.get({
+            $column += 1;
+            $column - 1
+        })?
+    };
+    (@get $row:ident, $column:ident, $conv:expr) => {
+        ($conv)($row.get({
+            $column += 1;
+            $column - 1
+        })?)
+    };
+}
+
 pub mod alerts;
 pub mod archive;
 pub mod beside;

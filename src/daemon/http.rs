@@ -75,7 +75,6 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-
 async fn healthz(State(s): State<AppState>) -> Response {
     let age = chrono::Utc::now().timestamp() - s.live.last_tick.load(Ordering::Relaxed);
     let fault = s.live.store_health.fault();
@@ -133,7 +132,8 @@ async fn metrics(State(s): State<AppState>) -> Response {
         let store = Store::open_read_only(&path).map_err(HttpError::from)?;
         let mut snap = Snapshot::read(store.connection()).map_err(HttpError::from)?;
         snap.runner = runner.status_on(store.connection()).ok();
-        let ledger = super::ledger_faces::metrics_text(store.connection()).map_err(HttpError::from)?;
+        let ledger =
+            super::ledger_faces::metrics_text(store.connection()).map_err(HttpError::from)?;
         Ok((snap, ledger))
     })
     .await;

@@ -309,23 +309,13 @@ fn chain_before(conn: &Connection, first: i64) -> Result<String, StoreError> {
     if first == 1 {
         return Ok(hex::encode(CHAIN_GENESIS));
     }
-    let live: Option<String> = conn
-        .query_row(
-            "SELECT chain_hash FROM records WHERE id = ?1",
-            [first - 1],
-            |r| r.get(0),
-        )
-        .optional()?;
-    if let Some(c) = live {
+    let chain_at = |sql: &str| -> Result<Option<String>, StoreError> {
+        Ok(conn.query_row(sql, [first - 1], |r| r.get(0)).optional()?)
+    };
+    if let Some(c) = chain_at("SELECT chain_hash FROM records WHERE id = ?1")? {
         return Ok(c);
     }
-    let cut: Option<String> = conn
-        .query_row(
-            "SELECT last_chain FROM record_cuts WHERE last_id = ?1",
-            [first - 1],
-            |r| r.get(0),
-        )
-        .optional()?;
+    let cut = chain_at("SELECT last_chain FROM record_cuts WHERE last_id = ?1")?;
     cut.ok_or_else(|| {
         StoreError::Batch(format!(
             "row {} is neither in the store nor in an archive: run `records verify` before archiving",

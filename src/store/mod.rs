@@ -218,14 +218,8 @@ impl StoreError {
 /// The database path: `--db` wins, else `$STATE_DIRECTORY/walker.db` (the first directory when
 /// systemd lists several, colon-separated), else an error asking for `--db`.
 pub fn default_db_path(cli: Option<&Path>) -> Result<PathBuf, StoreError> {
-    db_path_from(cli, std::env::var_os("STATE_DIRECTORY").as_deref())
-}
-
-fn db_path_from(
-    cli: Option<&Path>,
-    state_dir: Option<&std::ffi::OsStr>,
-) -> Result<PathBuf, StoreError> {
-    flag_or_systemd_dir(cli, state_dir, DB_FILE_NAME).ok_or(StoreError::NoDbPath)
+    let dirs = std::env::var_os("STATE_DIRECTORY");
+    flag_or_systemd_dir(cli, dirs.as_deref(), DB_FILE_NAME).ok_or(StoreError::NoDbPath)
 }
 
 /// A path flag when given, else `file` in the first of the colon-separated directories systemd
@@ -1118,22 +1112,19 @@ mod tests {
 
     #[test]
     fn db_path_precedence() {
+        let path =
+            |cli, dirs: Option<&str>| flag_or_systemd_dir(cli, dirs.map(OsStr::new), DB_FILE_NAME);
         let cli = Path::new("/x/my.db");
+        assert_eq!(path(Some(cli), Some("/var/lib/w")).unwrap(), cli);
         assert_eq!(
-            db_path_from(Some(cli), Some(OsStr::new("/var/lib/w"))).unwrap(),
-            cli
-        );
-        assert_eq!(
-            db_path_from(None, Some(OsStr::new("/var/lib/a:/var/lib/b"))).unwrap(),
+            path(None, Some("/var/lib/a:/var/lib/b")).unwrap(),
             Path::new("/var/lib/a/walker.db")
         );
+        assert_eq!(path(None, None), None);
+        assert_eq!(path(None, Some("")), None);
         assert!(matches!(
-            db_path_from(None, None),
-            Err(StoreError::NoDbPath)
-        ));
-        assert!(matches!(
-            db_path_from(None, Some(OsStr::new(""))),
-            Err(StoreError::NoDbPath)
+            default_db_path(Some(cli)),
+            Ok(p) if p == cli
         ));
     }
 

@@ -686,6 +686,21 @@ pub struct DemoArgs {
     pub profile: ProfileArg,
 }
 
+/// Start the sandbox agent of the scenario called `name` (one of `all`).
+pub(super) async fn start_scenario(
+    all: &[crate::sandbox::Scenario],
+    name: &str,
+    ca: &SandboxCa,
+) -> anyhow::Result<(crate::sandbox::Scenario, SandboxAgent)> {
+    let sc = all
+        .iter()
+        .find(|s| s.name == name)
+        .with_context(|| format!("sandbox scenario {name} missing"))?
+        .clone();
+    let agent = SandboxAgent::start(ca, sc.behaviour.clone()).await?;
+    Ok((sc, agent))
+}
+
 /// The scenarios the demo walks, with the verdict each must get under the `spec` request
 /// profile and under the `reference` one (§2.6.1: only an MCP server that answers as its SDK
 /// does by default tells them apart).
@@ -749,12 +764,7 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
             RequestProfile::Spec => pass_under_spec,
             RequestProfile::Reference => pass_under_reference,
         };
-        let sc = all
-            .iter()
-            .find(|s| s.name == *name)
-            .context("demo scenario missing")?
-            .clone();
-        let agent = SandboxAgent::start(&ca, sc.behaviour.clone()).await?;
+        let (sc, agent) = start_scenario(&all, name, &ca).await?;
         agents.push((sc, agent, *expect_pass));
     }
     let task_scenario = all

@@ -448,11 +448,7 @@ pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
             submission_line(sub)
         );
     }
-    Ok(ExitCode::from(if outcome.verdict.ok {
-        super::EXIT_OK
-    } else {
-        super::EXIT_FINDING
-    }))
+    Ok(super::exit_answer(outcome.verdict.ok))
 }
 
 /// Send a walk's queued task binding (a skipped one stays as it is), then leave the store whole.
@@ -1037,9 +1033,5 @@ pub async fn reveal(args: RevealArgs) -> anyhow::Result<ExitCode> {
         .submission
         .as_ref()
         .is_some_and(|s| s.state == crate::filing::SubmissionState::Filed);
-    Ok(ExitCode::from(if filed {
-        super::EXIT_OK
-    } else {
-        super::EXIT_FINDING
-    }))
+    Ok(super::exit_answer(filed))
 }

@@ -149,6 +149,18 @@ pub fn python_int_repr(text: &str) -> String {
     }
 }
 
+/// Python `str()`/`repr()` of a float: [`python_float_repr`], but `nan`, `inf` and `-inf` as
+/// Python prints them (not `json.dumps`'s `NaN`, `Infinity`).
+pub fn python_float_str(value: f64) -> String {
+    if value.is_nan() {
+        "nan".into()
+    } else if value.is_infinite() {
+        if value > 0.0 { "inf" } else { "-inf" }.into()
+    } else {
+        python_float_repr(value)
+    }
+}
+
 /// Python `float.__repr__` (what `json.dumps` writes): shortest round-trip digits, fixed notation
 /// when the decimal exponent is in -4..16, else `d.ddde+XX` with at least two exponent digits;
 /// a whole number keeps `.0`. Non-finite values are written the way `json.dumps` writes them.

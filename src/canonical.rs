@@ -35,16 +35,7 @@ fn write_value(out: &mut String, value: &Value) {
         Value::Bool(false) => out.push_str("false"),
         Value::Number(n) => write_number(out, n),
         Value::String(s) => write_string(out, s),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_value(out, item);
-            }
-            out.push(']');
-        }
+        Value::Array(items) => write_list(out, ('[', ']'), items, write_value),
         Value::Object(map) => {
             // Sorting UTF-8 strings bytewise is sorting by code point, which is what Python does.
             // serde_json's default map already iterates in that order; we check rather than
@@ -54,28 +45,41 @@ fn write_value(out: &mut String, value: &Value) {
                 .keys()
                 .zip(map.keys().skip(1))
                 .all(|(a, b)| a.as_bytes() < b.as_bytes());
-            out.push('{');
             if in_order {
                 write_entries(out, map.iter());
             } else {
                 let mut entries: Vec<(&String, &Value)> = map.iter().collect();
                 entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-                write_entries(out, entries.into_iter());
+                write_entries(out, entries);
             }
-            out.push('}');
         }
     }
 }
 
-fn write_entries<'a>(out: &mut String, entries: impl Iterator<Item = (&'a String, &'a Value)>) {
-    for (i, (k, v)) in entries.enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
+fn write_entries<'a>(out: &mut String, entries: impl IntoIterator<Item = (&'a String, &'a Value)>) {
+    write_list(out, ('{', '}'), entries, |out, (k, v)| {
         write_string(out, k);
         out.push(':');
         write_value(out, v);
+    });
+}
+
+/// `open`, the items (each written by `write`) with `,` between, `close`: a compact JSON array
+/// or object, whichever writer's values the items are.
+pub fn write_list<T>(
+    out: &mut String,
+    (open, close): (char, char),
+    items: impl IntoIterator<Item = T>,
+    mut write: impl FnMut(&mut String, T),
+) {
+    out.push(open);
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write(out, item);
     }
+    out.push(close);
 }
 
 /// Number text standing for Python's `NaN` in a `serde_json::Value` (it parses as a float;
@@ -146,6 +150,18 @@ pub fn python_int_repr(text: &str) -> String {
         format!("-{trimmed}")
     } else {
         trimmed.to_string()
+    }
+}
+
+/// Python `str()`/`repr()` of a float: [`python_float_repr`], but `nan`, `inf` and `-inf` as
+/// Python prints them (not `json.dumps`'s `NaN`, `Infinity`).
+pub fn python_float_str(value: f64) -> String {
+    if value.is_nan() {
+        "nan".into()
+    } else if value.is_infinite() {
+        if value > 0.0 { "inf" } else { "-inf" }.into()
+    } else {
+        python_float_repr(value)
     }
 }
 

@@ -586,22 +586,9 @@ pub enum ConfigError {
 /// The config file path: `--config` wins, else `$CONFIGURATION_DIRECTORY/walker.toml` (the first
 /// directory when systemd lists several).
 pub fn default_config_path(cli: Option<&Path>) -> Result<PathBuf, ConfigError> {
-    config_path_from(cli, std::env::var_os("CONFIGURATION_DIRECTORY").as_deref())
-}
-
-fn config_path_from(
-    cli: Option<&Path>,
-    conf_dir: Option<&std::ffi::OsStr>,
-) -> Result<PathBuf, ConfigError> {
-    if let Some(p) = cli {
-        return Ok(p.to_path_buf());
-    }
-    let dir = conf_dir
-        .and_then(|s| s.to_str())
-        .and_then(|s| s.split(':').next())
-        .filter(|s| !s.is_empty())
-        .ok_or(ConfigError::NoPath)?;
-    Ok(Path::new(dir).join(CONFIG_FILE_NAME))
+    let dirs = std::env::var_os("CONFIGURATION_DIRECTORY");
+    crate::store::flag_or_systemd_dir(cli, dirs.as_deref(), CONFIG_FILE_NAME)
+        .ok_or(ConfigError::NoPath)
 }
 
 /// When a target fires: a cron pattern (UTC) shifted by a fixed per-target offset.
@@ -1631,17 +1618,18 @@ name = \"nobody\"
 
     #[test]
     fn config_path_precedence() {
+        // The directories' order is `store::flag_or_systemd_dir`'s (tested there).
         assert_eq!(
-            config_path_from(Some(Path::new("x.toml")), Some("/etc/a".as_ref())).unwrap(),
+            default_config_path(Some(Path::new("x.toml"))).unwrap(),
             Path::new("x.toml")
         );
         assert_eq!(
-            config_path_from(None, Some("/etc/a:/etc/b".as_ref())).unwrap(),
-            Path::new("/etc/a/walker.toml")
+            crate::store::flag_or_systemd_dir(
+                None,
+                Some("/etc/a:/etc/b".as_ref()),
+                CONFIG_FILE_NAME
+            ),
+            Some(PathBuf::from("/etc/a/walker.toml"))
         );
-        assert!(matches!(
-            config_path_from(None, None),
-            Err(ConfigError::NoPath)
-        ));
     }
 }

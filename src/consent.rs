@@ -111,14 +111,8 @@ mod tests {
     use super::*;
 
     fn ex(status: u16, body: &str) -> Exchange {
-        Exchange {
-            request: HttpRequest::get("https://a.example/x", &[]),
-            status,
-            response_headers: vec![],
-            body: body.as_bytes().to_vec(),
-            duration_ms: 1,
-            transport_error: None,
-        }
+        let request = HttpRequest::get("https://a.example/x", &[]);
+        Exchange::answered(request, status, vec![], body.as_bytes().to_vec(), 1)
     }
 
     #[test]

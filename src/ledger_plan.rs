@@ -343,6 +343,19 @@ mod tests {
         }
     }
 
+    /// The plan after `answer` at `at`, for a record filed at 13:00 and read `polls` times, under
+    /// the default policy.
+    fn answered(polls: u32, seen: bool, answer: Answered, at: &str) -> Plan {
+        let r = rec(SHA_LOW, "2026-12-01T13:00:00Z", polls, seen);
+        after_answer(&r, answer, t(at), &Policy::default())
+    }
+
+    fn assert_pending_until(plan: &Plan, next: &str) {
+        assert_eq!(plan.state, FollowState::Pending);
+        assert!(plan.findings.is_empty());
+        assert_eq!(plan.next_poll_at, Some(t(next)));
+    }
+
     #[test]
     fn the_next_scheduled_run_is_the_next_0030_utc() {
         for (now, want) in [
@@ -384,33 +397,22 @@ mod tests {
 
     #[test]
     fn pending_waits_for_the_next_run_not_for_the_backoff() {
-        let p = Policy::default();
-        let r = rec(SHA_LOW, "2026-12-01T13:00:00Z", 1, true);
-        let plan = after_answer(&r, Answered::Pending, t("2026-12-01T13:02:00Z"), &p);
-        assert_eq!(plan.state, FollowState::Pending);
-        assert_eq!(plan.next_poll_at, Some(t("2026-12-02T00:31:00Z")));
-        assert!(plan.findings.is_empty());
+        let plan = answered(1, true, Answered::Pending, "2026-12-01T13:02:00Z");
+        assert_pending_until(&plan, "2026-12-02T00:31:00Z");
         // A long backoff past the run wins over the run.
-        let r = rec(SHA_LOW, "2026-12-01T13:00:00Z", 20, true);
-        let plan = after_answer(&r, Answered::Pending, t("2026-12-02T00:20:00Z"), &p);
+        let plan = answered(20, true, Answered::Pending, "2026-12-02T00:20:00Z");
         assert_eq!(plan.next_poll_at, Some(t("2026-12-02T06:20:00Z")));
     }
 
     #[test]
     fn a_404_within_the_grace_is_read_again_before_the_grace_ends() {
-        let p = Policy::default();
-        let r = rec(SHA_LOW, "2026-12-01T13:00:00Z", 4, false);
-        let plan = after_answer(&r, Answered::NotFound, t("2026-12-01T13:10:00Z"), &p);
-        assert_eq!(plan.state, FollowState::Pending);
-        assert!(plan.findings.is_empty());
-        assert_eq!(plan.next_poll_at, Some(t("2026-12-01T13:15:00Z")));
+        let plan = answered(4, false, Answered::NotFound, "2026-12-01T13:10:00Z");
+        assert_pending_until(&plan, "2026-12-01T13:15:00Z");
     }
 
     #[test]
     fn a_404_past_the_grace_is_a_finding_and_still_followed() {
-        let p = Policy::default();
-        let r = rec(SHA_LOW, "2026-12-01T13:00:00Z", 5, false);
-        let plan = after_answer(&r, Answered::NotFound, t("2026-12-01T13:15:00Z"), &p);
+        let plan = answered(5, false, Answered::NotFound, "2026-12-01T13:15:00Z");
         assert_eq!(plan.state, FollowState::Finding);
         assert_eq!(
             plan.findings,
@@ -461,12 +463,8 @@ mod tests {
 
     #[test]
     fn an_unreadable_answer_backs_off_and_is_no_finding() {
-        let p = Policy::default();
-        let r = rec(SHA_LOW, "2026-12-01T13:00:00Z", 2, true);
-        let plan = after_answer(&r, Answered::Unreadable, t("2026-12-01T14:00:00Z"), &p);
-        assert_eq!(plan.state, FollowState::Pending);
-        assert!(plan.findings.is_empty());
-        assert_eq!(plan.next_poll_at, Some(t("2026-12-01T14:04:00Z")));
+        let plan = answered(2, true, Answered::Unreadable, "2026-12-01T14:00:00Z");
+        assert_pending_until(&plan, "2026-12-01T14:04:00Z");
     }
 
     #[test]

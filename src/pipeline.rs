@@ -236,8 +236,11 @@ pub struct DrainReport {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PipelineStatus {
     pub outbox_depth: u64,
+    /// (intake, lane, records filed today).
     pub lanes_used_today: Vec<(String, String, u32)>,
+    /// (answer kind, count).
     pub submissions_by_answer: Vec<(String, u64)>,
+    /// (where submissions stand, count): the outcome every face shows.
     pub submissions_by_outcome: Vec<(filing::Outcome, u64)>,
     /// Lookups (`GET <intake>/<sha256>`) by result: found, not_found, lookup_failed.
     pub lookups_by_result: Vec<(AnswerKind, u64)>,
@@ -1349,6 +1352,13 @@ mod tests {
             .unwrap()
     }
 
+    /// A fresh record's row, queued for an intake that never answers; its id.
+    async fn queued_unanswered(w: &World) -> i64 {
+        let id = record(w).await;
+        let intake = format!("{NOWHERE}/witness");
+        row(w, id, &intake, SubmissionState::Queued).await.id
+    }
+
     async fn attempts_logged(w: &World, id: i64) -> Vec<(String, u16)> {
         w.pipeline
             .with_store(move |s| {
@@ -1499,15 +1509,7 @@ mod tests {
     #[tokio::test]
     async fn a_send_that_fails_is_classified_and_queued_with_its_backoff() {
         let w = world();
-        let id = record(&w).await;
-        let sid = row(
-            &w,
-            id,
-            &format!("{NOWHERE}/witness"),
-            SubmissionState::Queued,
-        )
-        .await
-        .id;
+        let sid = queued_unanswered(&w).await;
         let sent_at = w.clock.now();
         let (after, filing) = w.pipeline.attempt(sid).await.unwrap();
         assert_eq!(filing, Filing::Sent);
@@ -1616,15 +1618,7 @@ mod tests {
     #[tokio::test]
     async fn a_row_another_task_is_filing_is_not_touched() {
         let w = world();
-        let id = record(&w).await;
-        let sid = row(
-            &w,
-            id,
-            &format!("{NOWHERE}/witness"),
-            SubmissionState::Queued,
-        )
-        .await
-        .id;
+        let sid = queued_unanswered(&w).await;
         let claim = InFlightClaim::take(&w.pipeline.inner.in_flight, sid).unwrap();
         let (after, filing) = w.pipeline.attempt(sid).await.unwrap();
         assert_eq!((filing, after.attempts), (Filing::AlreadyInFlight, 0));

@@ -63,6 +63,21 @@ impl<'a> TextWriter<'a> {
         self
     }
 
+    /// A family and its samples, one a row: the row's values of `labels`, and its value.
+    pub fn labelled<const N: usize, S: AsRef<str>, V: Display>(
+        &mut self,
+        (name, kind, help): (&str, Kind, &str),
+        labels: [&str; N],
+        rows: impl IntoIterator<Item = ([S; N], V)>,
+    ) -> &mut Self {
+        self.family(name, kind, help);
+        for (values, value) in rows {
+            let pairs: [(&str, &str); N] = std::array::from_fn(|i| (labels[i], values[i].as_ref()));
+            self.sample(name, &pairs, value);
+        }
+        self
+    }
+
     /// A family with a single unlabelled sample.
     pub fn single(&mut self, name: &str, kind: Kind, help: &str, value: impl Display) -> &mut Self {
         self.family(name, kind, help).sample(name, &[], value)

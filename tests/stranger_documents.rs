@@ -253,7 +253,8 @@ fn ring_verify_of_a_ring_file_of_nested_copies_stays_within_a_card_s_memory() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_intake_s_hostile_answer_is_unconfirmed_naming_the_cap_within_bounded_memory() {
-    use conduct_walker::witness::intake::{Answer, classify};
+    use conduct_walker::filing::answer::Answer;
+    use conduct_walker::witness::intake::classify;
     let ca = SandboxCa::generate();
     let (_server, ex) = fetched(&ca, 201, hostile_object(MIB - 16, 100)).await;
     let (answer, grew) = peak_growth_mib(|| classify(&ex, &"a".repeat(64)));

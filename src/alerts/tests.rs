@@ -1213,14 +1213,13 @@ fn observation_from_walk_tells_transport_from_conduct() {
     let answered = |n: u8, status: u16| {
         ObservedFetch::new(
             n,
-            Exchange {
-                request: req("https://agent.test/.well-known/agent-card.json"),
+            Exchange::answered(
+                req("https://agent.test/.well-known/agent-card.json"),
                 status,
-                response_headers: Vec::new(),
-                body: b"{}".to_vec(),
-                duration_ms: 3,
-                transport_error: None,
-            },
+                Vec::new(),
+                b"{}".to_vec(),
+                3,
+            ),
         )
     };
     let refused = |n: u8| {
@@ -1272,20 +1271,17 @@ fn observation_from_walk_tells_transport_from_conduct() {
     for n1 in [answered(1, 200), answered(1, 404)] {
         let o =
             Observation::from_walk(&outcome(vec![answered(0, 200), n1, refused(3)]), ORIGIN, at);
-        match o.result {
-            WalkResult::Conduct {
-                ok,
-                n_pass,
-                n_total,
-                assertions,
-            } => {
-                assert!(!ok);
-                assert_eq!((n_pass, n_total), (1, 2));
-                assert_eq!(assertions[0].name, "extension_echoed");
-                assert_eq!(assertions[0].result, Some(false));
-            }
-            other => panic!("{other:?}"),
-        }
+        let WalkResult::Conduct {
+            ok: false,
+            n_pass: 1,
+            n_total: 2,
+            assertions,
+        } = o.result
+        else {
+            panic!("not a FAIL of 1/2: {:?}", o.result);
+        };
+        assert_eq!(assertions[0].name, "extension_echoed");
+        assert_eq!(assertions[0].result, Some(false));
     }
 }
 

@@ -764,6 +764,7 @@ fn clean_empty<'a>(v: &'a Value, at: &Seg, rec: &mut Recorder) -> Option<Pv<'a>>
 /// Python's `json.dumps(v, sort_keys=True, separators=(",", ":"))` (ensure_ascii on) for a
 /// projected card, whose only numbers are Struct values and so Python floats.
 fn python_dumps(v: &Pv, out: &mut String) {
+    use crate::canonical::write_list;
     match v {
         Pv::Null => out.push_str("null"),
         Pv::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
@@ -774,30 +775,16 @@ fn python_dumps(v: &Pv, out: &mut String) {
             ));
         }
         Pv::Str(s) => python_ascii_string(s, out),
-        Pv::Arr(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                python_dumps(item, out);
-            }
-            out.push(']');
-        }
+        Pv::Arr(items) => write_list(out, ('[', ']'), items, |out, item| python_dumps(item, out)),
         Pv::Obj(members) => {
             // sort_keys sorts str by code point, which is UTF-8 byte order.
             let mut order: Vec<&(&str, Pv)> = members.iter().collect();
             order.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
-            for (i, (k, item)) in order.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
+            write_list(out, ('{', '}'), order, |out, (k, item)| {
                 python_ascii_string(k, out);
                 out.push(':');
                 python_dumps(item, out);
-            }
-            out.push('}');
+            });
         }
     }
 }

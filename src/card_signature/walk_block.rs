@@ -11,7 +11,7 @@ use super::es256::Es256Check;
 use super::header::{HeaderSummary, python_json_object, python_lenient_b64url_decode};
 use super::profile::{LONE_SURROGATE_MARK, Profile, canonicalize_card};
 use super::served_form::served_rfc8785_without_signatures;
-use crate::canonical::{python_float_repr, python_int_repr, python_repr_str};
+use crate::canonical::{python_float_str, python_int_repr, python_repr_str};
 use crate::digest::sha256_hex;
 use crate::json::JsonRef;
 use base64::Engine;
@@ -98,14 +98,7 @@ fn python_repr(value: &Value) -> String {
         Value::Number(n) => {
             let text = n.to_string();
             if crate::canonical::number_is_float(&text) || text == crate::json::NAN_MARKER {
-                let v = crate::json::number_f64(n);
-                if v.is_nan() {
-                    "nan".into()
-                } else if v.is_infinite() {
-                    if v > 0.0 { "inf" } else { "-inf" }.into()
-                } else {
-                    python_float_repr(v)
-                }
+                python_float_str(crate::json::number_f64(n))
             } else {
                 python_int_repr(&text)
             }

@@ -5,7 +5,6 @@
 //! when at least one entry verifies, 1 when none does (an unsigned card included), 2 for usage
 //! and I/O errors (unreadable file, card not fetched, not JSON).
 
-use super::{EXIT_FINDING, EXIT_OK};
 use crate::card_signature::{self, CardVerification, TrustStore};
 use crate::cli::net::NetArgs;
 use crate::net::Transport;
@@ -101,11 +100,7 @@ async fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         print!("{}", render(&result));
     }
     // Usage and I/O errors (exit 2) are the `?`s above; an unsigned card is a finding.
-    Ok(ExitCode::from(if result.valid {
-        EXIT_OK
-    } else {
-        EXIT_FINDING
-    }))
+    Ok(super::exit_answer(result.valid))
 }
 
 /// The human report: one line per entry, then the verdict and what it does not establish.

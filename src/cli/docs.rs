@@ -113,6 +113,13 @@ fn section(page: &mut clap_mangen::roff::Roff, heading: &str, items: &[(&str, &s
     }
 }
 
+/// The closing SEE ALSO section, and the page's text.
+fn see_also(mut page: clap_mangen::roff::Roff, pages: &str) -> String {
+    page.control("SH", ["SEE ALSO"]);
+    page.text([clap_mangen::roff::roman(pages)]);
+    page.render()
+}
+
 const EXIT_STATUS: &[(&str, &str)] = &[
     (
         "0",
@@ -210,11 +217,10 @@ fn top_page_sections() -> String {
             ),
         ],
     );
-    page.control("SH", ["SEE ALSO"]);
-    page.text([clap_mangen::roff::roman(
+    see_also(
+        page,
         "conduct-walker-run(1), conduct-walker.toml(5), systemctl(1), journalctl(1)",
-    )]);
-    page.render()
+    )
 }
 
 fn run_page_sections() -> String {
@@ -273,11 +279,10 @@ fn run_page_sections() -> String {
             ),
         ],
     );
-    page.control("SH", ["SEE ALSO"]);
-    page.text([clap_mangen::roff::roman(
+    see_also(
+        page,
         "conduct-walker(1), conduct-walker.toml(5), systemd.service(5), systemd.exec(5)",
-    )]);
-    page.render()
+    )
 }
 
 /// `conduct-walker.toml(5)`: every table and key the parser accepts, with its type, default and
@@ -358,12 +363,11 @@ pub fn config_man_page() -> String {
          (StateDirectory=); CONFIGURATION_DIRECTORY is where walker.toml is looked for when no \
          file is given (ConfigurationDirectory=).",
     )]);
-    page.control("SH", ["SEE ALSO"]);
-    page.text([roman(
+    see_also(
+        page,
         "conduct-walker(1), conduct-walker-run(1), conduct-walker-config-check(1), \
          conduct-walker-mcp(1), systemd.exec(5)",
-    )]);
-    page.render()
+    )
 }
 
 /// Doc comments wrap lines; a man page reflows them itself.

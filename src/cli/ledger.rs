@@ -10,8 +10,8 @@
 //! head saved there earlier must still be in the chain. Memory: one line, a few entries' bytes
 //! in flight, and one 64-character head per entry.
 
+use crate::cli::EXIT_ERROR;
 use crate::cli::net::NetArgs;
-use crate::cli::{EXIT_ERROR, EXIT_FINDING, EXIT_OK};
 use crate::ledger::audit::{Audit, Fetched, Need};
 use crate::ledger::chain::{self, ROOT};
 use crate::ledger::check::HeldHead;
@@ -418,11 +418,7 @@ async fn verify_command(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     } else {
         print!("{}", text_report(&report));
     }
-    Ok(ExitCode::from(if report.holds {
-        EXIT_OK
-    } else {
-        EXIT_FINDING
-    }))
+    Ok(super::exit_answer(report.holds))
 }
 
 fn short(h: &str) -> &str {

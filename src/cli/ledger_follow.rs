@@ -173,11 +173,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
         println!("no filed records followed yet");
     }
     // Read-only: exit 1 when the ledger gave a finding, like `records verify` on a problem.
-    Ok(ExitCode::from(if any_finding {
-        EXIT_FINDING
-    } else {
-        EXIT_OK
-    }))
+    Ok(super::exit_answer(!any_finding))
 }
 
 /// `ledger follow`.

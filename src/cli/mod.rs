@@ -83,6 +83,11 @@ pub const EXIT_FINDING: u8 = 1;
 /// Exit code for usage and I/O errors.
 pub const EXIT_ERROR: u8 = 2;
 
+/// The exit of a completed run: [`EXIT_OK`] when its answer is "yes", else [`EXIT_FINDING`].
+pub fn exit_answer(yes: bool) -> ExitCode {
+    ExitCode::from(if yes { EXIT_OK } else { EXIT_FINDING })
+}
+
 /// Print a one-line error and return exit code 2.
 pub fn fail(err: &anyhow::Error) -> ExitCode {
     eprintln!("conduct-walker: error: {}", one_line(err));

@@ -541,27 +541,27 @@ fn archive(
             s.file.display()
         );
     }
+    // A clause about `n` things, left out when there are none.
+    let clause = |n: usize, what: &str, say: fn(String) -> String| {
+        if n > 0 {
+            say(count(n, what))
+        } else {
+            String::new()
+        }
+    };
+    let skipped = clause(report.skipped as usize, "segment", |n| {
+        format!("; {n} skipped (changed meanwhile)")
+    });
+    let leftovers = clause(report.leftovers_removed as usize, "segment file", |n| {
+        format!("; removed {n} left by an interrupted run")
+    });
     println!(
         "{verb} {} records in {}; {} old enough but held (queued or being filed){}{}",
         report.archived(),
         count(report.segments.len(), "segment"),
         report.held,
-        if report.skipped > 0 {
-            format!(
-                "; {} skipped (changed meanwhile)",
-                count(report.skipped as usize, "segment")
-            )
-        } else {
-            String::new()
-        },
-        if report.leftovers_removed > 0 {
-            format!(
-                "; removed {} left by an interrupted run",
-                count(report.leftovers_removed as usize, "segment file")
-            )
-        } else {
-            String::new()
-        }
+        skipped,
+        leftovers
     );
     if !dry_run {
         store.checkpoint()?;

@@ -308,11 +308,7 @@ fn dsse_verify(a: DsseVerifyArgs) -> anyhow::Result<ExitCode> {
             Some(f) => println!("NOT VERIFIED: {}: {}", f.name, f.detail),
         }
     }
-    Ok(ExitCode::from(if verified {
-        EXIT_OK
-    } else {
-        EXIT_FINDING
-    }))
+    Ok(super::exit_answer(verified))
 }
 
 fn inputs(a: InputsArgs) -> anyhow::Result<ExitCode> {

@@ -71,12 +71,7 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
     let all = scenarios();
     let mut agents = Vec::new();
     for (name, pass_under_spec, _) in super::walk::DEMO {
-        let sc = all
-            .iter()
-            .find(|s| s.name == *name)
-            .context("sandbox scenario missing")?
-            .clone();
-        let agent = SandboxAgent::start(&ca, sc.behaviour.clone()).await?;
+        let (sc, agent) = super::walk::start_scenario(&all, name, &ca).await?;
         agents.push((sc, agent, *pass_under_spec));
     }
 

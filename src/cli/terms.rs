@@ -1,7 +1,7 @@
 //! `conduct-walker terms ...`: verify the standing proposals a card publishes.
 
+use crate::cli::EXIT_FINDING;
 use crate::cli::net::NetArgs;
-use crate::cli::{EXIT_FINDING, EXIT_OK};
 use crate::terms::{self, TERMS_EXTENSION_URI, summary};
 use anyhow::{Context, bail};
 use clap::{ArgGroup, Args, Subcommand};
@@ -78,9 +78,5 @@ async fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     } else {
         print!("{}", summary::render(&report));
     }
-    Ok(ExitCode::from(if report.all_verified() {
-        EXIT_OK
-    } else {
-        EXIT_FINDING
-    }))
+    Ok(super::exit_answer(report.all_verified()))
 }

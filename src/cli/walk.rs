@@ -157,7 +157,7 @@ impl WitnessArgs {
 
 impl WalkArgs {
     fn request(&self) -> anyhow::Result<WalkRequest> {
-        use crate::walk::check::{Field, Problem};
+        use crate::walk::check::Field;
         let flag = |field| match field {
             Field::WitnessName => "--witness-name",
             Field::Vantage => "--vantage",
@@ -172,18 +172,7 @@ impl WalkArgs {
         // The URLs are checked with the transport's destination rules once it is built
         // ([`check_operator_urls`]); the identity here, before anything else.
         if let Some(problem) = crate::walk::check::witness(&witness).into_iter().next() {
-            match problem {
-                Problem::Empty(f) => bail!(
-                    "{} must not be empty (the intake refuses a record without one)",
-                    flag(f)
-                ),
-                Problem::TooLong { field, chars } => bail!(
-                    "{} is {chars} characters long; at most {} are taken",
-                    flag(field),
-                    crate::walk::check::MAX_NAME_CHARS
-                ),
-                Problem::NotHttps { field, why } => bail!("{}: {why}", flag(field)),
-            }
+            bail!("{}", problem.text(flag(problem.field())));
         }
         Ok(WalkRequest {
             origin: self.origin.clone(),
@@ -459,11 +448,7 @@ pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
             submission_line(sub)
         );
     }
-    Ok(ExitCode::from(if outcome.verdict.ok {
-        super::EXIT_OK
-    } else {
-        super::EXIT_FINDING
-    }))
+    Ok(super::exit_answer(outcome.verdict.ok))
 }
 
 /// Send a walk's queued task binding (a skipped one stays as it is), then leave the store whole.
@@ -697,6 +682,21 @@ pub struct DemoArgs {
     pub profile: ProfileArg,
 }
 
+/// Start the sandbox agent of the scenario called `name` (one of `all`).
+pub(super) async fn start_scenario(
+    all: &[crate::sandbox::Scenario],
+    name: &str,
+    ca: &SandboxCa,
+) -> anyhow::Result<(crate::sandbox::Scenario, SandboxAgent)> {
+    let sc = all
+        .iter()
+        .find(|s| s.name == name)
+        .with_context(|| format!("sandbox scenario {name} missing"))?
+        .clone();
+    let agent = SandboxAgent::start(ca, sc.behaviour.clone()).await?;
+    Ok((sc, agent))
+}
+
 /// The scenarios the demo walks, with the verdict each must get under the `spec` request
 /// profile and under the `reference` one (§2.6.1: only an MCP server that answers as its SDK
 /// does by default tells them apart).
@@ -760,12 +760,7 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
             RequestProfile::Spec => pass_under_spec,
             RequestProfile::Reference => pass_under_reference,
         };
-        let sc = all
-            .iter()
-            .find(|s| s.name == *name)
-            .context("demo scenario missing")?
-            .clone();
-        let agent = SandboxAgent::start(&ca, sc.behaviour.clone()).await?;
+        let (sc, agent) = start_scenario(&all, name, &ca).await?;
         agents.push((sc, agent, *expect_pass));
     }
     let task_scenario = all
@@ -1038,9 +1033,5 @@ pub async fn reveal(args: RevealArgs) -> anyhow::Result<ExitCode> {
         .submission
         .as_ref()
         .is_some_and(|s| s.state == crate::filing::SubmissionState::Filed);
-    Ok(ExitCode::from(if filed {
-        super::EXIT_OK
-    } else {
-        super::EXIT_FINDING
-    }))
+    Ok(super::exit_answer(filed))
 }

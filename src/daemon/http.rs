@@ -8,7 +8,10 @@
 use super::metrics::{Snapshot, render};
 use super::runner::JobRunner;
 use super::store::WriteHealth;
-use crate::store::{ListFilter, Store, StoreError};
+// An error answer is the pages' (`text/plain`, the status, the store error's wording); reads
+// run on `readers` (`/records` may list much of the store: it gives the freed heap back).
+use crate::pages::{PageError as HttpError, blocking};
+use crate::store::{ListFilter, Store};
 use axum::Router;
 use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
@@ -72,46 +75,6 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-fn text(status: StatusCode, body: String) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        body,
-    )
-        .into_response()
-}
-
-/// An error answer: small to pass around, turned into a response at the end.
-struct HttpError(StatusCode, String);
-
-impl IntoResponse for HttpError {
-    fn into_response(self) -> Response {
-        text(self.0, self.1)
-    }
-}
-
-fn store_error(e: StoreError) -> HttpError {
-    let status = match &e {
-        StoreError::BadPrefix(_) | StoreError::BadDate(_) => StatusCode::BAD_REQUEST,
-        StoreError::UnknownPrefix(_) => StatusCode::NOT_FOUND,
-        StoreError::AmbiguousPrefix { .. } => StatusCode::CONFLICT,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
-    };
-    HttpError(status, format!("{e}\n"))
-}
-
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, HttpError> + Send + 'static,
-) -> Result<T, HttpError> {
-    // `/records` may list much of the store; `readers` gives the freed heap back.
-    crate::readers::run(f).await.unwrap_or_else(|e| {
-        Err(HttpError(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("internal error: {e}\n"),
-        ))
-    })
-}
-
 async fn healthz(State(s): State<AppState>) -> Response {
     let age = chrono::Utc::now().timestamp() - s.live.last_tick.load(Ordering::Relaxed);
     let fault = s.live.store_health.fault();
@@ -166,10 +129,11 @@ async fn metrics(State(s): State<AppState>) -> Response {
     let runner = s.live.runner();
     let path = s.db_path.clone();
     let result = blocking(move || {
-        let store = Store::open_read_only(&path).map_err(store_error)?;
-        let mut snap = Snapshot::read(store.connection()).map_err(store_error)?;
+        let store = Store::open_read_only(&path).map_err(HttpError::from)?;
+        let mut snap = Snapshot::read(store.connection()).map_err(HttpError::from)?;
         snap.runner = runner.status_on(store.connection()).ok();
-        let ledger = super::ledger_faces::metrics_text(store.connection()).map_err(store_error)?;
+        let ledger =
+            super::ledger_faces::metrics_text(store.connection()).map_err(HttpError::from)?;
         Ok((snap, ledger))
     })
     .await;
@@ -209,7 +173,7 @@ async fn list(State(s): State<AppState>, Query(q): Query<ListQuery>) -> Response
     let path = s.db_path.clone();
     let result = blocking(move || {
         let since = match &q.since {
-            Some(t) => Some(crate::store::parse_since(t).map_err(store_error)?),
+            Some(t) => Some(crate::store::parse_since(t).map_err(HttpError::from)?),
             None => None,
         };
         if let Some(o) = &q.outcome
@@ -221,14 +185,14 @@ async fn list(State(s): State<AppState>, Query(q): Query<ListQuery>) -> Response
                 format!("outcome must be PASS or FAIL, not {o:?}\n"),
             ));
         }
-        let store = Store::open_read_only(&path).map_err(store_error)?;
+        let store = Store::open_read_only(&path).map_err(HttpError::from)?;
         let rows = store
             .list(&ListFilter {
                 endpoint: q.endpoint,
                 since,
                 outcome: q.outcome,
             })
-            .map_err(store_error)?;
+            .map_err(HttpError::from)?;
         Ok(rows
             .iter()
             .map(crate::store::RecordRow::to_json)

@@ -37,10 +37,11 @@ pub(super) fn ingredients(
     db_path: &Path,
     clock: Arc<dyn Clock>,
 ) -> Result<Ingredients, DaemonError> {
-    let transport = crate::app::transport(&config).map_err(|source| DaemonError::Transport {
-        path: config.path.clone(),
-        source,
-    })?;
+    let transport =
+        crate::app::transport(&config).map_err(|source| crate::app::SetupError::Transport {
+            path: config.path.clone(),
+            source,
+        })?;
     let runner: Arc<dyn JobRunner> = Arc::new(crate::app::pipeline(
         &config,
         transport.clone(),

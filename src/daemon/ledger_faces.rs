@@ -73,10 +73,8 @@ pub fn metrics_text(conn: &Connection) -> Result<String, StoreError> {
         ),
     ];
     for (name, kind, help, get) in series {
-        w.family(name, kind, help);
-        for i in &intakes {
-            w.sample(name, &[("intake", &i.intake_url)], get(i));
-        }
+        let rows = intakes.iter().map(|i| ([i.intake_url.as_str()], get(i)));
+        w.labelled((name, kind, help), ["intake"], rows);
     }
     Ok(out)
 }

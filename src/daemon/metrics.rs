@@ -111,62 +111,66 @@ pub fn render(s: &Snapshot) -> String {
 
 /// What the stored records say: verdicts by endpoint, failed assertions by name.
 fn render_records(w: &mut TextWriter, tally: &RecordTally) {
-    let name = "conduct_walker_walks_total";
-    w.family(
-        name,
-        Kind::Counter,
-        "Stored walk records by endpoint and verdict outcome (none: commitment records).",
+    w.labelled(
+        (
+            "conduct_walker_walks_total",
+            Kind::Counter,
+            "Stored walk records by endpoint and verdict outcome (none: commitment records).",
+        ),
+        ["endpoint", "outcome"],
+        tally
+            .by_endpoint_outcome
+            .iter()
+            .map(|((e, o), n)| ([e, o], n)),
     );
-    for ((endpoint, outcome), n) in &tally.by_endpoint_outcome {
-        w.sample(name, &[("endpoint", endpoint), ("outcome", outcome)], n);
-    }
-    let name = "conduct_walker_assertion_failures_total";
-    w.family(
-        name,
-        Kind::Counter,
-        "Stored records in which an assertion failed, by assertion name.",
+    w.labelled(
+        (
+            "conduct_walker_assertion_failures_total",
+            Kind::Counter,
+            "Stored records in which an assertion failed, by assertion name.",
+        ),
+        ["assertion"],
+        tally.assertion_failures.iter().map(|(a, n)| ([a], n)),
     );
-    for (assertion, n) in &tally.assertion_failures {
-        w.sample(name, &[("assertion", assertion)], n);
-    }
 }
 
 /// How the scheduled fires ended, and each target's last success.
 fn render_fires(w: &mut TextWriter, s: &Snapshot) {
-    let name = "conduct_walker_scheduled_walks_total";
-    w.family(
-        name,
-        Kind::Counter,
-        "Scheduled fires by how they ended (done, aborted by shutdown, declined by consent, skipped_overlap, error, running).",
+    w.labelled(
+        (
+            "conduct_walker_scheduled_walks_total",
+            Kind::Counter,
+            "Scheduled fires by how they ended (done, aborted by shutdown, declined by consent, skipped_overlap, error, running).",
+        ),
+        ["state"],
+        s.walks_by_state.iter().map(|(state, n)| ([state], n)),
     );
-    for (state, n) in &s.walks_by_state {
-        w.sample(name, &[("state", state)], n);
-    }
-    let name = "conduct_walker_target_last_success_timestamp_seconds";
-    w.family(
-        name,
-        Kind::Gauge,
-        "When the target's last scheduled walk finished and stored its record (Unix time).",
+    w.labelled(
+        (
+            "conduct_walker_target_last_success_timestamp_seconds",
+            Kind::Gauge,
+            "When the target's last scheduled walk finished and stored its record (Unix time).",
+        ),
+        ["target"],
+        s.last_success
+            .iter()
+            .filter_map(|(target, at)| Some(([target], format!("{:.3}", unix_seconds(at)?)))),
     );
-    for (target, at) in &s.last_success {
-        if let Some(t) = unix_seconds(at) {
-            w.sample(name, &[("target", target)], format_args!("{t:.3}"));
-        }
-    }
 }
 
 /// Origins whose consent file declines listing.
 fn render_consent(w: &mut TextWriter, declined: &[db::ConsentRow]) {
-    let name = "conduct_walker_consent_declined";
-    w.family(
-        name,
-        Kind::Gauge,
-        "Origins whose consent file declines listing (1 each; not walked), with the sha256 of the declining bytes.",
+    w.labelled(
+        (
+            "conduct_walker_consent_declined",
+            Kind::Gauge,
+            "Origins whose consent file declines listing (1 each; not walked), with the sha256 of the declining bytes.",
+        ),
+        ["origin", "sha256"],
+        declined
+            .iter()
+            .map(|d| ([d.origin.as_str(), d.sha256.as_deref().unwrap_or("")], 1)),
     );
-    for d in declined {
-        let sha256 = d.sha256.as_deref().unwrap_or("");
-        w.sample(name, &[("origin", &d.origin), ("sha256", sha256)], 1);
-    }
     w.single(
         "conduct_walker_consent_declined_origins",
         Kind::Gauge,
@@ -177,42 +181,42 @@ fn render_consent(w: &mut TextWriter, declined: &[db::ConsentRow]) {
 
 /// The submissions, lookups, lanes and outbox, as the runner reports them.
 fn render_submissions(w: &mut TextWriter, r: &RunnerStatus) {
-    let name = "conduct_walker_submissions_total";
-    w.family(
-        name,
-        Kind::Counter,
-        "Submissions by their last answer (accepted, duplicate, refused, lane_full, retry, unknown, found, lookup_failed).",
+    w.labelled(
+        (
+            "conduct_walker_submissions_total",
+            Kind::Counter,
+            "Submissions by their last answer (accepted, duplicate, refused, lane_full, retry, unknown, found, lookup_failed).",
+        ),
+        ["answer"],
+        r.submissions_by_answer.iter().map(|(answer, n)| ([answer], n)),
     );
-    for (answer, n) in &r.submissions_by_answer {
-        w.sample(name, &[("answer", answer)], n);
-    }
-    let name = "conduct_walker_submissions";
-    w.family(
-        name,
-        Kind::Gauge,
-        "Submissions by where they stand, as the CLI, MCP and status pages word it.",
+    w.labelled(
+        (
+            "conduct_walker_submissions",
+            Kind::Gauge,
+            "Submissions by where they stand, as the CLI, MCP and status pages word it.",
+        ),
+        ["outcome"],
+        (r.submissions_by_outcome.iter()).map(|(outcome, n)| ([outcome.to_string()], n)),
     );
-    for (outcome, n) in &r.submissions_by_outcome {
-        w.sample(name, &[("outcome", &outcome.to_string())], n);
-    }
-    let name = "conduct_walker_intake_lookups_total";
-    w.family(
-        name,
-        Kind::Counter,
-        "Lookups (GET <intake>/<sha256>) made after an attempt whose answer was lost or a stopped process, by result: found (filed, not sent again), not_found (sent), lookup_failed (asked again later).",
+    w.labelled(
+        (
+            "conduct_walker_intake_lookups_total",
+            Kind::Counter,
+            "Lookups (GET <intake>/<sha256>) made after an attempt whose answer was lost or a stopped process, by result: found (filed, not sent again), not_found (sent), lookup_failed (asked again later).",
+        ),
+        ["result"],
+        (r.lookups_by_result.iter()).map(|(result, n)| ([result.to_string()], n)),
     );
-    for (result, n) in &r.lookups_by_result {
-        w.sample(name, &[("result", &result.to_string())], n);
-    }
-    let name = "conduct_walker_lane_used_today";
-    w.family(
-        name,
-        Kind::Gauge,
-        "Records filed today (UTC) per intake and lane.",
+    w.labelled(
+        (
+            "conduct_walker_lane_used_today",
+            Kind::Gauge,
+            "Records filed today (UTC) per intake and lane.",
+        ),
+        ["intake", "lane"],
+        (r.lanes_used_today.iter()).map(|(intake, lane, n)| ([intake, lane], n)),
     );
-    for (intake, lane, n) in &r.lanes_used_today {
-        w.sample(name, &[("intake", intake), ("lane", lane)], n);
-    }
     w.single(
         "conduct_walker_outbox_depth",
         Kind::Gauge,

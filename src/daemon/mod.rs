@@ -30,13 +30,13 @@ mod services;
 pub mod store;
 
 use crate::clock::Clock;
-use crate::config::{self, Config, ConfigError, ConfigTransportError};
+use crate::config::{self, Config, ConfigError};
 use ingredients::{Ingredients, ingredients};
 use jobs::{JobEnv, Periodic};
 use scheduler::Scheduler;
 use sd_notify::NotifyState;
 use services::{Alerts, Follower, Listener, Service, Walks};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -52,11 +52,6 @@ const MAX_SLEEP: Duration = Duration::from_secs(60);
 pub enum DaemonError {
     #[error(transparent)]
     Config(#[from] ConfigError),
-    #[error("config {path}: {source}")]
-    Transport {
-        path: PathBuf,
-        source: ConfigTransportError,
-    },
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
     #[error("cannot listen on {addr}: {source}")]
@@ -64,6 +59,7 @@ pub enum DaemonError {
         addr: std::net::SocketAddr,
         source: std::io::Error,
     },
+    /// The key, the transport (`config PATH: …`) or the pipeline could not be set up.
     #[error(transparent)]
     Setup(#[from] crate::app::SetupError),
     #[error("cannot install the signal handlers: {0}")]

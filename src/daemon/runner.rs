@@ -32,30 +32,11 @@ impl std::fmt::Display for JobFailed {
     }
 }
 
-/// One pass over the outbox.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Drained {
-    pub attempted: u32,
-    /// Lookups made for rows whose earlier answer was lost.
-    pub looked_up: u32,
-    pub filed: u32,
-    pub deferred: u32,
-    pub refused: u32,
-}
+/// One pass over the outbox: the pipeline's own report.
+pub type Drained = crate::pipeline::DrainReport;
 
-/// The filing side, for status lines and metrics.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RunnerStatus {
-    pub outbox_depth: u64,
-    /// (intake, lane, records filed today).
-    pub lanes_used_today: Vec<(String, String, u32)>,
-    /// (answer kind, count).
-    pub submissions_by_answer: Vec<(String, u64)>,
-    /// (where submissions stand, count): the outcome every face shows.
-    pub submissions_by_outcome: Vec<(crate::filing::Outcome, u64)>,
-    /// Lookups (`GET <intake>/<sha256>`) by result: found, not_found, lookup_failed.
-    pub lookups_by_result: Vec<(crate::filing::AnswerKind, u64)>,
-}
+/// The filing side, for status lines and metrics: the pipeline's own status.
+pub type RunnerStatus = crate::pipeline::PipelineStatus;
 
 /// Runs the work of one fire and the periodic outbox drain. Errors are texts for the log and
 /// the `daemon_walks` row: the daemon never stops because one job failed.
@@ -142,36 +123,16 @@ impl JobRunner for crate::pipeline::Pipeline {
                 Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "cannot drain the task bindings"),
             }
-            Ok(Drained {
-                attempted: d.attempted,
-                looked_up: d.looked_up,
-                filed: d.filed,
-                deferred: d.deferred,
-                refused: d.refused,
-            })
+            Ok(d)
         })
     }
 
     fn status(&self) -> Result<RunnerStatus, String> {
-        let s = crate::pipeline::Pipeline::status(self).map_err(|e| e.to_string())?;
-        Ok(RunnerStatus {
-            outbox_depth: s.outbox_depth,
-            lanes_used_today: s.lanes_used_today,
-            submissions_by_answer: s.submissions_by_answer,
-            submissions_by_outcome: s.submissions_by_outcome,
-            lookups_by_result: s.lookups_by_result,
-        })
+        crate::pipeline::Pipeline::status(self).map_err(|e| e.to_string())
     }
 
     fn status_on(&self, conn: &rusqlite::Connection) -> Result<RunnerStatus, String> {
-        let s = crate::pipeline::Pipeline::status_on(self, conn).map_err(|e| e.to_string())?;
-        Ok(RunnerStatus {
-            outbox_depth: s.outbox_depth,
-            lanes_used_today: s.lanes_used_today,
-            submissions_by_answer: s.submissions_by_answer,
-            submissions_by_outcome: s.submissions_by_outcome,
-            lookups_by_result: s.lookups_by_result,
-        })
+        crate::pipeline::Pipeline::status_on(self, conn).map_err(|e| e.to_string())
     }
 
     fn stated_limits(&self) -> Vec<(String, crate::filing::lanes::Limits)> {

@@ -11,17 +11,9 @@ fn at(t: &str) -> DateTime<Utc> {
 }
 
 fn exchange(status: u16, body: &[u8], headers: &[(&str, &str)]) -> Exchange {
-    Exchange {
-        request: HttpRequest::get("https://i.example/witness", &[]),
-        status,
-        response_headers: headers
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        body: body.to_vec(),
-        duration_ms: 1,
-        transport_error: None,
-    }
+    let headers = headers.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+    let request = HttpRequest::get("https://i.example/witness", &[]);
+    Exchange::answered(request, status, headers.collect(), body.to_vec(), 1)
 }
 
 fn json_answer(status: u16, body: Value, headers: &[(&str, &str)]) -> Exchange {

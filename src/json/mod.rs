@@ -71,6 +71,20 @@ pub use crate::canonical::NAN_MARKER;
 pub(crate) const INFINITY_TEXT: &str = "1e7777777777777777777";
 pub(crate) const NEG_INFINITY_TEXT: &str = "-1e7777777777777777777";
 
+/// `value` as JSON text through `formatter`, one that escapes every character outside ASCII
+/// (the ledger's and the task bindings' `ensure_ascii=True` forms).
+pub fn ascii_text<T: serde::Serialize + ?Sized>(
+    value: &T,
+    formatter: impl serde_json::ser::Formatter,
+) -> String {
+    let mut out = Vec::with_capacity(256);
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, formatter);
+    value
+        .serialize(&mut ser)
+        .expect("the ledger's and the bindings' types always serialize");
+    String::from_utf8(out).expect("ensure_ascii output is ASCII")
+}
+
 /// A parsed number's value as a double, with [`NAN_MARKER`] read as NaN (Rust alone would read
 /// the marker's text as -0.0, a finite number). Every check of a number's value goes through
 /// here, so a card's `NaN` is never mistaken for zero.

@@ -63,6 +63,16 @@ fn vector_lines() -> Vec<ExportLine> {
     ]
 }
 
+/// A full audit of the §6.4 export up to head 2, entry 2 served as `entry_2`, entry 1 a 404.
+fn audit_vector(entry_2: &str) -> Audited {
+    let bytes = |n: u64| match n {
+        2 => Fetched::Bytes(entry_2.as_bytes().to_vec()),
+        _ => Fetched::Missing,
+    };
+    let audit = Audit::full(HeadAnswer::Head(head(2, HEAD_2)), None);
+    run(audit, &vector_lines(), &bytes)
+}
+
 /// Feeds every line, answering byte needs from `bytes` (n → answer) right away.
 fn run(mut audit: Audit, lines: &[ExportLine], bytes: &dyn Fn(u64) -> Fetched) -> Audited {
     for l in lines {
@@ -79,15 +89,7 @@ fn run(mut audit: Audit, lines: &[ExportLine], bytes: &dyn Fn(u64) -> Fetched) -
 fn the_6_4_vector_recomputes_head_2_and_checks_the_head_entry_2_carries() {
     assert_eq!(sha256_hex(ENTRY_2.as_bytes()), CLAIM_2, "§4.4 bytes");
     // Entry 1's bytes are not in the spec: served as a 404, which is the only finding.
-    let bytes = |n: u64| match n {
-        2 => Fetched::Bytes(ENTRY_2.as_bytes().to_vec()),
-        _ => Fetched::Missing,
-    };
-    let a = run(
-        Audit::full(HeadAnswer::Head(head(2, HEAD_2)), None),
-        &vector_lines(),
-        &bytes,
-    );
+    let a = audit_vector(ENTRY_2);
     assert_eq!(
         a.findings,
         [AuditFinding::Served(ServedFinding::EntryMissing { n: 1 })]
@@ -107,15 +109,7 @@ fn the_6_4_vector_recomputes_head_2_and_checks_the_head_entry_2_carries() {
     // The same bytes claiming another head_1: the claim no longer matches, and the carried
     // head is not the recomputed one.
     let forged = ENTRY_2.replace(HEAD_1, CLAIM_1);
-    let bytes = |n: u64| match n {
-        2 => Fetched::Bytes(forged.as_bytes().to_vec()),
-        _ => Fetched::Missing,
-    };
-    let a = run(
-        Audit::full(HeadAnswer::Head(head(2, HEAD_2)), None),
-        &vector_lines(),
-        &bytes,
-    );
+    let a = audit_vector(&forged);
     assert_eq!(
         names(&a),
         [

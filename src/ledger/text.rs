@@ -29,13 +29,7 @@ pub fn js_stringify<T: Serialize + ?Sized>(value: &T) -> String {
 
 /// Compact `ensure_ascii=True` text of a value whose fields are declared in sorted order.
 pub fn ascii_compact<T: Serialize + ?Sized>(value: &T) -> String {
-    let mut out = Vec::with_capacity(256);
-    let mut ser = serde_json::Serializer::with_formatter(&mut out, AsciiFormatter);
-    value
-        .serialize(&mut ser)
-        .expect("ledger text types always serialize");
-    // Every byte written is ASCII.
-    String::from_utf8(out).expect("ensure_ascii output is ASCII")
+    crate::json::ascii_text(value, AsciiFormatter)
 }
 
 /// serde_json's compact formatter with Python's `ensure_ascii=True` string escaping. serde_json

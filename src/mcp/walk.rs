@@ -142,24 +142,18 @@ fn problem_text(
         Field::WitnessName => "witness_name",
         Field::Vantage => "vantage",
     };
+    let field = problem.field();
     match problem {
-        Problem::NotHttps { field, why } => {
+        // The URL is quoted beside the argument's name: a model sees what it sent.
+        Problem::NotHttps { .. } => {
             let url = if field == Field::Endpoint {
                 endpoint.unwrap_or("")
             } else {
                 origin
             };
-            format!("{} {}: {why}", arg(field), quote(url))
+            problem.text(&format!("{} {}", arg(field), quote(url)))
         }
-        Problem::Empty(field) => format!(
-            "{} must not be empty (the intake refuses a record without one)",
-            arg(field)
-        ),
-        Problem::TooLong { field, chars } => format!(
-            "{} is {chars} characters long; at most {} are taken",
-            arg(field),
-            crate::walk::check::MAX_NAME_CHARS
-        ),
+        _ => problem.text(arg(field)),
     }
 }
 

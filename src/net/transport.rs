@@ -84,6 +84,24 @@ impl Exchange {
             .map(|(_, v)| v.as_str())
     }
 
+    /// An answered exchange: what the server sent, no transport error.
+    pub fn answered(
+        request: HttpRequest,
+        status: u16,
+        response_headers: Vec<(String, String)>,
+        body: Vec<u8>,
+        duration_ms: u64,
+    ) -> Self {
+        Exchange {
+            request,
+            status,
+            response_headers,
+            body,
+            duration_ms,
+            transport_error: None,
+        }
+    }
+
     /// A failed exchange: status 0, `x-transport-error: <text>`, no body.
     pub fn failure(request: HttpRequest, text: impl Into<String>, duration_ms: u64) -> Self {
         let text: String = text.into().chars().take(ERROR_TEXT_MAX_CHARS).collect();
@@ -397,14 +415,9 @@ impl Session {
         };
         let duration_ms = started.elapsed().as_millis() as u64;
         let ex = match outcome {
-            Ok(Ok((status, headers, body))) => Exchange {
-                request: request.clone(),
-                status,
-                response_headers: headers,
-                body,
-                duration_ms,
-                transport_error: None,
-            },
+            Ok(Ok((status, headers, body))) => {
+                Exchange::answered(request.clone(), status, headers, body, duration_ms)
+            }
             Ok(Err(text)) => Exchange::failure(request.clone(), text, duration_ms),
             Err(_) => {
                 let text = match request.read {

@@ -217,7 +217,8 @@ impl From<StoreError> for PageError {
     }
 }
 
-async fn blocking<T: Send + 'static>(
+/// Run a read on [`crate::readers`]; a thread that cannot start or panics is a 500.
+pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, PageError> + Send + 'static,
 ) -> Result<T, PageError> {
     crate::readers::run(f).await.unwrap_or_else(|e| {

@@ -84,6 +84,31 @@ fn newline(out: &mut String, level: usize) {
     }
 }
 
+/// A non-empty array (items without a key) or object: each item on a line of its own one level
+/// in, the closing bracket back at `level`.
+fn write_nested<'k, T>(
+    out: &mut String,
+    (open, close): (char, char),
+    items: impl IntoIterator<Item = (Option<&'k str>, T)>,
+    level: usize,
+    write: fn(&mut String, T, usize),
+) {
+    out.push(open);
+    for (i, (key, item)) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        newline(out, level + 1);
+        if let Some(key) = key {
+            write_string(out, key);
+            out.push_str(": ");
+        }
+        write(out, item, level + 1);
+    }
+    newline(out, level);
+    out.push(close);
+}
+
 fn write_out(out: &mut String, value: &Out, level: usize) {
     match value {
         Out::Null => out.push_str("null"),
@@ -96,33 +121,15 @@ fn write_out(out: &mut String, value: &Out, level: usize) {
         },
         Out::Array(items) if items.is_empty() => out.push_str("[]"),
         Out::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                newline(out, level + 1);
-                write_out(out, item, level + 1);
-            }
-            newline(out, level);
-            out.push(']');
+            let items = items.iter().map(|item| (None, item));
+            write_nested(out, ('[', ']'), items, level, write_out);
         }
         Out::Object(members) if members.is_empty() => out.push_str("{}"),
         Out::Object(members) => {
             let mut sorted: Vec<&(String, Out)> = members.iter().collect();
             sorted.sort_by(|a, b| a.0.cmp(&b.0));
-            out.push('{');
-            for (i, (k, v)) in sorted.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                newline(out, level + 1);
-                write_string(out, k);
-                out.push_str(": ");
-                write_out(out, v, level + 1);
-            }
-            newline(out, level);
-            out.push('}');
+            let members = sorted.into_iter().map(|(k, v)| (Some(k.as_str()), v));
+            write_nested(out, ('{', '}'), members, level, write_out);
         }
     }
 }
@@ -146,16 +153,8 @@ fn write_ref(out: &mut String, value: JsonRef<'_>, level: usize) {
                 out.push_str("[]");
                 return;
             }
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                newline(out, level + 1);
-                write_ref(out, item, level + 1);
-            }
-            newline(out, level);
-            out.push(']');
+            let items = items.iter().map(|item| (None, item));
+            write_nested(out, ('[', ']'), items, level, write_ref);
         }
         Tag::Object => {
             let entries = value.as_object().expect("an object").entries();
@@ -163,18 +162,8 @@ fn write_ref(out: &mut String, value: JsonRef<'_>, level: usize) {
                 out.push_str("{}");
                 return;
             }
-            out.push('{');
-            for (i, (k, v)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                newline(out, level + 1);
-                write_string(out, k);
-                out.push_str(": ");
-                write_ref(out, v, level + 1);
-            }
-            newline(out, level);
-            out.push('}');
+            let members = entries.into_iter().map(|(k, v)| (Some(k), v));
+            write_nested(out, ('{', '}'), members, level, write_ref);
         }
     }
 }

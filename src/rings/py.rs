@@ -3,7 +3,9 @@
 //! discrepancy and record digests. The builder reads strangers' values with these rules
 //! (rings.md §3, §4, §7 items 9 and 11), so a second builder must too.
 
-use crate::canonical::{python_float_repr, python_int_repr, python_repr_str, write_string};
+use crate::canonical::{
+    python_float_repr, python_float_str, python_int_repr, python_repr_str, write_string,
+};
 use crate::json::{JsonRef, Tag};
 use std::collections::HashMap;
 
@@ -96,16 +98,6 @@ pub fn str_of(v: JsonRef<'_>) -> String {
     }
 }
 
-fn float_str(f: f64) -> String {
-    if f.is_nan() {
-        "nan".into()
-    } else if f.is_infinite() {
-        if f > 0.0 { "inf" } else { "-inf" }.into()
-    } else {
-        python_float_repr(f)
-    }
-}
-
 /// Python's `repr()`.
 fn repr_into(out: &mut String, v: JsonRef<'_>) {
     match v.tag() {
@@ -114,7 +106,7 @@ fn repr_into(out: &mut String, v: JsonRef<'_>) {
         Tag::False => out.push_str("False"),
         Tag::Number => match number(v) {
             Some(Num::Int(text)) => out.push_str(&text),
-            Some(Num::Float(f)) => out.push_str(&float_str(f)),
+            Some(Num::Float(f)) => out.push_str(&python_float_str(f)),
             None => {}
         },
         Tag::String => out.push_str(&python_repr_str(v.as_str().unwrap_or(""))),

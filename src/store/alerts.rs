@@ -251,21 +251,10 @@ const COLUMNS: &str = "id, alert_id, channel, target, kind, payload, state, atte
                        last_status, last_answer, created_at, delivered_at";
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AlertRow> {
-    Ok(AlertRow {
-        id: r.get(0)?,
-        alert_id: r.get(1)?,
-        channel: r.get(2)?,
-        target: r.get(3)?,
-        kind: r.get(4)?,
-        payload: r.get(5)?,
-        state: r.get(6)?,
-        attempts: r.get(7)?,
-        next_attempt_at: r.get(8)?,
-        last_status: r.get(9)?,
-        last_answer: r.get(10)?,
-        created_at: r.get(11)?,
-        delivered_at: r.get(12)?,
-    })
+    Ok(from_columns!(r => AlertRow {
+        id, alert_id, channel, target, kind, payload, state, attempts, next_attempt_at,
+        last_status, last_answer, created_at, delivered_at,
+    }))
 }
 
 /// Rows due by `now`, in the order they were planned.
@@ -458,12 +447,9 @@ pub fn refusals_since(conn: &Connection, since: &str) -> Result<Vec<Refusal>, St
              WHERE s.state = ?2 AND s.updated_at >= ?1 ORDER BY s.updated_at LIMIT 256",
         )?
         .query_map(params![since, SubmissionState::Refused], |r| {
-            Ok(Refusal {
-                record_sha256: r.get(0)?,
-                reason_code: r.get(1)?,
-                last_error: r.get(2)?,
-                updated_at: r.get(3)?,
-            })
+            Ok(from_columns!(r => Refusal {
+                record_sha256, reason_code, last_error, updated_at,
+            }))
         })?
         .collect::<Result<_, _>>()?)
 }
@@ -521,14 +507,9 @@ pub fn ledger_findings_after(
              WHERE id > ?1 ORDER BY id LIMIT 256",
         )?
         .query_map([after], |r| {
-            Ok(FindingSeen {
-                id: r.get(0)?,
-                intake_url: r.get(1)?,
-                kind: r.get(2)?,
-                sha256: r.get(3)?,
-                entry_n: r.get(4)?,
-                evidence_sha256: r.get(5)?,
-            })
+            Ok(from_columns!(r => FindingSeen {
+                id, intake_url, kind, sha256, entry_n, evidence_sha256,
+            }))
         })?
         .collect::<Result<_, _>>()?)
 }

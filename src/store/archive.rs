@@ -147,20 +147,10 @@ pub fn cuts(conn: &Connection) -> Result<Vec<Cut>, StoreError> {
     )?;
     let rows = stmt
         .query_map([], |r| {
-            Ok(Cut {
-                id: r.get(0)?,
-                first_id: r.get(1)?,
-                last_id: r.get(2)?,
-                count: r.get(3)?,
-                prev_chain: r.get(4)?,
-                first_sha256: r.get(5)?,
-                first_chain: r.get(6)?,
-                last_sha256: r.get(7)?,
-                last_chain: r.get(8)?,
-                file: r.get(9)?,
-                file_sha256: r.get(10)?,
-                created_at: r.get(11)?,
-            })
+            Ok(from_columns!(r => Cut {
+                id, first_id, last_id, count, prev_chain, first_sha256, first_chain,
+                last_sha256, last_chain, file, file_sha256, created_at,
+            }))
         })?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
@@ -319,23 +309,13 @@ fn chain_before(conn: &Connection, first: i64) -> Result<String, StoreError> {
     if first == 1 {
         return Ok(hex::encode(CHAIN_GENESIS));
     }
-    let live: Option<String> = conn
-        .query_row(
-            "SELECT chain_hash FROM records WHERE id = ?1",
-            [first - 1],
-            |r| r.get(0),
-        )
-        .optional()?;
-    if let Some(c) = live {
+    let chain_at = |sql: &str| -> Result<Option<String>, StoreError> {
+        Ok(conn.query_row(sql, [first - 1], |r| r.get(0)).optional()?)
+    };
+    if let Some(c) = chain_at("SELECT chain_hash FROM records WHERE id = ?1")? {
         return Ok(c);
     }
-    let cut: Option<String> = conn
-        .query_row(
-            "SELECT last_chain FROM record_cuts WHERE last_id = ?1",
-            [first - 1],
-            |r| r.get(0),
-        )
-        .optional()?;
+    let cut = chain_at("SELECT last_chain FROM record_cuts WHERE last_id = ?1")?;
     cut.ok_or_else(|| {
         StoreError::Batch(format!(
             "row {} is neither in the store nor in an archive: run `records verify` before archiving",

@@ -122,14 +122,9 @@ pub fn insert_consent(conn: &Connection, row: &ConsentRow) -> Result<(), StoreEr
 }
 
 pub(crate) fn consent_from(r: &rusqlite::Row<'_>) -> rusqlite::Result<ConsentRow> {
-    Ok(ConsentRow {
-        origin: r.get(0)?,
-        checked_at: r.get(1)?,
-        outcome: r.get(2)?,
-        status: r.get(3)?,
-        sha256: r.get(4)?,
-        detail: r.get(5)?,
-    })
+    Ok(from_columns!(r => ConsentRow {
+        origin, checked_at, outcome, status, sha256, detail,
+    }))
 }
 
 /// The latest read of every origin (one summary row each, migration 9).
@@ -172,14 +167,9 @@ pub fn walks(conn: &Connection) -> Result<Vec<WalkRow>, StoreError> {
     )?;
     let rows = stmt
         .query_map([], |r| {
-            Ok(WalkRow {
-                id: r.get(0)?,
-                target: r.get(1)?,
-                state: r.get(2)?,
-                record_sha256: r.get(3)?,
-                submission: r.get(4)?,
-                detail: r.get(5)?,
-            })
+            Ok(from_columns!(r => WalkRow {
+                id, target, state, record_sha256, submission, detail,
+            }))
         })?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)

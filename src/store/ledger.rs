@@ -100,26 +100,11 @@ const COLUMNS: &str = "submission_id, record_id, sha256, intake_url, state, file
     anchored_at, verified_at, overdue_at";
 
 fn row(r: &rusqlite::Row) -> rusqlite::Result<FollowRow> {
-    Ok(FollowRow {
-        submission_id: r.get(0)?,
-        record_id: r.get(1)?,
-        sha256: r.get(2)?,
-        intake_url: r.get(3)?,
-        state: r.get(4)?,
-        filed_at: r.get(5)?,
-        next_poll_at: r.get(6)?,
-        polls: r.get(7)?,
-        last_poll_at: r.get(8)?,
-        last_seen: r.get(9)?,
-        seen: r.get::<_, i64>(10)? != 0,
-        listed_in: r.get(11)?,
-        ledger_entry: r.get(12)?,
-        claim_sha256: r.get(13)?,
-        stored_sha256: r.get(14)?,
-        anchored_at: r.get(15)?,
-        verified_at: r.get(16)?,
-        overdue_at: r.get(17)?,
-    })
+    Ok(from_columns!(r => FollowRow {
+        submission_id, record_id, sha256, intake_url, state, filed_at, next_poll_at, polls,
+        last_poll_at, last_seen, seen(|v: i64| v != 0), listed_in, ledger_entry, claim_sha256,
+        stored_sha256, anchored_at, verified_at, overdue_at,
+    }))
 }
 
 fn rows(
@@ -642,14 +627,9 @@ pub fn entry(conn: &Connection, intake_url: &str, n: u64) -> Result<Option<Entry
              WHERE intake_url = ?1 AND n = ?2",
         )?
         .query_row(params![intake_url, n as i64], |r| {
-            Ok(EntrySeen {
-                n: r.get::<_, i64>(0)? as u64,
-                claim_sha256: r.get(1)?,
-                raw_sha256: r.get(2)?,
-                entry_sha256: r.get(3)?,
-                kind: r.get(4)?,
-                rows: r.get(5)?,
-            })
+            Ok(from_columns!(r => EntrySeen {
+                n(|v: i64| v as u64), claim_sha256, raw_sha256, entry_sha256, kind, rows,
+            }))
         })
         .optional()?)
 }
@@ -737,22 +717,11 @@ pub fn foreign_for_endpoint(
     )?;
     let out = stmt
         .query_map(params![endpoint, limit as i64], |r| {
-            Ok(ForeignRecord {
-                intake_url: r.get(0)?,
-                sha256: r.get(1)?,
-                endpoint: r.get(2)?,
-                ledger_entry: r.get::<_, i64>(3)? as u64,
-                record_canonical: r.get(4)?,
-                witness_name: r.get(5)?,
-                vantage: r.get(6)?,
-                signed: r.get(7)?,
-                signed_domain: r.get(8)?,
-                mode: r.get(9)?,
-                walked_at: r.get(10)?,
-                outcome: r.get(11)?,
-                checked: r.get(12)?,
-                fetched_at: r.get(13)?,
-            })
+            Ok(from_columns!(r => ForeignRecord {
+                intake_url, sha256, endpoint, ledger_entry(|v: i64| v as u64), record_canonical,
+                witness_name, vantage, signed, signed_domain, mode, walked_at, outcome, checked,
+                fetched_at,
+            }))
         })?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(out)

@@ -9,6 +9,30 @@
 //! The store derives its metadata columns (endpoint, verdict, ...) from the canonical bytes itself
 //! ([`meta::derive`]); callers hand over only the bytes, the signature and the key.
 
+/// A struct read from a row whose columns are its fields, in the struct's order:
+/// `SELECT a, b, c` → `from_columns!(r => T { a, b, c })`, each `r.get(i)?` with `i` counted
+/// here; `b(|v: i64| v as u64)` reads the column as the closure's argument and converts it.
+macro_rules! from_columns {
+    ($row:ident => $ty:ident { $($field:ident $(($conv:expr))?),+ $(,)? }) => {{
+        let mut column = 0usize;
+        $ty {
+            $($field: from_columns!(@get $row, column $(, $conv)?)),+
+        }
+    }};
+    (@get $row:ident, $column:ident) => {
+        $row.get({
+            $column += 1;
+            $column - 1
+        })?
+    };
+    (@get $row:ident, $column:ident, $conv:expr) => {
+        ($conv)($row.get({
+            $column += 1;
+            $column - 1
+        })?)
+    };
+}
+
 pub mod alerts;
 pub mod archive;
 pub mod beside;
@@ -194,22 +218,25 @@ impl StoreError {
 /// The database path: `--db` wins, else `$STATE_DIRECTORY/walker.db` (the first directory when
 /// systemd lists several, colon-separated), else an error asking for `--db`.
 pub fn default_db_path(cli: Option<&Path>) -> Result<PathBuf, StoreError> {
-    db_path_from(cli, std::env::var_os("STATE_DIRECTORY").as_deref())
+    let dirs = std::env::var_os("STATE_DIRECTORY");
+    flag_or_systemd_dir(cli, dirs.as_deref(), DB_FILE_NAME).ok_or(StoreError::NoDbPath)
 }
 
-fn db_path_from(
-    cli: Option<&Path>,
-    state_dir: Option<&std::ffi::OsStr>,
-) -> Result<PathBuf, StoreError> {
-    if let Some(p) = cli {
-        return Ok(p.to_path_buf());
+/// A path flag when given, else `file` in the first of the colon-separated directories systemd
+/// names in a `$…_DIRECTORY` variable (`dirs`); None with neither.
+pub fn flag_or_systemd_dir(
+    flag: Option<&Path>,
+    dirs: Option<&std::ffi::OsStr>,
+    file: &str,
+) -> Option<PathBuf> {
+    if let Some(p) = flag {
+        return Some(p.to_path_buf());
     }
-    let state = state_dir
+    let dir = dirs
         .and_then(|s| s.to_str())
         .and_then(|s| s.split(':').next())
-        .filter(|s| !s.is_empty())
-        .ok_or(StoreError::NoDbPath)?;
-    Ok(Path::new(state).join(DB_FILE_NAME))
+        .filter(|s| !s.is_empty())?;
+    Some(Path::new(dir).join(file))
 }
 
 /// Commitment mode (conduct-walk.md §4.6): the full record and salt the witness keeps.
@@ -801,6 +828,24 @@ fn filter_sql(filter: &ListFilter) -> (String, Vec<String>) {
     }
 }
 
+/// The metadata columns as every record query selects them: `endpoint, origin, walked_at,
+/// walker_mode, privacy_mode` from `first`, the four verdict columns, then `key_url`.
+pub(super) fn meta_columns(
+    r: &Row<'_>,
+    first: usize,
+    verdict: Option<Verdict>,
+) -> rusqlite::Result<RecordMeta> {
+    Ok(RecordMeta {
+        endpoint: r.get(first)?,
+        origin: r.get(first + 1)?,
+        walked_at: r.get(first + 2)?,
+        walker_mode: r.get(first + 3)?,
+        privacy_mode: r.get(first + 4)?,
+        verdict,
+        key_url: r.get(first + 9)?,
+    })
+}
+
 fn row_from_row(r: &Row<'_>) -> rusqlite::Result<RecordRow> {
     let verdict_ok: Option<bool> = r.get(8)?;
     let outcome: Option<String> = r.get(9)?;
@@ -819,15 +864,7 @@ fn row_from_row(r: &Row<'_>) -> rusqlite::Result<RecordRow> {
         id: r.get(0)?,
         sha256: r.get(1)?,
         signed: r.get(2)?,
-        meta: RecordMeta {
-            endpoint: r.get(3)?,
-            origin: r.get(4)?,
-            walked_at: r.get(5)?,
-            walker_mode: r.get(6)?,
-            privacy_mode: r.get(7)?,
-            verdict,
-            key_url: r.get(12)?,
-        },
+        meta: meta_columns(r, 3, verdict)?,
         inserted_at: r.get(13)?,
         chain_hash: r.get(14)?,
     })
@@ -1075,22 +1112,19 @@ mod tests {
 
     #[test]
     fn db_path_precedence() {
+        let path =
+            |cli, dirs: Option<&str>| flag_or_systemd_dir(cli, dirs.map(OsStr::new), DB_FILE_NAME);
         let cli = Path::new("/x/my.db");
+        assert_eq!(path(Some(cli), Some("/var/lib/w")).unwrap(), cli);
         assert_eq!(
-            db_path_from(Some(cli), Some(OsStr::new("/var/lib/w"))).unwrap(),
-            cli
-        );
-        assert_eq!(
-            db_path_from(None, Some(OsStr::new("/var/lib/a:/var/lib/b"))).unwrap(),
+            path(None, Some("/var/lib/a:/var/lib/b")).unwrap(),
             Path::new("/var/lib/a/walker.db")
         );
+        assert_eq!(path(None, None), None);
+        assert_eq!(path(None, Some("")), None);
         assert!(matches!(
-            db_path_from(None, None),
-            Err(StoreError::NoDbPath)
-        ));
-        assert!(matches!(
-            db_path_from(None, Some(OsStr::new(""))),
-            Err(StoreError::NoDbPath)
+            default_db_path(Some(cli)),
+            Ok(p) if p == cli
         ));
     }
 

@@ -72,24 +72,11 @@ const COLUMNS: &str = "id, record_id, intake_url, lane, identity, endpoint, stat
     next_attempt_at, last_answer, last_status, last_error, reason_code, counted, count_reason, filed_day";
 
 fn row(r: &rusqlite::Row) -> rusqlite::Result<Submission> {
-    Ok(Submission {
-        id: r.get(0)?,
-        record_id: r.get(1)?,
-        intake_url: r.get(2)?,
-        lane: r.get(3)?,
-        identity: r.get(4)?,
-        endpoint: r.get(5)?,
-        state: r.get(6)?,
-        attempts: r.get(7)?,
-        next_attempt_at: r.get(8)?,
-        last_answer: r.get(9)?,
-        last_status: r.get(10)?,
-        last_error: r.get(11)?,
-        reason_code: r.get(12)?,
-        counted: r.get::<_, Option<i64>>(13)?.map(|c| c != 0),
-        count_reason: r.get(14)?,
-        filed_day: r.get(15)?,
-    })
+    Ok(from_columns!(r => Submission {
+        id, record_id, intake_url, lane, identity, endpoint, state, attempts, next_attempt_at,
+        last_answer, last_status, last_error, reason_code,
+        counted(|v: Option<i64>| v.map(|c| c != 0)), count_reason, filed_day,
+    }))
 }
 
 /// Insert an outbox row; an existing row for the same record and intake is kept (a record is

@@ -433,12 +433,9 @@ pub fn attempts(conn: &Connection, submission_id: i64) -> Result<Vec<Attempt>, S
     )?;
     let rows = stmt
         .query_map([submission_id], |r| {
-            Ok(Attempt {
-                attempted_at: r.get(0)?,
-                answer: r.get(1)?,
-                status: r.get(2)?,
-                body: r.get(3)?,
-            })
+            Ok(from_columns!(r => Attempt {
+                attempted_at, answer, status, body,
+            }))
         })?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)

@@ -26,11 +26,9 @@ pub type RecordCounts = BTreeMap<(String, String), u64>;
 
 /// Stored records by endpoint and outcome.
 pub fn records_by_endpoint_outcome(conn: &Connection) -> Result<RecordCounts, StoreError> {
-    if !has_summaries(conn)? {
-        return recount::records_by_endpoint_outcome(conn);
-    }
-    read_all(
+    summary_or_recount(
         conn,
+        recount::records_by_endpoint_outcome,
         "SELECT endpoint, outcome, n FROM summary_records WHERE n > 0 ORDER BY 1, 2",
         |r| Ok(((r.get(0)?, r.get(1)?), r.get::<_, i64>(2)? as u64)),
     )
@@ -38,11 +36,9 @@ pub fn records_by_endpoint_outcome(conn: &Connection) -> Result<RecordCounts, St
 
 /// Assertion name → stored records in which it failed.
 pub fn assertion_failures(conn: &Connection) -> Result<BTreeMap<String, u64>, StoreError> {
-    if !has_summaries(conn)? {
-        return recount::assertion_failures(conn);
-    }
-    read_all(
+    summary_or_recount(
         conn,
+        recount::assertion_failures,
         "SELECT assertion, n FROM summary_assertion_failures WHERE n > 0 ORDER BY 1",
         |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)),
     )
@@ -50,11 +46,9 @@ pub fn assertion_failures(conn: &Connection) -> Result<BTreeMap<String, u64>, St
 
 /// Fires by state (`done`, `aborted`, ...), states with none left out.
 pub fn fires_by_state(conn: &Connection) -> Result<Vec<(String, u64)>, StoreError> {
-    if !has_summaries(conn)? {
-        return recount::fires_by_state(conn);
-    }
-    read_all(
+    summary_or_recount(
         conn,
+        recount::fires_by_state,
         "SELECT state, sum(n) FROM summary_fires GROUP BY state HAVING sum(n) > 0 ORDER BY state",
         |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)),
     )
@@ -62,11 +56,9 @@ pub fn fires_by_state(conn: &Connection) -> Result<Vec<(String, u64)>, StoreErro
 
 /// Per target: when its last `done` fire finished.
 pub fn last_success(conn: &Connection) -> Result<Vec<(String, String)>, StoreError> {
-    if !has_summaries(conn)? {
-        return recount::last_success(conn);
-    }
-    read_all(
+    summary_or_recount(
         conn,
+        recount::last_success,
         "SELECT target, last_finished_at FROM summary_fires \
          WHERE state = 'done' AND n > 0 ORDER BY target",
         |r| Ok((r.get(0)?, r.get(1)?)),
@@ -75,21 +67,19 @@ pub fn last_success(conn: &Connection) -> Result<Vec<(String, String)>, StoreErr
 
 /// Endpoints of records that some daemon fire stored.
 pub fn fired_endpoints(conn: &Connection) -> Result<BTreeSet<String>, StoreError> {
-    if !has_summaries(conn)? {
-        return recount::fired_endpoints(conn);
-    }
-    read_all(conn, "SELECT endpoint FROM summary_fired_endpoints", |r| {
-        r.get::<_, String>(0)
-    })
+    summary_or_recount(
+        conn,
+        recount::fired_endpoints,
+        "SELECT endpoint FROM summary_fired_endpoints",
+        |r| r.get::<_, String>(0),
+    )
 }
 
 /// The latest consent read of every origin, by origin.
 pub fn latest_consent(conn: &Connection) -> Result<Vec<ConsentRow>, StoreError> {
-    if !has_summaries(conn)? {
-        return recount::latest_consent(conn);
-    }
-    read_all(
+    summary_or_recount(
         conn,
+        recount::latest_consent,
         "SELECT c.origin, c.checked_at, c.outcome, c.status, c.sha256, c.detail \
          FROM summary_consent_latest l JOIN consent_checks c ON c.id = l.check_id \
          ORDER BY c.origin",
@@ -102,11 +92,9 @@ pub type SubmissionKey = (SubmissionState, Option<AnswerKind>, Option<bool>);
 
 /// Submissions by [`SubmissionKey`], keys with none left out, in key order.
 pub fn submissions(conn: &Connection) -> Result<Vec<(SubmissionKey, u64)>, StoreError> {
-    if !has_summaries(conn)? {
-        return recount::submissions(conn);
-    }
-    read_all(
+    summary_or_recount(
         conn,
+        recount::submissions,
         "SELECT state, nullif(last_answer, ''), nullif(counted, -1), n FROM summary_submissions \
          WHERE n > 0 ORDER BY 1, 2, 3",
         submission_group,
@@ -149,6 +137,20 @@ fn submission_group(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SubmissionKey, u
         ),
         r.get::<_, i64>(3)? as u64,
     ))
+}
+
+/// A figure from migration 9's summary rows (`sql`, each row through `map`), or its `recount`
+/// twin on an older store.
+fn summary_or_recount<T, C: FromIterator<T>>(
+    conn: &Connection,
+    recount: fn(&Connection) -> Result<C, StoreError>,
+    sql: &str,
+    map: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> Result<C, StoreError> {
+    if !has_summaries(conn)? {
+        return recount(conn);
+    }
+    read_all(conn, sql, map)
 }
 
 /// Every row of `sql` (no parameters), mapped and collected: each summary figure is one query.

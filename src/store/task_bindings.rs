@@ -82,23 +82,10 @@ const COLUMNS: &str = "id, record_id, ledger_url, state, note, task_id, evidence
      requester_id, body, created_at, sent_at, answered_at, http_status, answer";
 
 fn row(r: &rusqlite::Row) -> rusqlite::Result<TaskBinding> {
-    Ok(TaskBinding {
-        id: r.get(0)?,
-        record_id: r.get(1)?,
-        ledger_url: r.get(2)?,
-        state: r.get(3)?,
-        note: r.get(4)?,
-        task_id: r.get(5)?,
-        evidence_id: r.get(6)?,
-        witness_id: r.get(7)?,
-        requester_id: r.get(8)?,
-        body: r.get(9)?,
-        created_at: r.get(10)?,
-        sent_at: r.get(11)?,
-        answered_at: r.get(12)?,
-        http_status: r.get(13)?,
-        answer: r.get(14)?,
-    })
+    Ok(from_columns!(r => TaskBinding {
+        id, record_id, ledger_url, state, note, task_id, evidence_id, witness_id, requester_id,
+        body, created_at, sent_at, answered_at, http_status, answer,
+    }))
 }
 
 /// Store a record's binding (inside the record's transaction). A record has at most one: a

@@ -183,24 +183,31 @@ fn read_entry(index: usize, item: &Value) -> (ProposalEntry, Vec<DeclarationProb
         problems.push(DeclarationProblem::EntryNotObject(index));
         return (ProposalEntry::default(), problems);
     };
-    let url = obj.get("url").and_then(Value::as_str).map(str::to_owned);
-    match &url {
-        None => problems.push(DeclarationProblem::UrlMissing(index)),
-        Some(u) if !url_is_https(u) => problems.push(DeclarationProblem::UrlNotHttps {
-            index,
-            url: u.clone(),
-        }),
-        Some(_) => {}
-    }
-    let digest = obj.get("digest").and_then(Value::as_str).map(str::to_owned);
-    match &digest {
-        None => problems.push(DeclarationProblem::DigestMissing(index)),
-        Some(d) if !digest_well_formed(d) => problems.push(DeclarationProblem::DigestMalformed {
-            index,
-            digest: d.clone(),
-        }),
-        Some(_) => {}
-    }
+    // A required string member: missing, or present and checked by `sound`.
+    let mut required = |key: &str,
+                        missing: fn(usize) -> DeclarationProblem,
+                        sound: fn(&str) -> bool,
+                        unsound: fn(usize, String) -> DeclarationProblem| {
+        let value = obj.get(key).and_then(Value::as_str).map(str::to_owned);
+        match &value {
+            None => problems.push(missing(index)),
+            Some(v) if !sound(v) => problems.push(unsound(index, v.clone())),
+            Some(_) => {}
+        }
+        value
+    };
+    let url = required(
+        "url",
+        DeclarationProblem::UrlMissing,
+        url_is_https,
+        |index, url| DeclarationProblem::UrlNotHttps { index, url },
+    );
+    let digest = required(
+        "digest",
+        DeclarationProblem::DigestMissing,
+        digest_well_formed,
+        |index, digest| DeclarationProblem::DigestMalformed { index, digest },
+    );
     let mut optional = |field: &'static str| match obj.get(field) {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),

@@ -29,6 +29,31 @@ pub enum Problem {
     NotHttps { field: Field, why: String },
 }
 
+impl Problem {
+    /// The field it is about.
+    pub fn field(&self) -> Field {
+        match self {
+            Problem::Empty(field)
+            | Problem::TooLong { field, .. }
+            | Problem::NotHttps { field, .. } => *field,
+        }
+    }
+
+    /// The problem in words, the field called `name` (each face names it its own way: a flag,
+    /// an argument).
+    pub fn text(&self, name: &str) -> String {
+        match self {
+            Problem::Empty(_) => {
+                format!("{name} must not be empty (the intake refuses a record without one)")
+            }
+            Problem::TooLong { chars, .. } => {
+                format!("{name} is {chars} characters long; at most {MAX_NAME_CHARS} are taken")
+            }
+            Problem::NotHttps { why, .. } => format!("{name}: {why}"),
+        }
+    }
+}
+
 /// The identity's problems: a name and a vantage, neither empty nor too long.
 pub fn witness(w: &Witness) -> Vec<Problem> {
     let mut problems = Vec::new();

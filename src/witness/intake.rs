@@ -324,17 +324,10 @@ mod tests {
     use std::time::Duration;
 
     fn ex(status: u16, body: Value, headers: Vec<(&str, &str)>) -> Exchange {
-        Exchange {
-            request: HttpRequest::get("https://i/witness", &[]),
-            status,
-            response_headers: headers
-                .into_iter()
-                .map(|(k, v)| (k.into(), v.into()))
-                .collect(),
-            body: serde_json::to_vec(&body).unwrap(),
-            duration_ms: 1,
-            transport_error: None,
-        }
+        let headers = headers.into_iter().map(|(k, v)| (k.into(), v.into()));
+        let request = HttpRequest::get("https://i/witness", &[]);
+        let body = serde_json::to_vec(&body).unwrap();
+        Exchange::answered(request, status, headers.collect(), body, 1)
     }
 
     #[test]

@@ -378,12 +378,7 @@ pub fn for_terminal(text: &str) -> String {
 /// Python's default `json.dumps(value)`: keys in the order given, `", "` and `": "`, and every
 /// character outside printable ASCII escaped as `\uXXXX` (`ensure_ascii=True`).
 pub fn python_dumps<T: Serialize + ?Sized>(value: &T) -> String {
-    let mut out = Vec::with_capacity(512);
-    let mut ser = serde_json::Serializer::with_formatter(&mut out, PythonDefault);
-    value
-        .serialize(&mut ser)
-        .expect("an observation always serializes");
-    String::from_utf8(out).expect("ensure_ascii output is ASCII")
+    crate::json::ascii_text(value, PythonDefault)
 }
 
 /// serde_json's compact formatter with Python's default separators and `ensure_ascii` escaping.

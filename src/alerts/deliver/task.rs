@@ -81,18 +81,18 @@ impl AlertMetrics {
             "Alert deliveries in progress.",
             g(&self.in_flight),
         );
-        let name = "conduct_walker_alerts_channel_failing";
-        w.family(
-            name,
-            Kind::Gauge,
-            "Consecutive failed attempts per alert channel.",
-        );
         let f = self.failing.lock().unwrap_or_else(|p| p.into_inner());
         let mut names: Vec<_> = f.iter().collect();
         names.sort();
-        for (channel, n) in names {
-            w.sample(name, &[("channel", channel)], n);
-        }
+        w.labelled(
+            (
+                "conduct_walker_alerts_channel_failing",
+                Kind::Gauge,
+                "Consecutive failed attempts per alert channel.",
+            ),
+            ["channel"],
+            names.into_iter().map(|(channel, n)| ([channel], n)),
+        );
     }
 }
 

@@ -102,36 +102,25 @@ pub fn overview(
     strips: &StripCache,
 ) -> Result<OverviewView, StoreError> {
     crate::store::pages::in_one_snapshot(conn, || {
-        overview_now(conn, ctx, verify, page, now, strips)
-    })
-}
-
-fn overview_now(
-    conn: &Connection,
-    ctx: &Context,
-    verify: &(Option<VerifySummary>, bool),
-    page: usize,
-    now: DateTime<Utc>,
-    strips: &StripCache,
-) -> Result<OverviewView, StoreError> {
-    strips.begin(conn)?;
-    let today = now.format("%Y-%m-%d").to_string();
-    let from_day = (now - Duration::days(LANE_DAYS - 1))
-        .format("%Y-%m-%d")
-        .to_string();
-    let lane_days = status::lanes_by_day(conn, &from_day)?;
-    Ok(OverviewView {
-        witness: witness_of(conn, ctx)?,
-        lanes_today: lanes_today(ctx, outbox::lanes_used(conn, &today)?),
-        lane_charts: lane_charts(ctx, &lane_days, now),
-        today,
-        outbox: status::outbox_by_state(conn)?,
-        ledger: ledger::overview(conn)?,
-        alerts: alerts::overview(conn)?,
-        records: status::newest_record_id(conn)?.unwrap_or(0),
-        size_bytes: status::size_bytes(conn)?,
-        verify: verify.clone(),
-        targets: target_list(conn, ctx, page, now, strips)?,
+        strips.begin(conn)?;
+        let today = now.format("%Y-%m-%d").to_string();
+        let from_day = (now - Duration::days(LANE_DAYS - 1))
+            .format("%Y-%m-%d")
+            .to_string();
+        let lane_days = status::lanes_by_day(conn, &from_day)?;
+        Ok(OverviewView {
+            witness: witness_of(conn, ctx)?,
+            lanes_today: lanes_today(ctx, outbox::lanes_used(conn, &today)?),
+            lane_charts: lane_charts(ctx, &lane_days, now),
+            today,
+            outbox: status::outbox_by_state(conn)?,
+            ledger: ledger::overview(conn)?,
+            alerts: alerts::overview(conn)?,
+            records: status::newest_record_id(conn)?.unwrap_or(0),
+            size_bytes: status::size_bytes(conn)?,
+            verify: verify.clone(),
+            targets: target_list(conn, ctx, page, now, strips)?,
+        })
     })
 }
 

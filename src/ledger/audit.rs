@@ -471,52 +471,118 @@ impl EntryFacts {
 
     /// Entry n's bytes: what kind of text, the head it carries, a batch's count.
     fn of(n: u64, fetched: Fetched) -> Self {
-        let mut facts = EntryFacts {
+        let bytes = match fetched {
+            Fetched::Bytes(b) => b,
+            Fetched::Missing => return EntryFacts::refused(ServedFinding::EntryMissing { n }),
+            Fetched::Unreadable(detail) => {
+                return EntryFacts::refused(ServedFinding::EntryUnreadable { n, detail });
+            }
+        };
+        let reading = read_entry(n, &bytes);
+        let mut tally = Tally {
+            entries: 1,
+            ..Tally::default()
+        };
+        match reading.kind {
+            EntryKind::Batch => {
+                tally.batches = 1;
+                tally.records_listed = reading.listed.len() as u64;
+            }
+            EntryKind::Checkpoint => tally.checkpoints = 1,
+            EntryKind::Other => tally.other_entries = 1,
+            EntryKind::Unreadable => {}
+        }
+        EntryFacts {
+            raw_sha256: Some(reading.raw_sha256),
+            carried: reading.carried,
+            tally,
+            findings: reading.findings,
+        }
+    }
+
+    /// An entry whose bytes were not served: counted, with the finding that says why.
+    fn refused(finding: ServedFinding) -> Self {
+        EntryFacts {
             tally: Tally {
                 entries: 1,
                 ..Tally::default()
             },
+            findings: vec![finding],
             ..EntryFacts::not_fetched()
-        };
-        let bytes = match fetched {
-            Fetched::Bytes(b) => b,
-            Fetched::Missing => {
-                facts.findings.push(ServedFinding::EntryMissing { n });
-                return facts;
-            }
-            Fetched::Unreadable(detail) => {
-                facts
-                    .findings
-                    .push(ServedFinding::EntryUnreadable { n, detail });
-                return facts;
-            }
-        };
-        match EntryText::parse(&bytes) {
-            Ok(EntryText::Batch(b)) => {
-                facts.tally.batches = 1;
-                facts.tally.records_listed = b.records.len() as u64;
-                if b.count != b.records.len() as u64 {
-                    facts.findings.push(ServedFinding::BatchCountDiffers {
-                        n,
-                        count: b.count,
-                        rows: b.records.len(),
-                    });
-                }
-                facts.carried = Some(b.ledger_head);
-            }
-            Ok(EntryText::Checkpoint(c)) => {
-                facts.tally.checkpoints = 1;
-                facts.carried = Some(c.ledger_head);
-            }
-            Ok(EntryText::Other { .. }) => facts.tally.other_entries = 1,
-            Err(e) => facts.findings.push(ServedFinding::EntryUnreadable {
-                n,
-                detail: e.to_string(),
-            }),
         }
-        facts.raw_sha256 = Some(sha256_hex(&bytes));
-        facts
     }
+}
+
+/// What kind of text an entry's bytes are (§4.4, §4.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    Batch,
+    Checkpoint,
+    /// Another pool's text: read, not judged.
+    Other,
+    Unreadable,
+}
+
+impl EntryKind {
+    /// As the store keeps it (`ledger_entries.kind`).
+    pub fn name(self) -> &'static str {
+        match self {
+            EntryKind::Batch => "batch",
+            EntryKind::Checkpoint => "checkpoint",
+            EntryKind::Other => "other",
+            EntryKind::Unreadable => "unreadable",
+        }
+    }
+}
+
+/// What one entry's bytes say, whoever read them: `ledger verify`'s fold and the follower's
+/// entry reads judge an entry the same way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryReading {
+    pub raw_sha256: String,
+    pub kind: EntryKind,
+    /// The `ledger_head` a batch or checkpoint carries (judged against the chain by
+    /// [`check::carried_findings`]).
+    pub carried: Option<CarriedHead>,
+    /// A batch's rows' record shas, in its order; empty for any other entry.
+    pub listed: Vec<String>,
+    pub findings: Vec<ServedFinding>,
+}
+
+/// Entry n's bytes read: their kind, the head they carry, a batch's rows and whether its
+/// `count` agrees with them.
+pub fn read_entry(n: u64, bytes: &[u8]) -> EntryReading {
+    let mut reading = EntryReading {
+        raw_sha256: sha256_hex(bytes),
+        kind: EntryKind::Unreadable,
+        carried: None,
+        listed: Vec::new(),
+        findings: Vec::new(),
+    };
+    match EntryText::parse(bytes) {
+        Ok(EntryText::Batch(b)) => {
+            reading.kind = EntryKind::Batch;
+            if b.count != b.records.len() as u64 {
+                reading.findings.push(ServedFinding::BatchCountDiffers {
+                    n,
+                    count: b.count,
+                    rows: b.records.len(),
+                });
+            }
+            reading.listed = b.records.into_iter().map(|row| row.sha).collect();
+            reading.carried = Some(b.ledger_head);
+        }
+        Ok(EntryText::Checkpoint(c)) => {
+            reading.kind = EntryKind::Checkpoint;
+            reading.carried = Some(c.ledger_head);
+        }
+        Ok(EntryText::Other { .. }) => reading.kind = EntryKind::Other,
+        Err(e) => reading.findings.push(ServedFinding::EntryUnreadable {
+            n,
+            detail: e.to_string(),
+        }),
+    }
+    reading
 }
 
 #[cfg(test)]

@@ -21,10 +21,10 @@
 //! Memory: one entry's bytes at a time, and the new export rows of this pass (a claim and a
 //! head each, as the `Extender` keeps).
 
-use super::audit::{Audit, AuditFinding, Audited, Cut, Need};
+use super::audit::{Audit, AuditFinding, Audited, Cut, EntryKind, Need, read_entry};
 use super::check::{self, HeldHead, InclusionInputs, Seen};
 use super::follow::{self, Answered, Bucket, FollowState, Followed, Policy};
-use super::wire::{EntryText, ExportLine, HeadAnswer, LedgerEntry, WireError, WitnessAnswer};
+use super::wire::{CarriedHead, ExportLine, HeadAnswer, LedgerEntry, WireError, WitnessAnswer};
 use crate::digest::sha256_hex;
 use crate::store::StoreError;
 use crate::store::ledger::{self as lstore, EntrySeen, NewFinding, ReadResult, ts};
@@ -493,32 +493,28 @@ async fn entries_step<R: LedgerReads>(
         };
         p.report.entries_read += 1;
         let conn = store.connection();
-        let raw_sha = sha256_hex(&raw);
-        if raw_sha != e.claim_sha256 {
+        let reading = read_entry(e.n, &raw);
+        if reading.raw_sha256 != e.claim_sha256 {
             let f = check::ChainFinding::EntryBytesDiffer {
                 n: e.n,
                 claim_sha256: e.claim_sha256.clone(),
-                bytes_sha256: raw_sha.clone(),
+                bytes_sha256: reading.raw_sha256.clone(),
             };
             let mut evidence = serde_json::to_value(&f).unwrap_or(Value::Null);
             evidence["bytes"] = Value::String(bytes_evidence(&raw));
             p.finding(conn, "entry_bytes_differ", None, Some(e.n), evidence)?;
         }
-        let (kind, rows) = match EntryText::parse(&raw) {
-            Ok(EntryText::Batch(b)) => {
-                for row in &b.records {
-                    lstore::mark_listed(conn, p.intake, &row.sha, e.n, &p.now_s)?;
-                }
-                carried(p, conn, e.n, &EntryText::Batch(b.clone()))?;
-                ("batch", Some(b.records.len() as i64))
-            }
-            Ok(t @ EntryText::Checkpoint(_)) => {
-                carried(p, conn, e.n, &t)?;
-                ("checkpoint", None)
-            }
-            Ok(EntryText::Other { .. }) => ("other", None),
-            Err(_) => ("unreadable", None),
-        };
+        for f in &reading.findings {
+            p.typed_finding(conn, f, None, Some(e.n))?;
+        }
+        for sha in &reading.listed {
+            lstore::mark_listed(conn, p.intake, sha, e.n, &p.now_s)?;
+        }
+        if let Some(c) = &reading.carried {
+            carried(p, conn, e.n, c)?;
+        }
+        let rows = (reading.kind == EntryKind::Batch).then_some(reading.listed.len() as i64);
+        let (raw_sha, kind) = (reading.raw_sha256, reading.kind.name());
         mark_entry_read(conn, p, &e, Some(raw_sha), Some(kind), rows)?;
     }
 }
@@ -549,17 +545,12 @@ fn carried<R: LedgerReads>(
     p: &mut Pass<'_, R>,
     conn: &Connection,
     in_entry: u64,
-    text: &EntryText,
+    c: &CarriedHead,
 ) -> Result<(), StoreError> {
-    let Some(c) = text.carried_head() else {
-        return Ok(());
-    };
     let at = match c {
-        super::wire::CarriedHead::Linked { n: 0, .. } => Some(super::chain::ROOT.to_owned()),
-        super::wire::CarriedHead::Linked { n, .. } => {
-            lstore::entry(conn, p.intake, *n)?.map(|e| e.entry_sha256)
-        }
-        super::wire::CarriedHead::Broken { .. } => None,
+        CarriedHead::Linked { n: 0, .. } => Some(super::chain::ROOT.to_owned()),
+        CarriedHead::Linked { n, .. } => lstore::entry(conn, p.intake, *n)?.map(|e| e.entry_sha256),
+        CarriedHead::Broken { .. } => None,
     };
     for f in check::carried_findings(in_entry, c, at.as_deref()) {
         p.typed_finding(conn, &f, None, Some(in_entry))?;

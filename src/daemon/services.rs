@@ -33,6 +33,8 @@ pub(super) struct Listener {
     pages: Arc<RwLock<crate::pages::Context>>,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
+    /// The pages' verification timer: ends with the listener.
+    verifier: tokio::task::JoinHandle<()>,
 }
 
 impl Listener {
@@ -61,7 +63,7 @@ impl Listener {
             "the daemon (conduct-walker run)",
         );
         let (stop, mut stopped) = watch::channel(false);
-        verify_on_a_timer(&pages_state, stop.subscribe());
+        let verifier = verify_on_a_timer(&pages_state, stop.subscribe(), VERIFY_EVERY);
         let app = http::router(http::AppState {
             db_path,
             live: live.clone(),
@@ -77,17 +79,26 @@ impl Listener {
                 tracing::error!(error = %e, "the listener failed");
             }
         });
-        Ok(Listener { pages, stop, task })
+        Ok(Listener {
+            pages,
+            stop,
+            task,
+            verifier,
+        })
     }
 }
 
 /// The pages' verification job on a timer, so the overview's verified count stays current
 /// without a visit: each tick runs what [`crate::pages::verify_tick`] finds due (the rows added
 /// since its last run, at most once a minute; every row once a day), on a low-priority thread.
-fn verify_on_a_timer(pages: &crate::pages::PagesState, mut stopped: watch::Receiver<bool>) {
+fn verify_on_a_timer(
+    pages: &crate::pages::PagesState,
+    mut stopped: watch::Receiver<bool>,
+    period: Duration,
+) -> tokio::task::JoinHandle<()> {
     let (verify, db) = (pages.verify.clone(), pages.db_path.clone());
     tokio::spawn(async move {
-        let mut every = tokio::time::interval(VERIFY_EVERY);
+        let mut every = tokio::time::interval(period);
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
@@ -95,7 +106,7 @@ fn verify_on_a_timer(pages: &crate::pages::PagesState, mut stopped: watch::Recei
                 _ = stopped.wait_for(|s| *s) => return,
             }
         }
-    });
+    })
 }
 
 /// How often the listener looks whether the pages' verification is due.
@@ -110,6 +121,7 @@ impl Service for Listener {
         let _ = self.stop.send(true);
         Box::pin(async move {
             let _ = self.task.await;
+            let _ = self.verifier.await;
         })
     }
 }
@@ -339,5 +351,46 @@ impl Walks {
     /// Let walks in flight finish up to `grace`; the rest are recorded as aborted.
     pub async fn stop(&mut self, grace: Duration) -> ShutdownReport {
         self.sched.shutdown(grace).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The timer's first tick comes at once: the store is verified although no page was asked
+    /// for (each overview visit ticks too, which is what once hid a timer that never ran), and
+    /// the task ends when the listener stops.
+    #[tokio::test]
+    async fn the_verify_timer_verifies_without_a_visit_and_ends_when_stopped() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("walker.db");
+        drop(crate::store::Store::open(&db).unwrap());
+        let pages =
+            crate::pages::PagesState::new(db, Arc::new(crate::pages::Context::default), "a test");
+        let (stop, stopped) = watch::channel(false);
+        let timer = verify_on_a_timer(&pages, stopped, Duration::from_secs(3600));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let summary = loop {
+            if let Some(s) = pages.verify.last() {
+                break s;
+            }
+            assert!(Instant::now() < deadline, "no verification ran within 30 s");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert_eq!(
+            (summary.rows, summary.problems.len()),
+            (0, 0),
+            "{summary:?}"
+        );
+        assert!(
+            !timer.is_finished(),
+            "the timer runs until the listener stops"
+        );
+        stop.send(true).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), timer)
+            .await
+            .expect("the timer ends when told")
+            .unwrap();
     }
 }

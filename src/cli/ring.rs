@@ -46,15 +46,8 @@ pub struct BuildArgs {
     /// The endpoint (default: the history's "endpoint").
     #[arg(long, value_name = "URL")]
     pub endpoint: Option<String>,
-    /// The gate's /history export, or the register's archive of it (history/<slug>.json).
-    #[arg(long, value_name = "FILE")]
-    pub history: PathBuf,
-    /// A witness file (one JSON value); repeat it, in order: order can change the ring.
-    #[arg(long, value_name = "FILE")]
-    pub witness: Vec<PathBuf>,
-    /// The previous ring to chain to (it must be in ring form, for this endpoint, and earlier).
-    #[arg(long, value_name = "FILE")]
-    pub prev: Option<PathBuf>,
+    #[command(flatten)]
+    pub from: RingSources,
     /// A .json file to write, or a folder: then OUT/<slug>/<YYYY-MM>.json.
     #[arg(long, value_name = "PATH", default_value = "rings")]
     pub out: PathBuf,
@@ -67,18 +60,40 @@ pub struct BuildArgs {
 pub struct VerifyArgs {
     /// The ring file to check.
     pub ring: PathBuf,
-    /// The history it was built from.
-    #[arg(long, value_name = "FILE")]
-    pub history: PathBuf,
-    /// A witness file, repeated, in the order the ring was built with.
-    #[arg(long, value_name = "FILE")]
-    pub witness: Vec<PathBuf>,
-    /// The previous ring it chains to.
-    #[arg(long, value_name = "FILE")]
-    pub prev: Option<PathBuf>,
+    /// What it was built from.
+    #[command(flatten)]
+    pub from: RingSources,
     /// Print one JSON object (result, both digests, every differing key with both values).
     #[arg(long)]
     pub json: bool,
+}
+
+/// What a ring is built from: `ring build` builds with them, `ring verify` rebuilds.
+#[derive(Debug, Args)]
+pub struct RingSources {
+    /// The gate's /history export, or the register's archive of it (history/<slug>.json).
+    #[arg(long, value_name = "FILE")]
+    pub history: PathBuf,
+    /// A witness file (one JSON value); repeat it, in order: order can change the ring.
+    #[arg(long, value_name = "FILE")]
+    pub witness: Vec<PathBuf>,
+    /// The previous ring to chain to (it must be in ring form, for this endpoint, and earlier).
+    #[arg(long, value_name = "FILE")]
+    pub prev: Option<PathBuf>,
+}
+
+impl RingSources {
+    /// The builder's inputs for `month` and `endpoint` (None: the history's).
+    fn inputs<'a>(&'a self, month: &'a str, endpoint: Option<&'a str>) -> Inputs<'a> {
+        Inputs {
+            month,
+            endpoint,
+            history: &self.history,
+            witnesses: &self.witness,
+            prev: self.prev.as_deref(),
+            limits: Limits::default(),
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -142,15 +157,8 @@ pub async fn run(command: RingCommand) -> anyhow::Result<ExitCode> {
 }
 
 fn build(a: BuildArgs) -> anyhow::Result<ExitCode> {
-    let built = ring_files::build(&Inputs {
-        month: &a.month,
-        endpoint: a.endpoint.as_deref(),
-        history: &a.history,
-        witnesses: &a.witness,
-        prev: a.prev.as_deref(),
-        limits: Limits::default(),
-    })
-    .map_err(|e| anyhow!("ring refused: {e}"))?;
+    let built = ring_files::build(&a.from.inputs(&a.month, a.endpoint.as_deref()))
+        .map_err(|e| anyhow!("ring refused: {e}"))?;
     let path = ring_files::out_path(&a.out, &built);
     ring_files::write_once(&path, &built.bytes, a.force)?;
     println!("{}", path.display());
@@ -191,12 +199,8 @@ fn verify(a: VerifyArgs) -> anyhow::Result<ExitCode> {
     let bytes = ring_files::read_capped(&a.ring, limits.ring_file_bytes, "ring")?;
     let (endpoint, month) = claimed(&bytes, &a.ring)?;
     let built = ring_files::build(&Inputs {
-        month: &month,
-        endpoint: Some(&endpoint),
-        history: &a.history,
-        witnesses: &a.witness,
-        prev: a.prev.as_deref(),
         limits,
+        ..a.from.inputs(&month, Some(&endpoint))
     })
     .map_err(|e| anyhow!("the ring could not be rebuilt: {e}"))?;
     let claimed_sha = crate::digest::sha256_hex(&bytes);

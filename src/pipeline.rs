@@ -892,13 +892,13 @@ impl Pipeline {
                     match filing::after_lookup(&lookup, tries, now_t, rand::random::<f64>()) {
                         AfterLookup::Filed(t) => {
                             let row = self
-                                .record_lookup(submission_id, now, t, ex.status, said)
+                                .record_lookup(submission_id, now, t, (ex.status, said))
                                 .await?;
                             return Ok((row, Filing::FoundAtIntake, true));
                         }
                         AfterLookup::AskAgain(t) => {
                             let row = self
-                                .record_lookup(submission_id, now, t, ex.status, said)
+                                .record_lookup(submission_id, now, t, (ex.status, said))
                                 .await?;
                             return Ok((row, Filing::LookupFailed, true));
                         }
@@ -924,7 +924,7 @@ impl Pipeline {
                     let t = Transition::deferred(until);
                     let full = self.lane_full(&row, Some((&limits, &lane, usage)), now_t);
                     let row = self
-                        .record_attempt(submission_id, now, t, 0, body.into(), full)
+                        .record_attempt(submission_id, now, t, (0, body.into()), full)
                         .await?;
                     return Ok((row, Filing::DeferredLocally, looked_up));
                 }
@@ -958,7 +958,7 @@ impl Pipeline {
             .then(|| self.lane_full(&row, None, now_t))
             .flatten();
         let row = self
-            .record_attempt(submission_id, now, t, ex.status, logged, full)
+            .record_attempt(submission_id, now, t, (ex.status, logged), full)
             .await?;
         Ok((row, Filing::Sent, view.looked_up))
     }
@@ -994,22 +994,12 @@ impl Pipeline {
         submission_id: i64,
         now: String,
         t: Transition,
-        status: u16,
-        body: String,
+        answer: (u16, String),
         full: Option<HookWrite>,
     ) -> Result<Submission, PipelineError> {
-        self.with_store(move |s| {
-            let next_attempt_at = t.retry_at.map(rfc3339_seconds);
-            let attempt = attempt_result(&t, status, &body, next_attempt_at.as_deref());
-            outbox::record_attempt_then(s.connection(), submission_id, &now, &attempt, |c| {
-                match full {
-                    Some(write) => write(c),
-                    None => Ok(()),
-                }
-            })?;
-            outbox::get(s.connection(), submission_id)
-        })
-        .await
+        let then: HookWrite = full.unwrap_or_else(|| Box::new(|_| Ok(())));
+        self.record_answer(submission_id, now, t, answer, then)
+            .await
     }
 
     /// Log a lookup that settled a row (found) or left it waiting (failed), counted on its row
@@ -1019,15 +1009,27 @@ impl Pipeline {
         submission_id: i64,
         now: String,
         t: Transition,
-        status: u16,
-        body: String,
+        answer: (u16, String),
+    ) -> Result<Submission, PipelineError> {
+        let count: HookWrite = Box::new(move |c| outbox::count_lookup(c, submission_id));
+        self.record_answer(submission_id, now, t, answer, count)
+            .await
+    }
+
+    /// An answer (status and body) logged on the submission with `then` in its transaction;
+    /// the row as it now stands.
+    async fn record_answer(
+        &self,
+        submission_id: i64,
+        now: String,
+        t: Transition,
+        (status, body): (u16, String),
+        then: HookWrite,
     ) -> Result<Submission, PipelineError> {
         self.with_store(move |s| {
             let next_attempt_at = t.retry_at.map(rfc3339_seconds);
             let attempt = attempt_result(&t, status, &body, next_attempt_at.as_deref());
-            outbox::record_attempt_then(s.connection(), submission_id, &now, &attempt, |c| {
-                outbox::count_lookup(c, submission_id)
-            })?;
+            outbox::record_attempt_then(s.connection(), submission_id, &now, &attempt, then)?;
             outbox::get(s.connection(), submission_id)
         })
         .await

@@ -758,6 +758,43 @@ async fn entry_bytes_that_do_not_hash_to_their_claim_are_a_finding() {
     assert_eq!(before, w.own_state());
 }
 
+/// The follower reads an entry's bytes as `ledger verify` does (`audit::read_entry`): a batch
+/// whose `count` is not its number of rows (§4.4) and bytes that are no ledger text are
+/// findings here too, each named once with its entry.
+#[tokio::test(flavor = "current_thread")]
+async fn a_miscounted_batch_and_unreadable_entry_bytes_are_findings_as_ledger_verify_names_them() {
+    let mut w = world(1, "2026-12-01T13:00:00Z");
+    w.ledger.anchor("2026-12-01T14:00:00.000Z", 200);
+    let raw = w.ledger.0.borrow().entries[0].raw.clone();
+    let miscounted = raw.replacen("\"count\":1,", "\"count\":3,", 1);
+    assert_ne!(miscounted, raw, "entry 1 is a batch of 1: {raw}");
+    w.ledger.0.borrow_mut().raw_override.insert(1, miscounted);
+    w.pass("2026-12-01T14:05:00Z").await;
+    let f: Vec<_> = w
+        .findings()
+        .into_iter()
+        .filter(|f| f.kind == "batch_count_differs")
+        .collect();
+    assert_eq!(f.len(), 1, "{:?}", w.kinds());
+    assert_eq!(f[0].entry_n, Some(1));
+    assert_eq!(
+        (&f[0].evidence["count"], &f[0].evidence["rows"]),
+        (&serde_json::json!(3), &serde_json::json!(1))
+    );
+
+    let mut w = world(1, "2026-12-01T13:00:00Z");
+    w.ledger.anchor("2026-12-01T14:00:00.000Z", 200);
+    w.ledger
+        .0
+        .borrow_mut()
+        .raw_override
+        .insert(1, "not a ledger text".into());
+    w.pass("2026-12-01T14:05:00Z").await;
+    let kinds = w.kinds();
+    assert!(kinds.iter().any(|k| k == "entry_unreadable"), "{kinds:?}");
+    assert!(!kinds.iter().any(|k| k == "entry_missing"), "{kinds:?}");
+}
+
 /// An entry the export lists whose raw bytes answer 404 (ledger.md §7 step 3) is the finding
 /// `entry_missing`, kept with its claim; our records and chain stay as they were.
 #[tokio::test(flavor = "current_thread")]

@@ -353,7 +353,7 @@ struct Ended {
 /// Consent given: open the fire's row, walk (and store, and file), close the row.
 async fn walk(target: &Arc<Target>, scheduled: String, ctx: &FireContext) {
     let begin = begin_walk(target, scheduled, db::timestamp(ctx.clock.now()));
-    let id = match ctx.store.with(begin).await {
+    let id = match ctx.store.with_relaxed(begin).await {
         Ok(id) => id,
         Err(e) => {
             tracing::error!(error = %e, "cannot record the walk's start: this fire is skipped");
@@ -364,7 +364,7 @@ async fn walk(target: &Arc<Target>, scheduled: String, ctx: &FireContext) {
     let finished = db::timestamp(ctx.clock.now());
     let r = ctx
         .store
-        .with(move |c| {
+        .with_relaxed(move |c| {
             db::finish_walk(
                 c,
                 id,

@@ -51,6 +51,26 @@ impl DaemonStore {
         self.with_store(move |s| f(s.connection())).await
     }
 
+    /// Run `f` with this connection's commits not waiting for an fsync (`synchronous =
+    /// NORMAL`), for the fires' own rows (`daemon_walks`): two per walk, and with FULL each
+    /// waited for its fsync while holding the store's write lock that the records' commits
+    /// need. With the WAL such a commit survives a process kill; at power loss only the newest
+    /// can be lost (a begun walk then reads as aborted), never one written before a record's
+    /// commit: that commit's fsync covers the whole WAL, these frames with it.
+    pub async fn with_relaxed<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        self.with(move |c| {
+            c.execute_batch("PRAGMA synchronous = NORMAL")?;
+            let result = f(c);
+            c.execute_batch("PRAGMA synchronous = FULL")?;
+            result
+        })
+        .await
+    }
+
     /// Run `f` on the store itself in the blocking pool (its record methods).
     pub async fn with_store<T, F>(&self, f: F) -> Result<T, StoreError>
     where
@@ -64,5 +84,54 @@ impl DaemonStore {
             self.health.refused(why);
         }
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn synchronous(c: &Connection) -> Result<i64, StoreError> {
+        Ok(c.query_row("PRAGMA synchronous", [], |r| r.get(0))?)
+    }
+
+    /// A relaxed write runs with NORMAL (1) and leaves the connection at FULL (2) for the next
+    /// caller, whether it succeeded or failed; what it wrote is there.
+    #[tokio::test]
+    async fn a_relaxed_write_commits_and_leaves_the_connection_at_full() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DaemonStore::open(&dir.path().join("walker.db")).unwrap();
+        assert_eq!(store.with(synchronous).await.unwrap(), 2);
+        let (inside, id) = store
+            .with_relaxed(|c| {
+                let id = crate::store::daemon_walks::begin_walk(
+                    c,
+                    &crate::store::daemon_walks::WalkStart {
+                        target: "t",
+                        origin: "https://agent.example",
+                        endpoint: None,
+                        scheduled_for: "2026-12-04T12:00:00Z",
+                        now: "2026-12-04T12:00:00Z",
+                    },
+                )?;
+                Ok((synchronous(c)?, id))
+            })
+            .await
+            .unwrap();
+        assert_eq!(inside, 1);
+        assert_eq!(store.with(synchronous).await.unwrap(), 2);
+        let failed: Result<(), _> = store
+            .with_relaxed(|c| Ok(c.execute_batch("INSERT INTO no_such_table VALUES (1)")?))
+            .await;
+        assert!(failed.is_err());
+        assert_eq!(store.with(synchronous).await.unwrap(), 2);
+        let reopened = Store::open(store.path()).unwrap();
+        let state: String = reopened
+            .connection()
+            .query_row("SELECT state FROM daemon_walks WHERE id = ?1", [id], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(state, "running");
     }
 }

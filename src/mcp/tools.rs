@@ -184,7 +184,7 @@ fn witness_walk() -> Tool {
                 "type": "object",
                 "properties": {
                     "ledger_url": { "type": "string" },
-                    "state": { "type": "string", "enum": ["skipped", "queued", "sending", "answered", "failed", "unknown"] },
+                    "state": { "type": "string", "enum": crate::filing::bind::BindState::ALL.map(crate::filing::bind::BindState::as_str) },
                     "summary": { "type": "string" },
                     "note": nullable("string"),
                     "task_id": nullable("string"),
@@ -641,6 +641,25 @@ impl Args {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The task binding's states in `witness_walk`'s output schema are the stored states' own
+    /// texts, every one of them, from the typed state (not spelled again in this face).
+    #[test]
+    fn the_task_binding_states_of_the_walk_schema_are_the_typed_states() {
+        let tool = witness_walk();
+        let schema = Value::Object((*tool.output_schema.unwrap()).clone());
+        let states = schema
+            .pointer("/properties/task_binding/anyOf")
+            .and_then(Value::as_array)
+            .and_then(|a| a.iter().find_map(|v| v.pointer("/properties/state/enum")))
+            .cloned();
+        let texts: Vec<&str> = crate::filing::bind::BindState::ALL
+            .iter()
+            .map(|s| s.as_str())
+            .collect();
+        assert_eq!(states, Some(json!(texts)), "{schema:#}");
+        assert!(texts.contains(&"unknown") && texts.len() == 6);
+    }
 
     /// Every schema node, with its path, for the checks below.
     fn nodes<'a>(v: &'a Value, path: String, out: &mut Vec<(String, &'a Value)>) {

@@ -195,14 +195,10 @@ fn claimed(bytes: &[u8], path: &Path) -> anyhow::Result<(String, String)> {
 }
 
 fn verify(a: VerifyArgs) -> anyhow::Result<ExitCode> {
-    let limits = Limits::default();
-    let bytes = ring_files::read_capped(&a.ring, limits.ring_file_bytes, "ring")?;
+    let bytes = ring_files::read_capped(&a.ring, Limits::default().ring_file_bytes, "ring")?;
     let (endpoint, month) = claimed(&bytes, &a.ring)?;
-    let built = ring_files::build(&Inputs {
-        limits,
-        ..a.from.inputs(&month, Some(&endpoint))
-    })
-    .map_err(|e| anyhow!("the ring could not be rebuilt: {e}"))?;
+    let built = ring_files::build(&a.from.inputs(&month, Some(&endpoint)))
+        .map_err(|e| anyhow!("the ring could not be rebuilt: {e}"))?;
     let claimed_sha = crate::digest::sha256_hex(&bytes);
     let diffs = compare::differing_keys(&built.bytes, &bytes);
     let matched = diffs.is_empty();

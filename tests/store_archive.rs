@@ -7,7 +7,7 @@
 mod store_support;
 
 use conduct_walker::digest::sha256_hex;
-use conduct_walker::store::archive::{Restored, Retention};
+use conduct_walker::store::archive::{ArchiveReport, Restored, Retention};
 use conduct_walker::store::schema::{MIGRATIONS, SCHEMA_VERSION};
 use conduct_walker::store::{ListFilter, NewRecord, ProblemKind, Store, verify};
 use std::io::{Read as _, Write as _};
@@ -336,6 +336,26 @@ fn the_delete_trigger_refuses_rows_no_cut_covers() {
 }
 
 /// Rewrite a segment file's lines through `edit` (as someone with the file could).
+/// A store of 20 daily records whose first 10 days are archived into `<dir>/archive` (on day 20,
+/// keeping 10 days), and that run's report.
+fn twenty_days_first_ten_archived() -> (tempfile::TempDir, PathBuf, PathBuf, ArchiveReport) {
+    let (d, path, _) = store_of(20);
+    let archives = d.path().join("archive");
+    let report = Store::open(&path)
+        .unwrap()
+        .archive(
+            &archives,
+            Retention {
+                all_days: Some(10),
+                unfiled_days: None,
+            },
+            day(20),
+            false,
+        )
+        .unwrap();
+    (d, path, archives, report)
+}
+
 fn rewrite_segment(file: &Path, edit: impl FnOnce(&mut Vec<String>)) {
     let mut text = String::new();
     zstd::stream::read::Decoder::new(std::fs::File::open(file).unwrap())
@@ -355,21 +375,7 @@ fn rewrite_segment(file: &Path, edit: impl FnOnce(&mut Vec<String>)) {
 
 #[test]
 fn an_archive_edited_after_the_fact_is_named_by_file_and_row() {
-    let (d, path, _) = store_of(20);
-    let archives = d.path().join("archive");
-    let store = Store::open(&path).unwrap();
-    store
-        .archive(
-            &archives,
-            Retention {
-                all_days: Some(10),
-                unfiled_days: None,
-            },
-            day(20),
-            false,
-        )
-        .unwrap();
-    drop(store);
+    let (_d, path, archives, _) = twenty_days_first_ten_archived();
     let file = segment_files(&archives).remove(0);
     let name = file.file_name().unwrap().to_str().unwrap().to_string();
     let pristine = std::fs::read(&file).unwrap();
@@ -772,22 +778,8 @@ fn a_record_followed_into_the_ledger_stays_until_anchored() {
 /// form, and the header names the range.
 #[test]
 fn segments_and_cuts_are_dated_by_the_given_clock_and_lines_are_canonical() {
-    let (d, path, _) = store_of(20);
-    let archives = d.path().join("archive");
-    let store = Store::open(&path).unwrap();
-    let report = store
-        .archive(
-            &archives,
-            Retention {
-                all_days: Some(10),
-                unfiled_days: None,
-            },
-            day(20),
-            false,
-        )
-        .unwrap();
+    let (_d, path, archives, report) = twenty_days_first_ten_archived();
     assert_eq!(report.archived(), 10);
-    drop(store);
     let file = segment_files(&archives).remove(0);
     let mut text = String::new();
     zstd::stream::read::Decoder::new(std::fs::File::open(&file).unwrap())

@@ -367,9 +367,9 @@ fn kill_9_while_alerts_are_planned_and_delivered_loses_none() {
     d.stop();
 }
 
-/// Issue 35, README "Alerts": the sandbox's agent whose conduct changes on a schedule opens an
-/// incident and resolves it, alerted to a receiver whose certificate comes from a CA of its own,
-/// trusted through `[network] extra_ca` as the README says.
+/// Issue 35, docs/operator.md "Alerts": the sandbox's agent whose conduct changes on a schedule
+/// opens an incident and resolves it, alerted to a receiver whose certificate comes from a CA of
+/// its own, trusted through `[network] extra_ca` as the operator's guide says.
 #[test]
 fn the_changing_sandbox_agent_opens_and_resolves_an_incident_at_a_receiver_on_its_own_ca() {
     let rt = runtime();
@@ -402,7 +402,7 @@ fn the_changing_sandbox_agent_opens_and_resolves_an_incident_at_a_receiver_on_it
     receiver_ca
         .write_pem(&dir.path().join("receiver-ca.pem"))
         .unwrap();
-    // Without the receiver's CA the same config cannot deliver: the README's step matters.
+    // Without the receiver's CA the same config cannot deliver: the guide's step matters.
     let untrusted = text.replace(
         r#"extra_ca = ["ca.pem", "receiver-ca.pem"]"#,
         r#"extra_ca = ["ca.pem"]"#,

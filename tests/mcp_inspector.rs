@@ -1,6 +1,6 @@
 //! `conduct-walker mcp` under the official MCP Inspector (`@modelcontextprotocol/inspector`
 //! 2.12.0, CLI mode), the tool issue 25 was found with. `--strict` must report no schema
-//! portability problem (it reported 20 `type: [X, "null"]` warnings before), the README's
+//! portability problem (it reported 20 `type: [X, "null"]` warnings before), docs/mcp.md's
 //! stdio form (`--cli ... -- conduct-walker mcp --config F`) must reach the server with its
 //! config, and the HTTP form must work with the bearer token.
 //!

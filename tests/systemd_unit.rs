@@ -5,8 +5,8 @@
 //!
 //! Checked: READY and the status text, the signing key loaded as a credential, walks stored and
 //! signed, reload of a valid and of an invalid config, the watchdog restarting a SIGSTOPped
-//! daemon, a missing key stopping after the start limit with systemd's own message (the one the
-//! README quotes), and a clean stop leaving a self-contained store.
+//! daemon, a missing key stopping after the start limit with systemd's own message (the one
+//! docs/operator.md's troubleshooting quotes), and a clean stop leaving a self-contained store.
 //!
 //! Needs root, debootstrap, systemd-nspawn and nsenter (Debian: `apt-get install
 //! --no-install-recommends debootstrap systemd-container`) and the Debian mirror once. Where any of
@@ -532,7 +532,7 @@ fn the_unit_under_real_systemd() {
         "restarts went on after the start limit"
     );
     assert!(at_limit <= 5, "{at_limit} tries");
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let guide = std::fs::read_to_string(repo().join("docs/operator.md")).unwrap();
     let mut quoted = 0;
     for needle in [
         "Failed to set up credentials",
@@ -542,8 +542,8 @@ fn the_unit_under_real_systemd() {
         if let Some(line) = new.lines().find(|l| l.contains(needle)) {
             quoted += 1;
             assert!(
-                readme.contains(needle),
-                "systemd says {line:?}, which README's troubleshooting does not quote"
+                guide.contains(needle),
+                "systemd says {line:?}, which docs/operator.md's troubleshooting does not quote"
             );
         }
     }

@@ -1,5 +1,6 @@
-//! The daemon's own tables (migration 3, `daemon_walks` and `consent_checks`): plain functions
-//! over a connection to the record store, so they share its file, WAL and migrations.
+//! The daemon's own tables (migration 3, `daemon_walks`, and `consent_checks`, whose row type
+//! lives in [`super::consent_checks`]): plain functions over a connection to the record store, so they
+//! share its file, WAL and migrations.
 
 use super::StoreError;
 use rusqlite::{Connection, params};
@@ -94,38 +95,7 @@ pub fn abort_leftovers(conn: &Connection, now: &str) -> Result<usize, StoreError
     )?)
 }
 
-/// One read of a consent file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConsentRow {
-    pub origin: String,
-    pub checked_at: String,
-    pub outcome: String,
-    pub status: Option<i64>,
-    pub sha256: Option<String>,
-    pub detail: Option<String>,
-}
-
-pub fn insert_consent(conn: &Connection, row: &ConsentRow) -> Result<(), StoreError> {
-    conn.prepare_cached(
-        "INSERT INTO consent_checks (origin, checked_at, outcome, status, sha256, detail) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    )?
-    .execute(params![
-        row.origin,
-        row.checked_at,
-        row.outcome,
-        row.status,
-        row.sha256,
-        row.detail
-    ])?;
-    Ok(())
-}
-
-pub(crate) fn consent_from(r: &rusqlite::Row<'_>) -> rusqlite::Result<ConsentRow> {
-    Ok(from_columns!(r => ConsentRow {
-        origin, checked_at, outcome, status, sha256, detail,
-    }))
-}
+pub use super::consent_checks::{ConsentRow, insert_consent};
 
 /// The latest read of every origin (one summary row each, migration 9).
 pub fn latest_consent(conn: &Connection) -> Result<Vec<ConsentRow>, StoreError> {
@@ -139,6 +109,7 @@ pub fn declined_origins(conn: &Connection) -> Result<Vec<ConsentRow>, StoreError
         .filter(|r| r.outcome == "declined")
         .collect())
 }
+
 
 /// Fires by state (`done`, `aborted`, ...), from the summary rows (migration 9).
 pub fn walks_by_state(conn: &Connection) -> Result<Vec<(String, u64)>, StoreError> {

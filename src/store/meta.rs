@@ -170,6 +170,32 @@ fn misfit(record: &Value) -> MetaError {
 /// The endpoint a purpose names: the rule lives with the record's wire form.
 pub use crate::wire::endpoint_from_purpose;
 
+
+/// What a record shows beyond its `records` columns (migration 5's `record_facts`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Facts {
+    /// Some fetch ended in a transport error (status 0).
+    pub transport_error: bool,
+    /// Names of the failed assertions, in record order.
+    pub failed: Vec<String>,
+    pub witness_name: Option<String>,
+    pub vantage: Option<String>,
+}
+
+/// The same facts from a record's bytes, for stores older than migration 5 (opened read-only,
+/// so never migrated) and to check the SQL derivation against.
+pub fn facts_from_canonical(canonical: &[u8]) -> Facts {
+    let Ok(v) = RecordView::read(canonical) else {
+        return Facts::default();
+    };
+    Facts {
+        transport_error: v.transport_error(),
+        failed: v.assertion_names(super::record_view::Outcome::Failed),
+        witness_name: v.witness_name().map(str::to_string),
+        vantage: v.witness_vantage().map(str::to_string),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -38,6 +38,7 @@ pub mod archive;
 pub mod beside;
 pub mod codec;
 mod columns;
+pub mod consent_checks;
 pub mod daemon_walks;
 pub mod group;
 pub mod integrity;

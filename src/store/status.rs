@@ -8,30 +8,7 @@
 use super::StoreError;
 use rusqlite::{Connection, OptionalExtension, params};
 
-/// What a record shows beyond its `records` columns (migration 5's `record_facts`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Facts {
-    /// Some fetch ended in a transport error (status 0).
-    pub transport_error: bool,
-    /// Names of the failed assertions, in record order.
-    pub failed: Vec<String>,
-    pub witness_name: Option<String>,
-    pub vantage: Option<String>,
-}
-
-/// The same facts from a record's bytes, for stores older than migration 5 (opened read-only,
-/// so never migrated) and to check the SQL derivation against.
-pub fn facts_from_canonical(canonical: &[u8]) -> Facts {
-    let Ok(v) = super::record_view::RecordView::read(canonical) else {
-        return Facts::default();
-    };
-    Facts {
-        transport_error: v.transport_error(),
-        failed: v.assertion_names(super::record_view::Outcome::Failed),
-        witness_name: v.witness_name().map(str::to_string),
-        vantage: v.witness_vantage().map(str::to_string),
-    }
-}
+pub use super::meta::{Facts, facts_from_canonical};
 
 fn split_failed(s: &str) -> Vec<String> {
     s.split(',')
@@ -45,10 +22,7 @@ pub fn has_facts(conn: &Connection) -> Result<bool, StoreError> {
     Ok(super::schema::has_table(conn, "record_facts")?)
 }
 
-/// Whether the store has the daemon's tables (migration 3).
-pub fn has_daemon_walks(conn: &Connection) -> Result<bool, StoreError> {
-    Ok(super::schema::has_table(conn, "daemon_walks")?)
-}
+pub use super::schema::has_daemon_walks;
 
 /// Every distinct value of an indexed text column, in order, by one index seek per value
 /// (a skip scan): a thousand targets cost a thousand seeks, not a pass over every row.

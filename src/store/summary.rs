@@ -11,7 +11,7 @@
 //! compares the two over a store real runs built (`tests/summaries.rs`).
 
 use super::StoreError;
-use super::daemon_walks::ConsentRow;
+use super::consent_checks::ConsentRow;
 use crate::filing::{AnswerKind, SubmissionState};
 use rusqlite::Connection;
 use std::collections::{BTreeMap, BTreeSet};
@@ -83,7 +83,7 @@ pub fn latest_consent(conn: &Connection) -> Result<Vec<ConsentRow>, StoreError> 
         "SELECT c.origin, c.checked_at, c.outcome, c.status, c.sha256, c.detail \
          FROM summary_consent_latest l JOIN consent_checks c ON c.id = l.check_id \
          ORDER BY c.origin",
-        super::daemon_walks::consent_from,
+        super::consent_checks::consent_from,
     )
 }
 
@@ -188,7 +188,7 @@ pub mod recount {
             // Rows may be zstd frames at rest (migration 8).
             let canonical =
                 super::super::codec::decode(conn, r.get(0)?).map_err(rusqlite::Error::from)?;
-            for name in super::super::status::facts_from_canonical(&canonical).failed {
+            for name in super::super::meta::facts_from_canonical(&canonical).failed {
                 *out.entry(name).or_default() += 1;
             }
         }
@@ -196,7 +196,7 @@ pub mod recount {
     }
 
     pub fn fires_by_state(conn: &Connection) -> Result<Vec<(String, u64)>, StoreError> {
-        if !super::super::status::has_daemon_walks(conn)? {
+        if !super::super::schema::has_daemon_walks(conn)? {
             return Ok(Vec::new());
         }
         let mut stmt = conn.prepare_cached(
@@ -207,7 +207,7 @@ pub mod recount {
     }
 
     pub fn last_success(conn: &Connection) -> Result<Vec<(String, String)>, StoreError> {
-        if !super::super::status::has_daemon_walks(conn)? {
+        if !super::super::schema::has_daemon_walks(conn)? {
             return Ok(Vec::new());
         }
         let mut stmt = conn.prepare_cached(
@@ -219,7 +219,7 @@ pub mod recount {
     }
 
     pub fn fired_endpoints(conn: &Connection) -> Result<BTreeSet<String>, StoreError> {
-        if !super::super::status::has_daemon_walks(conn)? {
+        if !super::super::schema::has_daemon_walks(conn)? {
             return Ok(BTreeSet::new());
         }
         let mut stmt = conn.prepare_cached(
@@ -230,7 +230,7 @@ pub mod recount {
     }
 
     pub fn latest_consent(conn: &Connection) -> Result<Vec<ConsentRow>, StoreError> {
-        if !super::super::status::has_daemon_walks(conn)? {
+        if !super::super::schema::has_daemon_walks(conn)? {
             return Ok(Vec::new());
         }
         let mut stmt = conn.prepare_cached(
@@ -238,7 +238,7 @@ pub mod recount {
              FROM consent_checks c JOIN (SELECT origin, max(id) AS id FROM consent_checks GROUP BY origin) m \
              ON c.id = m.id ORDER BY c.origin",
         )?;
-        let rows = stmt.query_map([], super::super::daemon_walks::consent_from)?;
+        let rows = stmt.query_map([], super::super::consent_checks::consent_from)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 

@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 fn main() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/vectors/walks/");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/walks/");
     let mut rec = Vec::new();
     for e in std::fs::read_dir(dir).unwrap() {
         let bytes = std::fs::read(e.unwrap().path()).unwrap();

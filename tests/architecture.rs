@@ -152,6 +152,8 @@ fn collect_mods(
 struct Reach {
     /// (imported top-level module, line)
     imports: Vec<(String, usize)>,
+    /// (the crate-rooted path named, line), for the file-level graph inside a module
+    paths: Vec<(Vec<String>, usize)>,
     /// (function path, lines)
     functions: Vec<(String, usize)>,
 }
@@ -165,8 +167,8 @@ struct Walker<'a> {
 }
 
 impl Walker<'_> {
-    /// The top-level module a path names, if it starts at the crate root.
-    fn resolve(&self, segments: &[String]) -> Option<String> {
+    /// The crate-rooted path a `crate::…` or `super::…` path names.
+    fn absolute(&self, segments: &[String]) -> Option<Vec<String>> {
         let mut here = self.module.clone();
         let mut rest = segments;
         match rest.first().map(String::as_str) {
@@ -182,20 +184,20 @@ impl Walker<'_> {
             }
             _ => return None,
         }
-        let first = if here.is_empty() {
-            rest.first()?.clone()
-        } else {
-            here[0].clone()
-        };
-        self.top_level.contains(&first).then_some(first)
+        here.extend(rest.iter().cloned());
+        Some(here)
     }
 
     fn note(&mut self, segments: &[String], line: usize) {
         if self.in_test > 0 {
             return;
         }
-        if let Some(m) = self.resolve(segments) {
-            self.reach.imports.push((m, line));
+        let Some(path) = self.absolute(segments) else {
+            return;
+        };
+        if let Some(first) = path.first().filter(|m| self.top_level.contains(*m)) {
+            self.reach.imports.push((first.clone(), line));
+            self.reach.paths.push((path, line));
         }
     }
 
@@ -336,9 +338,17 @@ impl<'ast> Visit<'ast> for Walker<'_> {
     }
 }
 
+/// from → to → first place seen (file:line)
+type Edges = BTreeMap<String, BTreeMap<String, String>>;
+
 struct Graph {
-    /// from → to → first place seen (file:line)
-    edges: BTreeMap<String, BTreeMap<String, String>>,
+    /// Between top-level modules.
+    edges: Edges,
+    /// Between the files of one top-level module (`store::summary` → `store::status`), leaving
+    /// out a file's imports of its ancestors (`super::StoreError` in `store/mod.rs`) and of its
+    /// descendants: those are the module's own structure, not a circle.
+    file_edges: Edges,
+    files: BTreeSet<String>,
     long_functions: Vec<(String, usize, String)>,
     top_level: BTreeSet<String>,
 }
@@ -352,7 +362,9 @@ fn read_graph(root: &Path) -> Graph {
         .map(|f| f.module[0].clone())
         .chain(inline_top_level(&src))
         .collect();
-    let mut edges: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    let file_modules: BTreeSet<Vec<String>> = files.iter().map(|f| f.module.clone()).collect();
+    let mut edges = Edges::new();
+    let mut file_edges = Edges::new();
     let mut long_functions = Vec::new();
     for file in &files {
         let text = std::fs::read_to_string(&file.path).unwrap();
@@ -377,6 +389,24 @@ fn read_graph(root: &Path) -> Graph {
                     .or_insert_with(|| format!("{shown}:{line}"));
             }
         }
+        for (path, line) in walker.reach.paths {
+            // The file a path lands in: the longest prefix that is a file's module.
+            let Some(to) = (1..=path.len())
+                .rev()
+                .map(|n| &path[..n])
+                .find(|p| file_modules.contains(*p))
+            else {
+                continue;
+            };
+            let related = to.starts_with(&file.module) || file.module.starts_with(to);
+            if to[0] == *from && !related {
+                file_edges
+                    .entry(file.module.join("::"))
+                    .or_default()
+                    .entry(to.join("::"))
+                    .or_insert_with(|| format!("{shown}:{line}"));
+            }
+        }
         for (function, lines) in walker.reach.functions {
             if lines > MAX_FN_LINES {
                 long_functions.push((function, lines, shown.clone()));
@@ -385,6 +415,8 @@ fn read_graph(root: &Path) -> Graph {
     }
     Graph {
         edges,
+        file_edges,
+        files: file_modules.iter().map(|m| m.join("::")).collect(),
         long_functions,
         top_level,
     }
@@ -405,10 +437,10 @@ fn inline_top_level(src: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Strongly connected components with more than one module (Tarjan).
-fn cycles(graph: &Graph) -> Vec<Vec<String>> {
+/// Strongly connected components with more than one node (Tarjan).
+fn cycles<'g>(edges: &'g Edges, nodes: impl IntoIterator<Item = &'g String>) -> Vec<Vec<String>> {
     struct State<'g> {
-        graph: &'g Graph,
+        edges: &'g Edges,
         index: BTreeMap<&'g str, usize>,
         low: BTreeMap<&'g str, usize>,
         stack: Vec<&'g str>,
@@ -421,8 +453,8 @@ fn cycles(graph: &Graph) -> Vec<Vec<String>> {
         s.low.insert(v, i);
         s.stack.push(v);
         s.on_stack.insert(v);
-        let graph = s.graph;
-        for w in graph.edges.get(v).into_iter().flat_map(|e| e.keys()) {
+        let edges = s.edges;
+        for w in edges.get(v).into_iter().flat_map(|e| e.keys()) {
             let w = w.as_str();
             if !s.index.contains_key(w) {
                 connect(s, w);
@@ -450,19 +482,40 @@ fn cycles(graph: &Graph) -> Vec<Vec<String>> {
         }
     }
     let mut s = State {
-        graph,
+        edges,
         index: BTreeMap::new(),
         low: BTreeMap::new(),
         stack: Vec::new(),
         on_stack: BTreeSet::new(),
         found: Vec::new(),
     };
-    for m in &graph.top_level {
+    for m in nodes {
         if !s.index.contains_key(m.as_str()) {
             connect(&mut s, m);
         }
     }
     s.found
+}
+
+/// Each cycle of `edges` as (key, message naming every edge inside it).
+fn cycle_findings<'g>(
+    edges: &'g Edges,
+    nodes: impl IntoIterator<Item = &'g String>,
+    kind: &str,
+) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    for component in cycles(edges, nodes) {
+        let mut text = format!("cycle among {component:?}:");
+        for a in &component {
+            for (b, place) in edges.get(a).into_iter().flatten() {
+                if component.contains(b) {
+                    write!(text, "\n  {a} -> {b} at {place}").unwrap();
+                }
+            }
+        }
+        found.push((format!("{kind} {}", component.join(",")), text));
+    }
+    found
 }
 
 /// Violations tolerated for now, each named (`up a->b`, `face a->b`, `cycle a,b,…`,
@@ -562,22 +615,23 @@ fn imports_point_down_the_layers() {
 #[test]
 fn top_level_modules_import_each_other_without_cycles() {
     let graph = read_graph(&root());
-    let mut found = Vec::new();
-    for component in cycles(&graph) {
-        let mut text = format!("cycle among {component:?}:");
-        for a in &component {
-            for (b, place) in graph.edges.get(a).into_iter().flatten() {
-                if component.contains(b) {
-                    write!(text, "\n  {a} -> {b} at {place}").unwrap();
-                }
-            }
-        }
-        found.push((format!("cycle {}", component.join(",")), text));
-    }
     judge(
         "cycle",
-        found,
+        cycle_findings(&graph.edges, &graph.top_level, "cycle"),
         "top-level modules must not import each other in a cycle",
+    );
+}
+
+/// Issue 42: no circle inside a module either (`store::daemon_walks` ↔ `store::summary` was
+/// one): files that need each other share a piece that belongs in a file of its own.
+#[test]
+fn the_files_of_a_module_import_each_other_without_cycles() {
+    let graph = read_graph(&root());
+    judge(
+        "file-cycle",
+        cycle_findings(&graph.file_edges, &graph.files, "file-cycle"),
+        "the files of a module must not import each other in a cycle: give the piece they \
+         share a home of its own",
     );
 }
 
@@ -624,7 +678,19 @@ fn the_checker_sees_what_it_must() {
     .unwrap();
     std::fs::write(
         src.join("low/mod.rs"),
-        "pub mod inner;\npub fn f() { crate::high::g(); }\n",
+        "pub mod inner;\npub mod a;\npub mod b;\npub use a::A;\n\
+         pub fn f() { crate::high::g(); }\n",
+    )
+    .unwrap();
+    // A file-level circle inside `low` (a ↔ b); each also imports its parent, which is not one.
+    std::fs::write(
+        src.join("low/a.rs"),
+        "pub struct A;\npub fn fa() { super::b::fb(); super::f(); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("low/b.rs"),
+        "use crate::low::a::A;\npub fn fb() -> Option<A> { None }\n",
     )
     .unwrap();
     std::fs::write(
@@ -671,8 +737,14 @@ fn the_checker_sees_what_it_must() {
         "test-only code (mod t, tests.rs) must not count"
     );
     assert_eq!(
-        cycles(&graph),
+        cycles(&graph.edges, &graph.top_level),
         vec![vec!["high".to_owned(), "low".to_owned()]]
+    );
+    assert_eq!(
+        cycles(&graph.file_edges, &graph.files),
+        vec![vec!["low::a".to_owned(), "low::b".to_owned()]],
+        "a file's imports of its parent (super::f, `pub use a::A`) are not a circle: {:?}",
+        graph.file_edges
     );
     let layers = read_layers(dir.path());
     assert_eq!(layers.of["low"], 0);
@@ -683,4 +755,243 @@ fn the_checker_sees_what_it_must() {
         .map(|(f, n, _)| (f.as_str(), *n))
         .collect();
     assert_eq!(long, vec![("face_a::long", MAX_FN_LINES + 2)]);
+}
+
+/// Where a path leads from `base` (a folder's depth below the repository root, as components):
+/// None when it climbs above the root.
+fn stays_inside(base: &[&str], path: &str) -> bool {
+    let mut depth = base.len() as isize;
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => depth -= 1,
+            _ => depth += 1,
+        }
+        if depth < 0 {
+            return false;
+        }
+    }
+    true
+}
+
+/// The string literals of a Rust file (plain and raw), each with its line and whether it is a
+/// `#[path = …]` attribute's (relative to the file's folder rather than the repository root).
+fn string_literals(text: &str) -> Vec<(String, usize, bool)> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    let line_at = |at: usize| text[..at].matches('\n').count() + 1;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                i += text[i..].find('\n').unwrap_or(text.len() - i);
+            }
+            b'\'' => {
+                // A char literal ('"') or a lifetime: skip a quoted char, leave a lifetime.
+                if bytes.get(i + 2) == Some(&b'\'') {
+                    i += 3;
+                } else if bytes.get(i + 1) == Some(&b'\\') {
+                    i += text[i + 1..].find('\'').map_or(1, |n| n + 2);
+                } else {
+                    i += 1;
+                }
+            }
+            b'r' if matches!(bytes.get(i + 1), Some(b'"' | b'#'))
+                && (i == 0 || !bytes[i - 1].is_ascii_alphanumeric()) =>
+            {
+                let hashes = bytes[i + 1..].iter().take_while(|b| **b == b'#').count();
+                let open = i + 1 + hashes;
+                if bytes.get(open) != Some(&b'"') {
+                    i += 1;
+                    continue;
+                }
+                let close = format!("\"{}", "#".repeat(hashes));
+                let end = text[open + 1..]
+                    .find(&close)
+                    .map_or(text.len(), |n| open + 1 + n);
+                out.push((text[open + 1..end].to_string(), line_at(i), false));
+                i = end + close.len();
+            }
+            b'"' => {
+                let mut j = i + 1;
+                while j < bytes.len() && bytes[j] != b'"' {
+                    j += if bytes[j] == b'\\' { 2 } else { 1 };
+                }
+                let line_start = text[..i].rfind('\n').map_or(0, |n| n + 1);
+                let is_path_attr = text[line_start..i].trim_start().starts_with("#[path");
+                out.push((
+                    text[i + 1..j.min(bytes.len())].to_string(),
+                    line_at(i),
+                    is_path_attr,
+                ));
+                i = j + 1;
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
+/// Markdown link targets (`](target)`) with their lines.
+fn markdown_links(text: &str) -> Vec<(String, usize)> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let mut rest = line;
+        while let Some(at) = rest.find("](") {
+            let after = &rest[at + 2..];
+            let end = after.find(')').unwrap_or(after.len());
+            out.push((after[..end].to_string(), n + 1));
+            rest = &after[end..];
+        }
+    }
+    out
+}
+
+/// Every file under `dir` (recursively) whose name ends with one of `exts`.
+fn files_under(dir: &Path, exts: &[&str], skip: &[&Path], out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if skip.iter().any(|s| path.starts_with(s)) {
+            continue;
+        }
+        if path.is_dir() {
+            files_under(&path, exts, skip, out);
+        } else if exts.iter().any(|e| path.to_string_lossy().ends_with(e)) {
+            out.push(path);
+        }
+    }
+}
+
+/// The paths in `files` that leave the repository: a Rust string literal that climbs above the
+/// root when read from it (or, in `#[path]`, from the file's folder), a manifest path's parent,
+/// a Markdown link that climbs out from the page's folder; and a Markdown link to no file.
+fn paths_leaving(root: &Path, files: &[PathBuf]) -> Vec<String> {
+    let mut found = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let rel = file.strip_prefix(root).unwrap();
+        let shown = rel.display();
+        let folder: Vec<String> = rel
+            .parent()
+            .into_iter()
+            .flat_map(|p| p.components())
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        let folder: Vec<&str> = folder.iter().map(String::as_str).collect();
+        if file.extension().is_some_and(|e| e == "rs") {
+            for (literal, line, is_path_attr) in string_literals(&text) {
+                let candidate = literal.trim_start_matches('/');
+                let climbs = literal.split('/').any(|p| p == "..");
+                if !climbs || literal.contains("://") {
+                    continue;
+                }
+                let base = if is_path_attr { &folder[..] } else { &[][..] };
+                if !stays_inside(base, candidate) {
+                    found.push(format!("{shown}:{line}: \"{literal}\""));
+                }
+            }
+            for (n, line) in text.lines().enumerate() {
+                if line.contains("CARGO_MANIFEST_DIR") && line.contains(".parent()") {
+                    found.push(format!("{shown}:{}: the manifest folder's parent", n + 1));
+                }
+            }
+        } else {
+            for (target, line) in markdown_links(&text) {
+                let local = !target.contains("://") && !target.starts_with('#');
+                let path = target.split('#').next().unwrap_or_default();
+                if local && !stays_inside(&folder, path) {
+                    found.push(format!("{shown}:{line}: link ({target})"));
+                } else if local && !path.is_empty() && !file.parent().unwrap().join(path).exists() {
+                    found.push(format!("{shown}:{line}: link to nothing ({target})"));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Issue 42: the repository stands alone. No source, test, bench or page reads or links a
+/// path outside it (the test vectors live in tests/vectors/, the docs link public sources), so
+/// a clone without the implementer's reference folder beside it runs every test. The vectors
+/// themselves are copied unchanged and left out; `.ci/run` is checked by running CI with that
+/// folder out of reach (ARCHITECTURE.md "The repository stands alone").
+#[test]
+fn nothing_reads_or_links_outside_the_repository() {
+    let root = root();
+    let mut files = Vec::new();
+    // The vectors are copied unchanged; this file's fixtures name ways out on purpose.
+    let skip = [root.join("tests/vectors"), root.join("tests/architecture.rs")];
+    let skip: Vec<&Path> = skip.iter().map(PathBuf::as_path).collect();
+    for dir in ["src", "tests", "benches", "docs", "fuzz"] {
+        files_under(&root.join(dir), &[".rs", ".md"], &skip, &mut files);
+    }
+    for page in ["README.md", "ARCHITECTURE.md", "BENCHMARKS.md"] {
+        files.push(root.join(page));
+    }
+    assert!(files.len() > 100, "only {} files read", files.len());
+    let leaving = paths_leaving(&root, &files);
+    assert!(
+        leaving.is_empty(),
+        "paths that leave the repository (copy what a test needs into tests/vectors/ with its \
+         provenance; link public sources):\n{}",
+        leaving.join("\n")
+    );
+}
+
+/// The checker of [`nothing_reads_or_links_outside_the_repository`] sees each way out.
+#[test]
+fn the_repository_checker_sees_each_way_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("tests/sub")).unwrap();
+    std::fs::create_dir_all(root.join("docs")).unwrap();
+    let leaves = concat!("..", "/shared/vectors");
+    std::fs::write(
+        root.join("tests/a.rs"),
+        format!(
+            "#[path = \"../tests/sub/b.rs\"] mod b;\n\
+             // \"{leaves}\" in a comment is no read\n\
+             const URL: &str = \"https://h/x/../y\";\n\
+             fn f() {{ let _ = std::path::Path::new(\"{leaves}\"); }}\n\
+             const C: char = '\"';\n\
+             const D: &str = concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/{leaves}\");\n\
+             const R: &str = r#\"..{sep}..{sep}etc\"#;\n\
+             fn g() {{ let _ = std::path::Path::new(env!(\"CARGO_MANIFEST_DIR\")).parent(); }}\n",
+            sep = "/"
+        ),
+    )
+    .unwrap();
+    std::fs::write(root.join("tests/sub/b.rs"), "#[path = \"../../../x.rs\"] mod x;\n").unwrap();
+    std::fs::write(
+        root.join("docs/page.md"),
+        format!(
+            "[ok](page.md#top) [web](https://a2a-protocol.org/) [no](../{leaves}/x.json)\n\
+             [dead](gone.md)\n"
+        ),
+    )
+    .unwrap();
+    let files = vec![
+        root.join("tests/a.rs"),
+        root.join("tests/sub/b.rs"),
+        root.join("docs/page.md"),
+    ];
+    let found: Vec<String> = paths_leaving(root, &files)
+        .into_iter()
+        .map(|f| f.split(": ").next().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        found,
+        [
+            "tests/a.rs:4",
+            "tests/a.rs:6",
+            "tests/a.rs:7",
+            "tests/a.rs:8",
+            "tests/sub/b.rs:1",
+            "docs/page.md:1",
+            "docs/page.md:2"
+        ]
+    );
 }

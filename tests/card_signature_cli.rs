@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 const BIN: &str = env!("CARGO_BIN_EXE_conduct-walker");
 
 fn signed_vectors() -> Value {
-    let path = conduct_walker::sandbox::shared_vectors("card-signature/signed.json");
+    let path = conduct_walker::sandbox::test_vectors("card-signature/signed.json");
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 

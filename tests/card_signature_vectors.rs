@@ -17,7 +17,7 @@ const ORIGIN: &str = "https://stonework.example";
 const NOW: i64 = 1_796_083_200;
 
 fn shared(rel: &str) -> PathBuf {
-    conduct_walker::sandbox::shared_vectors("").join(rel)
+    conduct_walker::sandbox::test_vectors("").join(rel)
 }
 
 fn load(rel: &str) -> Value {

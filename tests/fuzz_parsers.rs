@@ -1,7 +1,7 @@
 //! Property-based fuzzing of every parser that reads a stranger's bytes (issue 14, section 2),
 //! on the stable toolchain with `proptest`. CI runs a short fixed-seed pass (the default case
 //! count below); a long run is `FUZZ_CASES=1000000 cargo test --release --test fuzz_parsers`,
-//! measured outside CI. Seeds: the shared vectors and shapes the sandbox's hostile cards use.
+//! measured outside CI. Seeds: the test vectors and shapes the sandbox's hostile cards use.
 //! Each property says what must hold besides "no panic".
 
 use conduct_walker::net::{Exchange, HttpRequest};
@@ -91,6 +91,7 @@ fn exchange(status: u16, body: Vec<u8>, headers: Vec<(String, String)>) -> Excha
         body,
         duration_ms: 1,
         transport_error: None,
+        cut_answer: None,
     }
 }
 
@@ -270,9 +271,9 @@ fn import_lines_and_event_streams_never_panic() {
 }
 
 #[test]
-fn the_shared_vectors_survive_the_parsers() {
-    // Seed corpus: every JSON file of the shared vectors goes through every reader.
-    let root = conduct_walker::sandbox::shared_vectors("");
+fn the_test_vectors_survive_the_parsers() {
+    // Seed corpus: every JSON file of the test vectors goes through every reader.
+    let root = conduct_walker::sandbox::test_vectors("");
     let mut seen = 0;
     let mut stack = vec![root];
     while let Some(dir) = stack.pop() {

@@ -1,10 +1,10 @@
-//! RFC 8785 reference pairs (`../shared/vectors/jcs`, cyberphone/json-canonicalization).
+//! RFC 8785 reference pairs (`tests/vectors/jcs`, cyberphone/json-canonicalization).
 
 use conduct_walker::jcs;
 use std::path::PathBuf;
 
 fn vectors() -> PathBuf {
-    conduct_walker::sandbox::shared_vectors("jcs")
+    conduct_walker::sandbox::test_vectors("jcs")
 }
 
 #[test]

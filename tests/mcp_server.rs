@@ -1048,7 +1048,7 @@ async fn on_stdio_invalid_utf8_and_overlong_lines_get_the_parse_error_and_servin
 async fn ring_verify_rebuilds_a_published_ring_from_its_texts() {
     let w = World::new().await;
     let client = w.connect(&[], "").await;
-    let dir = conduct_walker::sandbox::shared_vectors("rings").join("real");
+    let dir = conduct_walker::sandbox::test_vectors("rings").join("real");
     let ring =
         std::fs::read_to_string(dir.join("rings/mcp-horizonshield-dev-mcp/2026-08.json")).unwrap();
     let history =

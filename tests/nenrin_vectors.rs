@@ -1,5 +1,5 @@
-//! Byte conformance with `../shared/vectors/nenrin-canonical.json` and the two reference walks
-//! in `../shared/vectors/walks/` (conduct-walk.md §2.6, §2.7, §3, §4.1, §7).
+//! Byte conformance with `tests/vectors/nenrin-canonical.json` and the two reference walks
+//! in `tests/vectors/walks/` (conduct-walk.md §2.6, §2.7, §3, §4.1, §7).
 
 use conduct_walker::canonical::{self, python_pair_text};
 use conduct_walker::digest::{headers_sha256, sha256_hex};
@@ -12,7 +12,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 
 fn shared(path: &str) -> PathBuf {
-    conduct_walker::sandbox::shared_vectors("").join(path)
+    conduct_walker::sandbox::test_vectors("").join(path)
 }
 
 fn vectors() -> Value {

@@ -672,7 +672,7 @@ async fn cards_listing_terms_match_the_reference_record() {
     let stage = Stage::start(&ca, loopback(), &[]).await;
     let intake = CapturingIntake::start(&ca).await;
     let origin = stage.origin();
-    let standing = std::fs::read(conduct_walker::sandbox::shared_vectors(
+    let standing = std::fs::read(conduct_walker::sandbox::test_vectors(
         "sow/standing-proposal.signed.json",
     ))
     .expect("the standing proposal vector");

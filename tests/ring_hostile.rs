@@ -396,7 +396,7 @@ fn carried_text_is_capped_and_refused_clearly() {
 /// Mutated vectors: every byte string gives a ring or a refusal, never a panic.
 #[test]
 fn mutated_inputs_never_panic() {
-    let dir = conduct_walker::sandbox::shared_vectors("rings");
+    let dir = conduct_walker::sandbox::test_vectors("rings");
     let history = std::fs::read(dir.join("v11-columns/history.json")).unwrap();
     let witnesses: Vec<Vec<u8>> = (1..=14)
         .map(|i| std::fs::read(dir.join(format!("v11-columns/w{i:02}.json"))).unwrap())

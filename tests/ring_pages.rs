@@ -13,7 +13,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_conduct-walker");
 const ENDPOINT: &str = "https://mcp.horizonshield.dev/mcp";
 
 fn vectors() -> std::path::PathBuf {
-    conduct_walker::sandbox::shared_vectors("rings")
+    conduct_walker::sandbox::test_vectors("rings")
 }
 
 /// The register's layout: rings/<slug>/2026-08.json with its envelope, September (built by

@@ -1,4 +1,4 @@
-//! Every case of `../shared/vectors/rings/cases.json` (rings.md): each ring byte for byte, each
+//! Every case of `tests/vectors/rings/cases.json` (rings.md): each ring byte for byte, each
 //! refusal refused with nothing written, each Statement byte for byte, both published DSSE
 //! envelopes verified, and any changed byte of an envelope, its key or its ring failing with
 //! the check it broke. Through the library and through the command line.
@@ -14,7 +14,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_conduct-walker");
 const AUGUST_SHA256: &str = "9ca61125dcb3e566a34e4542641324987b1fa2a3f1f5f8c5086126f45aa4b953";
 
 fn dir() -> PathBuf {
-    conduct_walker::sandbox::shared_vectors("rings")
+    conduct_walker::sandbox::test_vectors("rings")
 }
 
 fn cases() -> Vec<Value> {

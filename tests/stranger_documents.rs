@@ -157,7 +157,7 @@ async fn terms_verify_of_a_proposal_nested_deep_at_price_grade_is_unparseable_wi
     // The standing proposal of the vectors with 1 MB of nested copies at /price/grade
     // (261 MiB before).
     let mut proposal: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(conduct_walker::sandbox::shared_vectors(
+        &std::fs::read(conduct_walker::sandbox::test_vectors(
             "sow/standing-proposal.signed.json",
         ))
         .unwrap(),

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use std::path::Path;
 
 fn standing_bytes() -> Vec<u8> {
-    std::fs::read(conduct_walker::sandbox::shared_vectors(
+    std::fs::read(conduct_walker::sandbox::test_vectors(
         "sow/standing-proposal.signed.json",
     ))
     .unwrap()

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 fn sow_dir() -> PathBuf {
-    conduct_walker::sandbox::shared_vectors("sow")
+    conduct_walker::sandbox::test_vectors("sow")
 }
 
 fn standing_bytes() -> Vec<u8> {

@@ -1,4 +1,4 @@
-//! The shared Agent SoW vectors (`../shared/vectors/sow`) through the terms verifier: the
+//! The Agent SoW vectors (`tests/vectors/sow`) through the terms verifier: the
 //! standing proposal verifies, the agreed document is refused, every tamper and encoding
 //! negative breaks the signature, and NKeys decode with their checksum checked.
 
@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use std::path::PathBuf;
 
 fn dir() -> PathBuf {
-    conduct_walker::sandbox::shared_vectors("sow")
+    conduct_walker::sandbox::test_vectors("sow")
 }
 
 fn read(name: &str) -> Vec<u8> {

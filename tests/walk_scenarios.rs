@@ -730,6 +730,7 @@ fn recorded(
                 body,
                 duration_ms: 1,
                 transport_error: None,
+                cut_answer: None,
             },
         )
     };
@@ -918,11 +919,11 @@ async fn every_scenario_walks_to_a_record_the_intake_would_accept() {
 #[tokio::test]
 async fn terms_listed_on_the_card_enter_the_record_without_touching_the_verdict() {
     use conduct_walker::terms::TERMS_EXTENSION_URI;
-    let standing = std::fs::read(conduct_walker::sandbox::shared_vectors(
+    let standing = std::fs::read(conduct_walker::sandbox::test_vectors(
         "sow/standing-proposal.signed.json",
     ))
     .unwrap();
-    let digest = std::fs::read_to_string(conduct_walker::sandbox::shared_vectors(
+    let digest = std::fs::read_to_string(conduct_walker::sandbox::test_vectors(
         "sow/standing-proposal.digest",
     ))
     .unwrap();

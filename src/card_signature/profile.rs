@@ -907,7 +907,7 @@ mod tests {
     /// astral and private-use characters in names and values, and numbers of every form.
     #[test]
     fn direct_rfc8785_writer_matches_serde_jcs() {
-        let root = crate::sandbox::shared_vectors("");
+        let root = crate::sandbox::test_vectors("");
         let mut docs: Vec<Value> = Vec::new();
         for entry in std::fs::read_dir(root.join("jcs/input")).unwrap() {
             let bytes = std::fs::read(entry.unwrap().path()).unwrap();

@@ -9,15 +9,9 @@ pub use agent::{
 };
 pub use https::{Body, Handler, HttpsServer, Req, Resp, SandboxCa, WireLog, handler};
 
-/// A path under the shared test vectors (`../shared/vectors` beside the repository). Panics
-/// naming the folder it looked for when the shared folder is not there, so a test run on a
-/// clone without it says why instead of "No such file or directory".
-pub fn shared_vectors(rel: &str) -> std::path::PathBuf {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/vectors");
-    assert!(
-        root.is_dir(),
-        "the test vectors are read from {}, which is not there: put the shared folder beside the repository (../shared)",
-        root.display()
-    );
+/// A path under the test vectors (`tests/vectors/` in the repository; where each file came
+/// from: `tests/vectors/PROVENANCE.md`).
+pub fn test_vectors(rel: &str) -> std::path::PathBuf {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors");
     root.join(rel)
 }

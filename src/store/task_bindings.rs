@@ -270,7 +270,7 @@ mod tests {
         let rec = store
             .insert_record(&NewRecord {
                 // A real record (the reference's sample walk): the store checks what it keeps.
-                canonical: std::fs::read(crate::sandbox::shared_vectors(
+                canonical: std::fs::read(crate::sandbox::test_vectors(
                     "walks/walk_97b7e4883e8b.json",
                 ))
                 .unwrap(),

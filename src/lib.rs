@@ -26,6 +26,7 @@ pub mod ledger;
 pub mod ledger_plan;
 pub mod mcp;
 pub mod mem;
+pub mod output;
 pub mod net;
 pub mod pages;
 pub mod pipeline;

@@ -41,30 +41,10 @@ fn serves(command: &Command) -> bool {
     }
 }
 
-/// Whether a closed standard output may end the command, as it ends `ls | head`: every
-/// command that prints and finishes. Not the servers, whose output is a log (a journal that
-/// restarts must not kill the daemon) or a protocol they answer errors on.
-fn ends_with_its_reader(command: &Command) -> bool {
-    !matches!(
-        command,
-        Command::Run(_)
-            | Command::Mcp(_)
-            | Command::IntakeEmulator(_)
-            | Command::Records(RecordsCommand::Serve { .. })
-    )
-}
-
-/// Rust starts with SIGPIPE ignored, so a write into a pipe whose reader went away fails with
-/// EPIPE and `println!` panics (exit 101, issue 35: `alerts list | head`). With the default
-/// action back, such a command ends as the shell expects (status 141), quietly. Sockets are
-/// unaffected: the standard library sends with MSG_NOSIGNAL.
-fn end_quietly_when_the_reader_goes_away() {
-    #[cfg(unix)]
-    // SAFETY: called before any thread starts; SIG_DFL is a valid disposition for SIGPIPE.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
-}
+// SIGPIPE stays ignored, as Rust starts it, in every command (issue 42): the TLS stack writes
+// to sockets with `writev`, which raises SIGPIPE on a connection the peer reset, so its default
+// action would let any server end a walk. A standard output whose reader went away is handled
+// where output is written (`conduct_walker::output`): quietly, without ending the work.
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -79,9 +59,6 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    if ends_with_its_reader(&cli.command) {
-        end_quietly_when_the_reader_goes_away();
-    }
     let mut builder = if serves(&cli.command) {
         // Before any thread starts (issue 27, `conduct_walker::mem`).
         conduct_walker::mem::bound_malloc_arenas();

@@ -45,7 +45,7 @@ pub async fn run(cmd: AlertsCommand) -> anyhow::Result<ExitCode> {
 async fn test(arg: &ConfigFileArg, only: Option<&str>) -> anyhow::Result<ExitCode> {
     let cfg = config::load(&arg.path()?)?;
     if !cfg.alerts.enabled() {
-        println!("no [[alerts.channel]] configured: nothing to test");
+        crate::outln!("no [[alerts.channel]] configured: nothing to test");
         return Ok(ExitCode::from(EXIT_ERROR));
     }
     if let Some(name) = only
@@ -63,7 +63,7 @@ async fn test(arg: &ConfigFileArg, only: Option<&str>) -> anyhow::Result<ExitCod
     {
         let answer = s.send(&transport, &payload).await;
         all_ok &= matches!(answer, Answer::Delivered { .. });
-        println!(
+        crate::outln!(
             "{} ({}): {}",
             s.channel.name,
             s.channel.kind.as_str(),
@@ -97,14 +97,14 @@ fn list(db: &DbArg, as_json: bool, limit: u32) -> anyhow::Result<ExitCode> {
             "alerts": rows,
             "by_state": states.iter().map(|(s, n)| (s.clone(), *n)).collect::<std::collections::BTreeMap<_, _>>(),
         });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::from(EXIT_OK));
     }
     if open.is_empty() {
-        println!("no open incident");
+        crate::outln!("no open incident");
     }
     for i in &open {
-        println!(
+        crate::outln!(
             "OPEN {} {} #{} since {}{}",
             i.target,
             i.kind,
@@ -118,7 +118,7 @@ fn list(db: &DbArg, as_json: bool, limit: u32) -> anyhow::Result<ExitCode> {
         );
     }
     for r in &rows {
-        println!(
+        crate::outln!(
             "{} {} {} {} -> {} {} {} attempt(s){}{}",
             r.created_at,
             r.alert_id,
@@ -137,7 +137,7 @@ fn list(db: &DbArg, as_json: bool, limit: u32) -> anyhow::Result<ExitCode> {
         );
     }
     let summary: Vec<String> = states.iter().map(|(s, n)| format!("{n} {s}")).collect();
-    println!(
+    crate::outln!(
         "alerts: {}",
         if summary.is_empty() {
             "none".to_string()

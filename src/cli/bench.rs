@@ -139,7 +139,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     config.extra_roots = vec![ca.cert_der()];
     let transport = Transport::new(config)?;
     let setup = setup_started.elapsed();
-    println!(
+    crate::outln!(
         "conduct-walker bench: {} agents started in {:.2} s; {} walks (a2a 1.0, 3 HTTPS requests each), concurrency {}",
         sizes.agents,
         setup.as_secs_f64(),
@@ -214,17 +214,17 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         ),
     ];
     let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
-    println!();
-    println!("| {:width$} | {:>12} |", "what", "measured");
-    println!("|{}|{}|", "-".repeat(width + 2), "-".repeat(14));
+    crate::outln!();
+    crate::outln!("| {:width$} | {:>12} |", "what", "measured");
+    crate::outln!("|{}|{}|", "-".repeat(width + 2), "-".repeat(14));
     for (k, v) in &rows {
-        println!("| {k:width$} | {v:>12} |");
+        crate::outln!("| {k:width$} | {v:>12} |");
     }
     if !errors.is_empty() {
         // The first few are enough to see what went wrong; they are usually all alike.
-        eprintln!("\n{} walk(s) were errors; the first ones:", errors.len());
+        crate::errln!("\n{} walk(s) were errors; the first ones:", errors.len());
         for e in errors.iter().take(5) {
-            eprintln!("  {e}");
+            crate::errln!("  {e}");
         }
         return Ok(ExitCode::from(super::EXIT_FINDING));
     }

@@ -92,12 +92,12 @@ async fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         card_signature::verify_card_bytes(&bytes, &origin, Some(&jwks_transport), &trust).await?;
 
     if args.json {
-        println!(
+        crate::outln!(
             "{}",
             serde_json::to_string_pretty(&result.record_block(false))?
         );
     } else {
-        print!("{}", render(&result));
+        crate::out!("{}", render(&result));
     }
     // Usage and I/O errors (exit 2) are the `?`s above; an unsigned card is a finding.
     Ok(super::exit_answer(result.valid))

@@ -84,7 +84,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<super::Handoff> {
 
 pub fn print_config(args: PrintConfigArgs) -> anyhow::Result<ExitCode> {
     let cfg = config::load(&args.config.path()?)?;
-    print!("{}", cfg.effective_toml());
+    crate::out!("{}", cfg.effective_toml());
     Ok(ExitCode::from(super::EXIT_OK))
 }
 
@@ -98,11 +98,11 @@ fn check(file: &Path, reload: bool) -> anyhow::Result<ExitCode> {
     let cfg = match config::load(file) {
         Ok(c) => c,
         Err(config::ConfigError::Invalid { path, problems }) => {
-            println!("{}: INVALID", path.display());
+            crate::outln!("{}: INVALID", path.display());
             for p in &problems {
-                println!("  error: {p}");
+                crate::outln!("  error: {p}");
             }
-            println!(
+            crate::outln!(
                 "{}; the daemon would refuse to start",
                 problems_count(problems.len())
             );
@@ -111,18 +111,18 @@ fn check(file: &Path, reload: bool) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(e).context("config check"),
     };
     let (lines, problems) = explain_for(&cfg, reload);
-    println!("{}: parsed", cfg.path.display());
+    crate::outln!("{}: parsed", cfg.path.display());
     for l in &lines {
-        println!("{l}");
+        crate::outln!("{l}");
     }
     if problems.is_empty() {
-        println!("OK: the daemon can start with this file");
+        crate::outln!("OK: the daemon can start with this file");
         Ok(ExitCode::from(super::EXIT_OK))
     } else {
         for p in &problems {
-            println!("  error: {p}");
+            crate::outln!("  error: {p}");
         }
-        println!(
+        crate::outln!(
             "{}; the daemon would refuse to start",
             problems_count(problems.len())
         );

@@ -29,7 +29,7 @@ pub const CONFIG_PAGE: &str = "conduct-walker.toml.5";
 
 pub fn completions(args: CompletionsArgs) -> anyhow::Result<ExitCode> {
     use std::io::Write as _;
-    std::io::stdout()
+    crate::output::stdout()
         .write_all(completion_script(args.shell).as_bytes())
         .context("cannot write the completion script")?;
     Ok(ExitCode::from(super::EXIT_OK))
@@ -54,7 +54,7 @@ pub fn completion_script(shell: clap_complete::Shell) -> String {
 
 pub fn man(args: ManArgs) -> anyhow::Result<ExitCode> {
     let written = write_man_pages(&args.out)?;
-    println!(
+    crate::outln!(
         "wrote {} man pages under {}",
         written.len(),
         args.out.display()

@@ -90,7 +90,7 @@ pub async fn run(args: IntakeEmulatorArgs) -> anyhow::Result<ExitCode> {
                 .to_string()
         }
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::stdout();
     let drop_line = match args.drop_answers {
         Some(rate) => format!(
             "dropping answers: {rate} of POST /witness stored, then closed without an answer (seed {}); POSTs per record at {}/emulator/posts",
@@ -104,7 +104,6 @@ pub async fn run(args: IntakeEmulatorArgs) -> anyhow::Result<ExitCode> {
         .and_then(|_| writeln!(out, "{ca_line}"))
         .and_then(|_| writeln!(out, "{drop_line}"))
         .and_then(|_| out.flush());
-    drop(out);
 
     shutdown_signal().await;
     drop(running);

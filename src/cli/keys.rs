@@ -23,17 +23,17 @@ pub struct PubkeyArgs {
 
 pub fn keygen(args: KeygenArgs) -> anyhow::Result<ExitCode> {
     let key = generate_key_file(&args.out)?;
-    eprintln!(
+    crate::errln!(
         "wrote {} (mode 0600); serve this document at your key_url:",
         args.out.display()
     );
-    println!("{}", key_document(&key));
+    crate::outln!("{}", key_document(&key));
     Ok(ExitCode::from(super::EXIT_OK))
 }
 
 pub fn pubkey(args: PubkeyArgs) -> anyhow::Result<ExitCode> {
     let path = resolve_key_path(args.key.as_deref()).ok_or(KeyError::NoKey)?;
     let key = load_signing_key(&path)?;
-    println!("{}", key_document(&key));
+    crate::outln!("{}", key_document(&key));
     Ok(ExitCode::from(super::EXIT_OK))
 }

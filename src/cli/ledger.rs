@@ -400,23 +400,23 @@ async fn verify_command(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         Ok(r) => r,
         Err(e) => {
             if args.json {
-                println!(
+                crate::outln!(
                     "{}",
                     serde_json::json!({"ledger": client.origin(), "holds": null, "could_not_check": e.to_string()})
                 );
             } else {
-                eprintln!("conduct-walker: error: {e}");
+                crate::errln!("conduct-walker: error: {e}");
             }
             return Ok(ExitCode::from(EXIT_ERROR));
         }
     };
     if args.json {
-        println!(
+        crate::outln!(
             "{}",
             serde_json::to_string(&report).expect("a report serialises")
         );
     } else {
-        print!("{}", text_report(&report));
+        crate::out!("{}", text_report(&report));
     }
     Ok(super::exit_answer(report.holds))
 }

@@ -65,21 +65,21 @@ pub async fn follow_with<R: LedgerReads>(
         let reads = match reads_for(&intake) {
             Ok(r) => r,
             Err(e) => {
-                eprintln!("{intake}: not followed: {e:#}");
+                crate::errln!("{intake}: not followed: {e:#}");
                 continue;
             }
         };
         let r = follower::pass(&reads, store, &intake, policy, now).await?;
         found |= r.findings_opened > 0;
         if as_json {
-            println!("{}", serde_json::to_string(&r)?);
+            crate::outln!("{}", serde_json::to_string(&r)?);
         } else {
-            println!("{}", pass_line(&r));
+            crate::outln!("{}", pass_line(&r));
         }
         reports.push(r);
     }
     if reports.is_empty() && !as_json {
-        println!("no filed records to follow");
+        crate::outln!("no filed records to follow");
     }
     let code = if found { EXIT_FINDING } else { EXIT_OK };
     Ok((ExitCode::from(code), reports))
@@ -118,7 +118,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
         let replies = reply_counts.get(&row.sha256).copied().unwrap_or(0);
         any_finding |= !findings.is_empty();
         if args.json {
-            println!(
+            crate::outln!(
                 "{}",
                 json!({"sha256": row.sha256, "intake_url": row.intake_url, "state": row.state,
                     "describe": row.describe(), "filed_at": row.filed_at, "polls": row.polls,
@@ -142,19 +142,19 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
             if replies > 0 {
                 line.push_str(&format!("  {replies} repl(y/ies) from the measured party"));
             }
-            println!("{line}");
+            crate::outln!("{line}");
         }
     }
     for i in &intakes {
         any_finding |= i.findings > 0;
         if args.json {
-            println!("{}", json!({"intake": i}));
+            crate::outln!("{}", json!({"intake": i}));
         } else {
             let head = match (i.head_n, &i.head) {
                 (Some(n), Some(h)) => format!("head held n={n} {}", &h[..h.len().min(12)]),
                 _ => "no head held yet".into(),
             };
-            println!(
+            crate::outln!(
                 "{}: {} filed, {} pending, {} anchored ({} inclusion verified), {} overdue, {} finding(s) opened; {head}; {} read(s) in {} pass(es), last {}",
                 i.intake_url,
                 i.filed,
@@ -170,7 +170,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if rows.is_empty() && !args.json {
-        println!("no filed records followed yet");
+        crate::outln!("no filed records followed yet");
     }
     // Read-only: exit 1 when the ledger gave a finding, like `records verify` on a problem.
     Ok(super::exit_answer(!any_finding))
@@ -259,12 +259,12 @@ pub async fn pull_command(args: &PullArgs) -> anyhow::Result<ExitCode> {
             }
         }
         if args.json {
-            println!(
+            crate::outln!(
                 "{}",
                 json!({"intake": intake, "endpoint": args.endpoint, "pull": total})
             );
         } else {
-            println!(
+            crate::outln!(
                 "{intake}: {} batch entr(y/ies) read up to entry {}: {} record(s) about {}, {} of ours, {} other witnesses' kept ({} disagree with their batch){}",
                 total.entries_read,
                 total.upto,
@@ -281,7 +281,7 @@ pub async fn pull_command(args: &PullArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    println!(
+    crate::outln!(
         "checked against their batch (sha, fields); the ledger keeps no signature, so who signed them is not checked"
     );
     store.checkpoint()?;

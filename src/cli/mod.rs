@@ -90,7 +90,7 @@ pub fn exit_answer(yes: bool) -> ExitCode {
 
 /// Print a one-line error and return exit code 2.
 pub fn fail(err: &anyhow::Error) -> ExitCode {
-    eprintln!("conduct-walker: error: {}", one_line(err));
+    crate::errln!("conduct-walker: error: {}", one_line(err));
     ExitCode::from(EXIT_ERROR)
 }
 

@@ -48,15 +48,15 @@ fn list(db: &DbArg, as_json: bool) -> anyhow::Result<ExitCode> {
     let rows = outbox::unsettled(store.connection())?;
     for (sha, row) in &rows {
         if as_json {
-            println!("{}", row_json(sha, row));
+            crate::outln!("{}", row_json(sha, row));
         } else {
-            println!("{}", row_line(sha, row));
+            crate::outln!("{}", row_line(sha, row));
         }
     }
     if !as_json {
         use crate::filing::SubmissionState;
         let count = |state| rows.iter().filter(|(_, r)| r.state == state).count();
-        println!(
+        crate::outln!(
             "{} unsettled submission(s), {} queued, {} waiting for a lookup (sent, the intake's answer lost: asked before any resend); `conduct-walker outbox drain --db {}` files what is due",
             rows.len(),
             count(SubmissionState::Queued),
@@ -127,12 +127,12 @@ async fn drain(db: &DbArg, net: &NetArgs) -> anyhow::Result<ExitCode> {
     // `sending` is settled as unknown, never sent twice.
     let bindings = pipeline.send_due_task_bindings().await?;
     pipeline.checkpoint().await?;
-    println!(
+    crate::outln!(
         "sent {}: {} filed, {} refused, {} still queued; looked up {} whose answer was lost",
         report.attempted, report.filed, report.refused, report.deferred, report.looked_up
     );
     if bindings != Default::default() {
-        println!(
+        crate::outln!(
             "task bindings: {} sent, {} left sending by a stopped process settled as unknown (not resent)",
             bindings.sent, bindings.settled_unknown
         );

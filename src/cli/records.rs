@@ -126,7 +126,7 @@ pub enum RecordsCommand {
         archives: Option<PathBuf>,
     },
     /// Move old records out of the live store into compressed archive segments, each recorded
-    /// in the store as a cut so `records verify` still proves the chain (README, "Retention").
+    /// in the store as a cut so `records verify` still proves the chain (docs/operator.md, "Retention").
     /// Records queued or being filed are never archived. Safe to kill at any moment.
     Archive {
         #[command(flatten)]
@@ -155,7 +155,7 @@ pub enum RecordsCommand {
         #[command(flatten)]
         db: DbArg,
         /// Address to listen on. Loopback only unless --allow-non-loopback (then put an
-        /// authenticating reverse proxy in front: README, "Status pages").
+        /// authenticating reverse proxy in front: docs/operator.md, "Status pages").
         #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:9465")]
         listen: std::net::SocketAddr,
         /// Accept a --listen address that is not loopback.
@@ -272,7 +272,7 @@ fn list(
     };
     let store = db.open_read_only()?;
     let rows = store.list(&filter)?;
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut out = std::io::BufWriter::new(crate::output::stdout());
     for row in &rows {
         if json {
             let v = row.to_json();
@@ -304,7 +304,7 @@ fn show(db: &DbArg, prefix: &str) -> anyhow::Result<ExitCode> {
     let rec = store.get_by_prefix(prefix)?;
     let row = &rec.row;
     let binding = crate::store::task_bindings::for_record(store.connection(), row.id)?;
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut out = std::io::BufWriter::new(crate::output::stdout());
     let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
     writeln!(out, "sha256        {}", row.sha256)?;
     writeln!(out, "row           {}", row.id)?;
@@ -369,7 +369,7 @@ fn show(db: &DbArg, prefix: &str) -> anyhow::Result<ExitCode> {
 
 fn raw(db: &DbArg, prefix: &str) -> anyhow::Result<ExitCode> {
     let rec = find(db, prefix)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::stdout();
     out.write_all(&rec.canonical)?;
     out.flush()?;
     Ok(ExitCode::from(EXIT_OK))
@@ -390,7 +390,7 @@ fn export(
         with_kept,
     };
     let store = db.open_read_only()?;
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut out = std::io::BufWriter::new(crate::output::stdout());
     store.for_each_record(&filter, |rec| -> anyhow::Result<()> {
         out.write_all(&transfer::export_line(&rec, opts)?)?;
         Ok(())
@@ -450,14 +450,14 @@ fn import(db: &DbArg, file: &Path) -> anyhow::Result<ExitCode> {
     };
     if summary.inserted == 0 && !existed {
         discard_if_new(store);
-        println!(
+        crate::outln!(
             "imported nothing ({} records already present, none new); no store was created at {}",
             summary.already_present,
             path.display()
         );
         return Ok(ExitCode::from(EXIT_OK));
     }
-    println!(
+    crate::outln!(
         "imported {} records, {} already present; {} now holds {} records",
         summary.inserted,
         summary.already_present,
@@ -478,7 +478,7 @@ fn import_segment(db: &DbArg, file: &Path) -> anyhow::Result<ExitCode> {
     }
     let store = Store::open(&path)?;
     match store.restore(file)? {
-        store::archive::Restored::InPlace { first_id, last_id } => println!(
+        store::archive::Restored::InPlace { first_id, last_id } => crate::outln!(
             "restored rows {first_id} to {last_id} from {} into {}; their cut is removed",
             file.display(),
             path.display()
@@ -486,7 +486,7 @@ fn import_segment(db: &DbArg, file: &Path) -> anyhow::Result<ExitCode> {
         store::archive::Restored::AsNew {
             inserted,
             already_present,
-        } => println!(
+        } => crate::outln!(
             "no cut of {} matches {}: imported its records as new rows ({inserted} new, {already_present} already present)",
             path.display(),
             file.display()
@@ -533,7 +533,7 @@ fn archive(
     let report = store.archive(&dir, policy, chrono::Utc::now(), dry_run)?;
     let verb = if dry_run { "would archive" } else { "archived" };
     for s in &report.segments {
-        println!(
+        crate::outln!(
             "{verb} rows {} to {} ({} records) into {}",
             s.first_id,
             s.last_id,
@@ -555,7 +555,7 @@ fn archive(
     let leftovers = clause(report.leftovers_removed as usize, "segment file", |n| {
         format!("; removed {n} left by an interrupted run")
     });
-    println!(
+    crate::outln!(
         "{verb} {} records in {}; {} old enough but held (queued or being filed){}{}",
         report.archived(),
         count(report.segments.len(), "segment"),
@@ -595,7 +595,7 @@ fn verify(db: &DbArg, archives: Option<&Path>) -> anyhow::Result<ExitCode> {
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::stdout();
     for p in &report.problems {
         writeln!(out, "row {}: {}: {}", p.row, p.kind, p.detail)?;
     }
@@ -657,14 +657,14 @@ fn verify_file(file: &Path, signature: &str, public_key: &str) -> anyhow::Result
     let sha = crate::digest::sha256_hex(&bytes);
     match store::check_signature(&bytes, signature.trim(), public_key.trim()) {
         Ok(()) => {
-            println!("{sha}  {}", file.display());
-            println!("signature valid");
+            crate::outln!("{sha}  {}", file.display());
+            crate::outln!("signature valid");
             Ok(ExitCode::from(EXIT_OK))
         }
         Err(e) if e.is_malformed() => Err(e.into()),
         Err(e) => {
-            println!("{sha}  {}", file.display());
-            println!("signature INVALID: {e}");
+            crate::outln!("{sha}  {}", file.display());
+            crate::outln!("signature INVALID: {e}");
             Ok(ExitCode::from(EXIT_FINDING))
         }
     }
@@ -709,8 +709,8 @@ async fn serve(
         .with_context(|| format!("cannot listen on {listen}"))?;
     let bound = listener.local_addr()?;
     // One line a script (and the tests) can wait for.
-    println!("serving {} read-only at http://{bound}/", path.display());
-    std::io::stdout().flush()?;
+    crate::outln!("serving {} read-only at http://{bound}/", path.display());
+    crate::output::stdout().flush()?;
     axum::serve(listener, crate::pages::router(state))
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;

@@ -161,9 +161,9 @@ fn build(a: BuildArgs) -> anyhow::Result<ExitCode> {
         .map_err(|e| anyhow!("ring refused: {e}"))?;
     let path = ring_files::out_path(&a.out, &built);
     ring_files::write_once(&path, &built.bytes, a.force)?;
-    println!("{}", path.display());
-    println!("sha256 {}", built.sha256);
-    println!(
+    crate::outln!("{}", path.display());
+    crate::outln!("sha256 {}", built.sha256);
+    crate::outln!(
         "{} {}: {} instants ({} reached), {} witnesses",
         built.endpoint,
         built.month.as_str(),
@@ -212,23 +212,23 @@ fn verify(a: VerifyArgs) -> anyhow::Result<ExitCode> {
             "rebuilt_sha256": built.sha256,
             "differing_keys": diffs,
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&v)?);
     } else {
-        println!("claimed  sha256 {claimed_sha}  {}", a.ring.display());
-        println!("rebuilt  sha256 {}", built.sha256);
+        crate::outln!("claimed  sha256 {claimed_sha}  {}", a.ring.display());
+        crate::outln!("rebuilt  sha256 {}", built.sha256);
         if matched {
-            println!("MATCH");
+            crate::outln!("MATCH");
         } else {
-            println!("MISMATCH");
+            crate::outln!("MISMATCH");
             for d in &diffs {
                 let show =
                     |v: &Option<String>| v.as_deref().map_or("(absent)".into(), compare::clip);
                 if d.key == "(layout)" {
-                    println!(
+                    crate::outln!(
                         "  the values are equal but the file is not in ring form (layout, escapes or numbers differ)"
                     );
                 } else {
-                    println!(
+                    crate::outln!(
                         "  {}: rebuilt {} | claimed {}",
                         d.key,
                         show(&d.rebuilt),
@@ -247,7 +247,7 @@ fn statement_cmd(a: StatementArgs) -> anyhow::Result<ExitCode> {
     match &a.out {
         Some(out) => {
             ring_files::write_once(out, &s.bytes, a.force)?;
-            eprintln!(
+            crate::errln!(
                 "{} ({} bytes, sha256 {}), subject {} sha256 {}",
                 out.display(),
                 s.bytes.len(),
@@ -258,7 +258,7 @@ fn statement_cmd(a: StatementArgs) -> anyhow::Result<ExitCode> {
         }
         None => {
             use std::io::Write as _;
-            let mut stdout = std::io::stdout().lock();
+            let mut stdout = crate::output::stdout();
             stdout.write_all(&s.bytes)?;
             stdout.write_all(b"\n")?;
         }
@@ -290,10 +290,10 @@ fn dsse_verify(a: DsseVerifyArgs) -> anyhow::Result<ExitCode> {
             "checks": report.checks,
             "skipped_keys": skipped,
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         for c in &report.checks {
-            println!(
+            crate::outln!(
                 "{} {}: {}",
                 if c.ok { "ok  " } else { "FAIL" },
                 c.name,
@@ -301,11 +301,11 @@ fn dsse_verify(a: DsseVerifyArgs) -> anyhow::Result<ExitCode> {
             );
         }
         for s in &skipped {
-            println!("note: JWKS {s} (skipped)");
+            crate::outln!("note: JWKS {s} (skipped)");
         }
         match report.failure() {
-            None => println!("VERIFIED"),
-            Some(f) => println!("NOT VERIFIED: {}: {}", f.name, f.detail),
+            None => crate::outln!("VERIFIED"),
+            Some(f) => crate::outln!("NOT VERIFIED: {}: {}", f.name, f.detail),
         }
     }
     Ok(super::exit_answer(verified))
@@ -362,7 +362,7 @@ fn inputs(a: InputsArgs) -> anyhow::Result<ExitCode> {
         ring_files::write_once(&a.out.join(&f.name), &f.bytes, false)?;
     }
     let ours = files.iter().filter(|f| f.ours).count();
-    println!(
+    crate::outln!(
         "{} witness files in {} ({} ours, {} other witnesses'), in ledger order of {}",
         files.len(),
         a.out.display(),
@@ -376,7 +376,7 @@ fn inputs(a: InputsArgs) -> anyhow::Result<ExitCode> {
     );
     let unknown_counted = files.len() - ours;
     if unknown_counted > 0 {
-        println!(
+        crate::outln!(
             "note: `ledger pull` does not keep the intake's counted flag, so the {unknown_counted} other witnesses' records are written without it (read as counted)"
         );
     }
@@ -387,10 +387,10 @@ fn inputs(a: InputsArgs) -> anyhow::Result<ExitCode> {
         (disagreeing, "disagree with their batch (see ledger pull)"),
     ] {
         if n > 0 {
-            println!("left out: {n} anchored records that {what}");
+            crate::outln!("left out: {n} anchored records that {what}");
         }
     }
-    println!(
+    crate::outln!(
         "next: conduct-walker ring build --month {} --endpoint {} --history HISTORY --witness {}/*",
         month.as_str(),
         a.endpoint,

@@ -132,43 +132,43 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
     std::fs::write(&config_path, &whole)
         .with_context(|| format!("cannot write {}", config_path.display()))?;
 
-    println!("conduct-walker sandbox: loopback agents with a CA made for this run");
-    println!("  CA certificate:   {}", ca_path.display());
-    println!("  intake emulator:  {}", emulator.url());
+    crate::outln!("conduct-walker sandbox: loopback agents with a CA made for this run");
+    crate::outln!("  CA certificate:   {}", ca_path.display());
+    crate::outln!("  intake emulator:  {}", emulator.url());
     if let Some(rate) = args.drop_answers {
-        println!(
+        crate::outln!(
             "  answers dropped:  {rate} of POST /witness (seed {}); POSTs per record at {}/emulator/posts",
             args.seed,
             emulator.base()
         );
     }
-    println!("  agents:");
+    crate::outln!("  agents:");
     for t in &targets {
-        println!(
+        crate::outln!(
             "    {:<24} {}  ({} mode; expect {}: {})",
             t.name, t.origin, t.mode, t.expect, t.about
         );
     }
-    println!(
+    crate::outln!(
         "\nA daemon config that walks them all: {}",
         config_path.display()
     );
-    println!("  conduct-walker run --config {}", config_path.display());
-    println!(
+    crate::outln!("  conduct-walker run --config {}", config_path.display());
+    crate::outln!(
         "  conduct-walker walk --origin {} --witness-name me --vantage here --ca-cert {} --allow-private-network",
         targets[0].origin,
         ca_path.display()
     );
-    println!(
+    crate::outln!(
         "\nOr add these lines to your own walker.toml (and intake = \"{}\" under [witness] to file with the emulator):\n",
         emulator.url()
     );
-    print!("{snippet}");
-    println!(
+    crate::out!("{snippet}");
+    crate::outln!(
         "\nServing until Ctrl-C (SIGINT) or SIGTERM; the agents' ports change at every start."
     );
     use std::io::Write as _;
-    let _ = std::io::stdout().flush();
+    let _ = crate::output::stdout().flush();
 
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {

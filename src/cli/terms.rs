@@ -59,12 +59,12 @@ async fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let card = crate::json::parse_lenient(&card_bytes).context("the card is not JSON")?;
     let Some(report) = terms::verify_for_walk(&card, &transport).await else {
         if args.json {
-            println!(
+            crate::outln!(
                 "{}",
                 serde_json::json!({ "terms": null, "extension": TERMS_EXTENSION_URI })
             );
         } else {
-            println!("{NO_EXTENSION_TEXT}");
+            crate::outln!("{NO_EXTENSION_TEXT}");
         }
         return Ok(ExitCode::from(EXIT_FINDING));
     };
@@ -74,9 +74,9 @@ async fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
             "establishes": report.establishes(),
             "does_not_establish": report.does_not_establish(),
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        print!("{}", summary::render(&report));
+        crate::out!("{}", summary::render(&report));
     }
     Ok(super::exit_answer(report.all_verified()))
 }

@@ -246,12 +246,12 @@ async fn consent_allows(transport: &Transport, base: &str, ignore: bool) -> bool
     };
     let url = consent::consent_url(base);
     if ignore {
-        eprintln!(
+        crate::errln!(
             "conduct-walker: warning: {url} declines listing (sha256 {sha256}); walking anyway because of --ignore-consent"
         );
         true
     } else {
-        eprintln!(
+        crate::errln!(
             "conduct-walker: error: {url} says \"listing\": \"decline\" (sha256 {sha256}): the origin asks not to be walked; not walking it (pass --ignore-consent to walk anyway)"
         );
         false
@@ -343,7 +343,7 @@ pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
     )
     .await?;
     if let Some(note) = origin_path_note(&request) {
-        eprintln!("conduct-walker: note: {note}");
+        crate::errln!("conduct-walker: note: {note}");
     }
     if !consent_allows(&transport, &request.base(), args.ignore_consent).await {
         return Ok(ExitCode::from(super::EXIT_ERROR));
@@ -370,12 +370,12 @@ pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
             .await?;
         pipeline.checkpoint().await?;
         if args.submit && report.submission.is_none() {
-            eprintln!(
+            crate::errln!(
                 "conduct-walker: not filed: the card names no params.witness_intake and no --intake was given"
             );
         }
         if args.bind_task && report.task_binding.is_none() {
-            eprintln!(
+            crate::errln!(
                 "conduct-walker: task binding: none: this walk's record was already stored (the same bytes, from an earlier walk that did not bind)"
             );
         }
@@ -423,27 +423,27 @@ pub async fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
         if let Some((pipeline, b)) = binding.take() {
             v["task_binding"] = send_binding(&pipeline, b).await?.to_json();
         }
-        println!("{v}");
+        crate::outln!("{v}");
     } else {
-        print!("{}", human_summary(&outcome, Some(&out)));
+        crate::out!("{}", human_summary(&outcome, Some(&out)));
         if let Some(sig) = &signed {
-            println!("signed: signature_ed25519_b64 {}", sig.signature_b64);
-            println!("        public_key_ed25519_b64 {}", sig.public_key_b64);
+            crate::outln!("signed: signature_ed25519_b64 {}", sig.signature_b64);
+            crate::outln!("        public_key_ed25519_b64 {}", sig.public_key_b64);
         }
         if let Some(sub) = &submission {
-            println!("{}", submission_line(sub));
+            crate::outln!("{}", submission_line(sub));
             if let Some(hint) = store_path.as_deref().and_then(|db| queued_hint(sub, db)) {
-                println!("{hint}");
+                crate::outln!("{hint}");
             }
         }
         if let Some((pipeline, b)) = binding.take() {
-            print!("{}", binding_lines(&send_binding(&pipeline, b).await?));
+            crate::out!("{}", binding_lines(&send_binding(&pipeline, b).await?));
         }
     }
     if let Some(sub) = &submission
         && sub.summary().outcome == crate::filing::Outcome::Refused
     {
-        eprintln!(
+        crate::errln!(
             "conduct-walker: the intake refused this record permanently: {}",
             submission_line(sub)
         );
@@ -789,12 +789,12 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         Arc::new(SystemClock),
     )?;
 
-    println!("conduct-walker demo: sandbox agents on 127.0.0.1 with a CA made for this run");
-    println!("  records and files:   {}", dir.display());
-    println!("  record store:        {}", db.display());
-    println!("  intake emulator:     {}", emulator.url());
-    println!("  witness key_url:     {key_url} (a throw-away key)");
-    println!("  request profile:     {}\n", profile.as_str());
+    crate::outln!("conduct-walker demo: sandbox agents on 127.0.0.1 with a CA made for this run");
+    crate::outln!("  records and files:   {}", dir.display());
+    crate::outln!("  record store:        {}", db.display());
+    crate::outln!("  intake emulator:     {}", emulator.url());
+    crate::outln!("  witness key_url:     {key_url} (a throw-away key)");
+    crate::outln!("  request profile:     {}\n", profile.as_str());
     let mut unexpected = 0;
     for (sc, agent, expect_pass) in &agents {
         let report = pipeline
@@ -822,17 +822,17 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         } else {
             "  << UNEXPECTED VERDICT"
         };
-        println!(
+        crate::outln!(
             "== {} ({}; {} mode{wire}){flag}",
             sc.name,
             sc.about,
             sc.mode.as_str()
         );
-        print!("{}", human_summary(outcome, Some(&path)));
+        crate::out!("{}", human_summary(outcome, Some(&path)));
         if let Some(sub) = &report.submission {
-            println!("{}", submission_line(sub));
+            crate::outln!("{}", submission_line(sub));
         }
-        println!();
+        crate::outln!();
     }
     if unexpected > 0 {
         bail!("{unexpected} demo scenario(s) got an unexpected verdict");
@@ -848,13 +848,13 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     .await?;
     pipeline.checkpoint().await?;
     demo_ledger(&emulator, &ca, &db).await?;
-    println!(
+    crate::outln!(
         "demo finished: {} scenarios walked, each verdict as expected; records signed, stored, filed, anchored and their inclusion verified; one A2A Task bound to the task ledger",
         DEMO.len() + 1
     );
-    println!("next: conduct-walker records list --db {}", db.display());
-    println!("      conduct-walker records verify --db {}", db.display());
-    println!("      conduct-walker ledger status --db {}", db.display());
+    crate::outln!("next: conduct-walker records list --db {}", db.display());
+    crate::outln!("      conduct-walker records verify --db {}", db.display());
+    crate::outln!("      conduct-walker ledger status --db {}", db.display());
     Ok(ExitCode::from(super::EXIT_OK))
 }
 
@@ -902,23 +902,23 @@ async fn demo_task_binding(
     let path = dir.join(format!("walk_{}.json", &outcome.sha256[..12]));
     std::fs::write(&path, &outcome.canonical)
         .with_context(|| format!("cannot write {}", path.display()))?;
-    println!(
+    crate::outln!(
         "== {} ({}; {} mode, wire {}), its A2A Task bound to the task ledger (--bind-task)",
         sc.name,
         sc.about,
         sc.mode.as_str(),
         sc.wire.as_str()
     );
-    print!("{}", human_summary(outcome, Some(&path)));
+    crate::out!("{}", human_summary(outcome, Some(&path)));
     if let Some(sub) = &report.submission {
-        println!("{}", submission_line(sub));
+        crate::outln!("{}", submission_line(sub));
     }
     let binding = report
         .task_binding
         .context("the task binding walk stored no binding")?;
     let sent = send_binding(pipeline, binding).await?;
-    print!("{}", binding_lines(&sent));
-    println!();
+    crate::out!("{}", binding_lines(&sent));
+    crate::outln!();
     if sent.http_status != Some(201) {
         bail!(
             "the task ledger did not accept the demo's binding: {}",
@@ -938,7 +938,7 @@ async fn demo_ledger(
     let batch = emulator
         .anchor()?
         .context("the operator batch anchored nothing: no record was pending")?;
-    println!(
+    crate::outln!(
         "== ledger: the intake's operator batch anchored {} record(s) as ledger entry {}",
         batch.count, batch.ledger_entry
     );
@@ -957,10 +957,10 @@ async fn demo_ledger(
     )
     .await?;
     for row in crate::store::ledger::all(store.connection())? {
-        println!("   {}  {}", &row.sha256[..12], row.describe());
+        crate::outln!("   {}  {}", &row.sha256[..12], row.describe());
     }
     if let Some(h) = &report.head {
-        println!(
+        crate::outln!(
             "   head held: n = {} {} (recomputed from the export and equal to /ledger/head)",
             h.n,
             &h.head[..16]
@@ -975,7 +975,7 @@ async fn demo_ledger(
             db.display()
         );
     }
-    println!(
+    crate::outln!(
         "   {} record(s) anchored, inclusion verified (bytes ours, batch bytes hash to its claim, listed once)\n",
         report.verified
     );
@@ -1017,15 +1017,15 @@ pub async fn reveal(args: RevealArgs) -> anyhow::Result<ExitCode> {
         .pipeline(transport, store_path.clone(), signing, true)?;
     let report = pipeline.reveal(&args.sha_prefix, true, &name).await?;
     pipeline.checkpoint().await?;
-    println!("revealed record sha256 {}", report.outcome.sha256);
+    crate::outln!("revealed record sha256 {}", report.outcome.sha256);
     match &report.submission {
         Some(sub) => {
-            println!("{}", submission_line(sub));
+            crate::outln!("{}", submission_line(sub));
             if let Some(hint) = queued_hint(sub, &store_path) {
-                println!("{hint}");
+                crate::outln!("{hint}");
             }
         }
-        None => println!(
+        None => crate::outln!(
             "not filed: the kept record names no params.witness_intake and no --intake was given"
         ),
     }

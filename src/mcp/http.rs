@@ -72,7 +72,7 @@ pub async fn serve(server: WitnessServer, addr: SocketAddr, auth: Auth) -> anyho
         Auth::Open => "NO authentication (--no-auth): any local user may walk and file",
     };
     tracing::info!("MCP Streamable HTTP on http://{bound}/mcp ({mode})");
-    eprintln!("conduct-walker mcp: Streamable HTTP on http://{bound}/mcp ({mode})");
+    crate::errln!("conduct-walker mcp: Streamable HTTP on http://{bound}/mcp ({mode})");
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sigint = signal(SignalKind::interrupt())?;
     let (tx, rx) = tokio::sync::oneshot::channel::<&'static str>();
@@ -91,7 +91,7 @@ pub async fn serve(server: WitnessServer, addr: SocketAddr, auth: Auth) -> anyho
         (Ok(()), Ok(signal)) => signal.to_string(),
         (Ok(()), Err(_)) => "the listener closed".to_string(),
     };
-    eprintln!("conduct-walker mcp: stopped: {why}");
+    crate::errln!("conduct-walker mcp: stopped: {why}");
     tracing::info!("conduct-walker mcp stopped: {why}");
     served.map_err(Into::into)
 }

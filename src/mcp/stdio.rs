@@ -146,7 +146,7 @@ pub(super) async fn serve(server: WitnessServer) -> anyhow::Result<()> {
     // An MCP client shows stderr to its user: one line that says why the server is gone.
     let why = write_problem.unwrap_or(why);
     tracing::info!("conduct-walker mcp stopped: {why}");
-    eprintln!("conduct-walker mcp: stopped: {why}");
+    crate::errln!("conduct-walker mcp: stopped: {why}");
     Ok(())
 }
 

@@ -220,6 +220,7 @@ fn exchange(status: u16, body: Vec<u8>) -> Exchange {
         body,
         duration_ms: 1,
         transport_error: None,
+        cut_answer: None,
     }
 }
 

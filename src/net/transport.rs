@@ -73,6 +73,18 @@ pub struct Exchange {
     pub body: Vec<u8>,
     pub duration_ms: u64,
     pub transport_error: Option<String>,
+    /// A failed exchange whose status line and headers had arrived before the body failed
+    /// (over the cap, cut off, timed out). A walk records such an exchange as the failure it
+    /// is (status 0, §2.2); an intake's answer is classified by its status line (issue 42).
+    pub cut_answer: Option<AnswerHead>,
+}
+
+/// The head of an answer: its status line's code and its headers (lower-case names, a repeated
+/// name keeps its last value).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnswerHead {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
 }
 
 impl Exchange {
@@ -99,6 +111,7 @@ impl Exchange {
             body,
             duration_ms,
             transport_error: None,
+            cut_answer: None,
         }
     }
 
@@ -112,6 +125,20 @@ impl Exchange {
             body: Vec::new(),
             duration_ms,
             transport_error: Some(text),
+            cut_answer: None,
+        }
+    }
+
+    /// [`Exchange::failure`] after the answer's head had arrived.
+    pub fn cut_off(
+        request: HttpRequest,
+        head: AnswerHead,
+        text: impl Into<String>,
+        duration_ms: u64,
+    ) -> Self {
+        Exchange {
+            cut_answer: Some(head),
+            ..Exchange::failure(request, text, duration_ms)
         }
     }
 }
@@ -419,19 +446,27 @@ impl Session {
         let deadline = self.transport.inner.deadline;
         let reading_sse = std::sync::atomic::AtomicBool::new(false);
         let sending = std::sync::atomic::AtomicBool::new(false);
-        let outcome =
-            tokio::time::timeout(deadline, self.fetch_inner(request, &reading_sse, &sending)).await;
+        let head = Mutex::new(None);
+        let outcome = tokio::time::timeout(
+            deadline,
+            self.fetch_inner(request, &reading_sse, &sending, &head),
+        )
+        .await;
         let reached = if sending.load(std::sync::atomic::Ordering::Relaxed) {
             Reached::Maybe
         } else {
             Reached::Never
         };
         let duration_ms = started.elapsed().as_millis() as u64;
+        let failed = |text: String| match head.lock().expect("answer head lock").take() {
+            Some(head) => Exchange::cut_off(request.clone(), head, text, duration_ms),
+            None => Exchange::failure(request.clone(), text, duration_ms),
+        };
         let ex = match outcome {
             Ok(Ok((status, headers, body))) => {
                 Exchange::answered(request.clone(), status, headers, body, duration_ms)
             }
-            Ok(Err(text)) => Exchange::failure(request.clone(), text, duration_ms),
+            Ok(Err(text)) => failed(text),
             Err(_) => {
                 let text = match request.read {
                     BodyRead::SseUntilResponse(id)
@@ -447,7 +482,7 @@ impl Session {
                         deadline.as_secs()
                     ),
                 };
-                Exchange::failure(request.clone(), text, duration_ms)
+                failed(text)
             }
         };
         (ex, reached)
@@ -525,10 +560,16 @@ impl Session {
         request: &HttpRequest,
         reading_sse: &std::sync::atomic::AtomicBool,
         sending: &std::sync::atomic::AtomicBool,
+        head: &Mutex<Option<AnswerHead>>,
     ) -> Result<(u16, Vec<(String, String)>, Vec<u8>), String> {
         let mut response = self.send(request, sending).await?;
         let status = response.status().as_u16();
         let headers = collect_headers(response.headers());
+        // Kept for a failure from here on (the body over the cap, cut off or late).
+        *head.lock().expect("answer head lock") = Some(AnswerHead {
+            status,
+            headers: headers.clone(),
+        });
         let cap = self.transport.inner.body_cap;
         if let Some(len) = response.content_length()
             && len as usize > cap

@@ -43,111 +43,179 @@ pub fn classify(ex: &Exchange, expected_sha: &str) -> Answer {
     classify_reached(ex, expected_sha, Reached::Maybe)
 }
 
+/// What arrived of an intake's answer: a complete status line with its headers, and the body
+/// as a tree or why it could not be read.
+struct Heard<'a> {
+    status: u16,
+    headers: &'a [(String, String)],
+    /// The body, or the words that finish "whose body is …": `not JSON (why)`, `not read (why)`.
+    body: Result<Value, String>,
+}
+
+impl<'a> Heard<'a> {
+    /// The answer's head and body; None when no complete status line arrived (no connection,
+    /// a reset or timeout before the head).
+    fn of(ex: &'a Exchange) -> Option<Heard<'a>> {
+        match (&ex.transport_error, &ex.cut_answer) {
+            (None, _) => Some(Heard {
+                status: ex.status,
+                headers: &ex.response_headers,
+                body: intake_answer(&ex.body).map_err(|e| {
+                    let why = sanitize_text(&e.to_string());
+                    if e.over_cap() {
+                        format!("not read ({why})")
+                    } else {
+                        format!("not JSON ({why})")
+                    }
+                }),
+            }),
+            (Some(why), Some(head)) => Some(Heard {
+                status: head.status,
+                headers: &head.headers,
+                body: Err(format!("not read (cut off: {})", sanitize_text(why))),
+            }),
+            (Some(_), None) => None,
+        }
+    }
+
+    fn header(&self, name: &str) -> Option<&'a str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn text(&self, key: &str) -> Option<String> {
+        let body = self.body.as_ref().ok()?;
+        body.get(key).and_then(Value::as_str).map(sanitize_text)
+    }
+
+    fn retry_after(&self) -> Option<RetryAfter> {
+        self.header("retry-after").and_then(RetryAfter::parse)
+    }
+
+    /// The intake's `error` text, else the status and why the body said nothing.
+    fn error(&self) -> String {
+        self.text("error").unwrap_or_else(|| match &self.body {
+            Ok(_) => format!("http {}", self.status),
+            Err(why) => format!("http {}: its body is {why}", self.status),
+        })
+    }
+
+    /// A 2xx that does not name `expected_sha` in a readable body: it may have been stored.
+    fn unconfirmed(&self, what: &str) -> Answer {
+        let status = self.status;
+        let error = match (&self.body, self.text("sha")) {
+            (Err(why), _) => {
+                format!("http {status}: {what} whose body is {why}; not counted as filed")
+            }
+            (Ok(_), Some(sha)) => format!(
+                "http {status}: {what} naming sha256 {sha}, not this record's; not counted as filed"
+            ),
+            (Ok(_), None) => {
+                format!("http {status}: {what} naming no sha256; not counted as filed")
+            }
+        };
+        Answer::Unknown {
+            status,
+            error,
+            retry_after: None,
+        }
+    }
+}
+
 /// [`classify`] with what the transport knows of a failed exchange: a request that never
 /// reached the intake (no connection) was certainly not stored, and is sent again as usual.
+///
+/// An answer is its status line (issue 42): once a complete status line arrived, it decides
+/// the class even when the body is over the cap, not JSON or cut off; the body only refines
+/// the reason (and says why it could not be read). Unknown is left for attempts with no
+/// complete status line and for acceptances that cannot confirm this record's sha256.
 pub fn classify_reached(ex: &Exchange, expected_sha: &str, reached: Reached) -> Answer {
-    let read = intake_answer(&ex.body);
-    let over_cap = read
-        .as_ref()
-        .err()
-        .filter(|e| e.over_cap())
-        .map(|e| e.to_string());
-    let parsed = read.ok();
-    let body = parsed.clone().unwrap_or(Value::Null);
-    let text = |k: &str| body.get(k).and_then(Value::as_str).map(sanitize_text);
-    let error = text("error").unwrap_or_else(|| match &ex.transport_error {
-        Some(t) => sanitize_text(t),
-        None => format!("http {}", ex.status),
-    });
-    let names_this_record = || text("sha").is_some_and(|sha| sha == expected_sha);
-    let unconfirmed = |what: &str| Answer::Unknown {
-        status: ex.status,
-        error: match (&parsed, text("sha")) {
-            (None, _) => match &over_cap {
-                Some(why) => format!(
-                    "http {}: {what} whose body is not read ({why}); not counted as filed",
-                    ex.status
-                ),
-                None => format!(
-                    "http {}: {what} whose body is not JSON; not counted as filed",
-                    ex.status
-                ),
+    let Some(heard) = Heard::of(ex) else {
+        let error = sanitize_text(ex.transport_error.as_deref().unwrap_or("no answer"));
+        return match reached {
+            Reached::Never => Answer::Retry {
+                status: 0,
+                error,
+                retry_after: None,
             },
-            (Some(_), Some(sha)) => format!(
-                "http {}: {what} naming sha256 {sha}, not this record's; not counted as filed",
-                ex.status
-            ),
-            (Some(_), None) => format!(
-                "http {}: {what} naming no sha256; not counted as filed",
-                ex.status
-            ),
-        },
-        retry_after: None,
+            // Connected, then failed: the request may have been sent (and stored) before it did.
+            Reached::Maybe => Answer::Unknown {
+                status: 0,
+                error,
+                retry_after: None,
+            },
+        };
     };
-    match ex.status {
-        0 if reached == Reached::Never => Answer::Retry {
-            status: 0,
-            error,
-            retry_after: None,
-        },
-        // Connected, then failed: the request may have been sent (and stored) before it did.
-        0 => Answer::Unknown {
-            status: 0,
-            error,
-            retry_after: None,
-        },
-        200 if body.get("dedup") == Some(&Value::Bool(true)) => {
+    let names_this_record = || heard.text("sha").is_some_and(|sha| sha == expected_sha);
+    let dedup = heard
+        .body
+        .as_ref()
+        .is_ok_and(|b| b.get("dedup") == Some(&Value::Bool(true)));
+    match heard.status {
+        200 if dedup => {
             if !names_this_record() {
-                return unconfirmed("a dedup answer");
+                return heard.unconfirmed("a dedup answer");
             }
             Answer::Duplicate {
                 sha: expected_sha.to_string(),
-                status: text("status").unwrap_or_default(),
+                status: heard.text("status").unwrap_or_default(),
             }
         }
         200 | 201 => {
             if !names_this_record() {
-                return unconfirmed("an acceptance");
+                return heard.unconfirmed("an acceptance");
             }
+            let body = heard.body.as_ref().ok();
             Answer::Accepted {
                 sha: expected_sha.to_string(),
-                counted: body.get("counted").and_then(Value::as_bool).unwrap_or(true),
-                count_reason: text("count_reason"),
-                signed_domain: text("signed_domain"),
+                counted: body
+                    .and_then(|b| b.get("counted"))
+                    .and_then(Value::as_bool)
+                    .unwrap_or(true),
+                count_reason: heard.text("count_reason"),
+                signed_domain: heard.text("signed_domain"),
             }
         }
         // A redirect is not followed, and it says nothing against the record: try again.
         300..=399 => Answer::Retry {
-            status: ex.status,
+            status: heard.status,
             error: format!(
                 "http {}: redirected{} (not followed)",
-                ex.status,
-                ex.header("location")
+                heard.status,
+                heard
+                    .header("location")
                     .map(|l| format!(" to {}", sanitize_text(l)))
                     .unwrap_or_default()
             ),
             retry_after: None,
         },
         429 => Answer::LaneFull {
-            error,
-            cap: body.get("cap").and_then(Value::as_u64),
+            error: heard.error(),
+            cap: heard
+                .body
+                .as_ref()
+                .ok()
+                .and_then(|b| b.get("cap"))
+                .and_then(Value::as_u64),
         },
         503 => Answer::Retry {
             status: 503,
-            error,
-            retry_after: ex.header("retry-after").and_then(RetryAfter::parse),
+            error: heard.error(),
+            retry_after: heard.retry_after(),
         },
         // A 500 may come after the store was written, a 502/504 from a gateway that passed
         // the request on: the intake may hold the record.
         s if s >= 500 => Answer::Unknown {
             status: s,
-            error,
-            retry_after: ex.header("retry-after").and_then(RetryAfter::parse),
+            error: heard.error(),
+            retry_after: heard.retry_after(),
         },
         s => Answer::Refused {
             status: s,
-            error,
-            reason_code: text("reason_code"),
+            error: heard.error(),
+            reason_code: heard.text("reason_code"),
         },
     }
 }
@@ -445,6 +513,69 @@ mod tests {
                 other => panic!("{says}: {other:?}"),
             }
         }
+    }
+
+    /// Issue 42: an answer is its status line. Each hostile intake's shape, with what its
+    /// attempt is taken for and what the row must say of the body.
+    #[test]
+    fn a_complete_status_line_classifies_whatever_the_body_did() {
+        use crate::net::AnswerHead;
+        let request = || HttpRequest::post("https://i/witness", &[], b"{}".to_vec());
+        let cut = |status: u16, headers: &[(&str, &str)], why: &str| {
+            let head = AnswerHead {
+                status,
+                headers: headers
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            };
+            Exchange::cut_off(request(), head, why, 1)
+        };
+        let raw = |status: u16, body: Vec<u8>| {
+            Exchange::answered(request(), status, Vec::new(), body, 1)
+        };
+        let over_cap = "response body too large: 1049600 bytes announced, cap is 1048576 bytes";
+        let reset = "error decoding response body: connection reset by peer";
+        // Inside the transport's cap, beyond the reader's depth.
+        let long_json = [vec![b'['; 100_000], vec![b']'; 100_000]].concat();
+        let rows: Vec<(&str, Exchange, AnswerKind, &str)> = vec![
+            ("400, body over the transport's cap", cut(400, &[], over_cap), AnswerKind::Refused, "its body is not read (cut off: response body too large"),
+            ("422, body cut off by a reset", cut(422, &[], reset), AnswerKind::Refused, "connection reset by peer"),
+            ("413, body not JSON", raw(413, b"<html>too large</html>".to_vec()), AnswerKind::Refused, "http 413: its body is not JSON"),
+            ("400, JSON nested too deep", raw(400, long_json.clone()), AnswerKind::Refused, "http 400: its body is not JSON ("),
+            ("429, body cut off", cut(429, &[], reset), AnswerKind::LaneFull, "http 429: its body is not read"),
+            ("503, body cut off", cut(503, &[("retry-after", "30")], reset), AnswerKind::Retry, "http 503: its body is not read"),
+            ("302, body cut off", cut(302, &[("location", "https://x/")], reset), AnswerKind::Retry, "redirected to https://x/"),
+            ("201, body cut off", cut(201, &[], reset), AnswerKind::Unknown, "an acceptance whose body is not read (cut off:"),
+            ("200, body over the cap", cut(200, &[], over_cap), AnswerKind::Unknown, "whose body is not read"),
+            ("201, JSON nested too deep", raw(201, long_json), AnswerKind::Unknown, "an acceptance whose body is not JSON ("),
+            ("500, body cut off", cut(500, &[], reset), AnswerKind::Unknown, "http 500: its body is not read"),
+            ("reset before the status line", Exchange::failure(request(), reset, 1), AnswerKind::Unknown, reset),
+        ];
+        for (shape, exchange, kind, says) in rows {
+            let answer = classify(&exchange, "ab");
+            assert_eq!(answer.kind(), kind, "{shape}: {answer:?}");
+            let text = match &answer {
+                Answer::Refused { error, .. }
+                | Answer::LaneFull { error, .. }
+                | Answer::Retry { error, .. }
+                | Answer::Unknown { error, .. } => error.clone(),
+                other => panic!("{shape}: {other:?}"),
+            };
+            assert!(text.contains(says), "{shape}: {text:?} lacks {says:?}");
+            assert!(text.chars().count() < 600, "{shape}: {text:?}");
+        }
+        // The head's headers still count: a 503's Retry-After, whatever the body did.
+        assert!(matches!(
+            classify(&cut(503, &[("retry-after", "30")], reset), "ab"),
+            Answer::Retry { retry_after: Some(RetryAfter::Seconds(30)), .. }
+        ));
+        // With no status line, a request that never left is sent again; one that may have is asked.
+        let never = Exchange::failure(request(), "connection refused", 1);
+        assert_eq!(
+            classify_reached(&never, "ab", Reached::Never).kind(),
+            AnswerKind::Retry
+        );
     }
 
     #[test]

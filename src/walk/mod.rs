@@ -193,7 +193,15 @@ pub fn reference_card_findings(
 /// rules, caps and headers), after n2 and before n3. Not a node: it never affects an assertion.
 /// None when the card names no https `jku`.
 pub async fn fetch_jwks(session: &Session, card: Option<&Card>) -> Option<JwksAnswer> {
-    let url = crate::card_signature::walk_block::jwks_url(card.map(|c| c.root()))?;
+    use crate::card_signature::walk_block::{jwks_request_url, jwks_url};
+    let jku = jwks_url(card.map(|c| c.root()))?;
+    // A jku the reference cannot send is not sent: "not fetched", status 0, as it records.
+    let Ok(url) = jwks_request_url(&jku) else {
+        return Some(JwksAnswer {
+            status: 0,
+            body: Vec::new(),
+        });
+    };
     let exchange = session.fetch(&card_request(&url)).await;
     Some(JwksAnswer {
         status: exchange.status,

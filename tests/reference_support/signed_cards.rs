@@ -664,6 +664,33 @@ pub fn cases(hosts: &Hosts) -> Vec<SignedCase> {
         out.push(c);
     }
 
+    // jku texts the reference's urllib cannot send (issue 42): a space, a control character
+    // or a non-ASCII character in the path or query make it refuse the request before any
+    // byte leaves, so its record says "not fetched (status 0)"; ours must too. Each JWKS is
+    // served where a WHATWG URL parser would send the request (percent-encoded, tab removed),
+    // so a walker that sends it anyway verifies the card and differs. Whitespace at either end
+    // (Unicode whitespace included) is stripped by urllib and the rest sent.
+    for (name, tail, wire_tail, sent) in [
+        ("jku-non-ascii-path", "-\u{e9}.json", "-%C3%A9.json", false),
+        ("jku-space-in-path", " two.json", "%20two.json", false),
+        ("jku-tab-in-path", "\t.json", ".json", false),
+        ("jku-control-in-path", "\u{1}.json", "%01.json", false),
+        ("jku-del-in-path", "\u{7f}.json", "%7F.json", false),
+        ("jku-non-ascii-query", ".json?v=\u{e9}", ".json?v=%C3%A9", false),
+        ("jku-trailing-no-break-space", ".json\u{a0}", ".json", true),
+        ("jku-trailing-space", ".json ", ".json", true),
+    ] {
+        let verified = Some(if sent { json!(true) } else { Value::Null });
+        let mut c = simple(name, Route::json(&jwks), verified, &|j| {
+            let jku = format!("{}{tail}", j.trim_end_matches(".json"));
+            let protected = json!({"alg": "ES256", "kid": KID, "jku": jku}).to_string();
+            one(entry(&protected, &es256(&good, &b64(&protected), &served)))
+        });
+        let (path, _) = &mut c.own_routes[0];
+        *path = format!("{}{wire_tail}", path.trim_end_matches(".json"));
+        out.push(c);
+    }
+
     // Keys and signatures the ES256 check cannot use: skipped silently, or tried and failed.
     let mut variant = |name: &str, f: &dyn Fn(&mut Value)| {
         let mut k = jwk.clone();

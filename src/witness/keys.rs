@@ -57,13 +57,24 @@ pub fn signing_pair(
     }
 }
 
-/// Generate a key and write it as PKCS#8 PEM, mode 0600, never replacing a file.
+/// A key as RFC 8410 PKCS#8 v1 PEM, what `openssl genpkey -algorithm ed25519` writes (issue 42):
+/// the seed alone. The v2 form with the public key attached is what ed25519-dalek writes by
+/// default, and OpenSSL 3.0 (Debian 12) and Python's `cryptography` refuse it.
+pub fn pkcs8_v1_pem(key: &SigningKey) -> impl std::ops::Deref<Target = String> + use<> {
+    ed25519_dalek::pkcs8::KeypairBytes {
+        secret_key: key.to_bytes(),
+        public_key: None,
+    }
+    .to_pkcs8_pem(LineEnding::LF)
+    .expect("an Ed25519 seed always encodes as PKCS#8")
+}
+
+/// Generate a key and write it as PKCS#8 v1 PEM ([`pkcs8_v1_pem`]), mode 0600, never
+/// replacing a file.
 pub fn generate_key_file(path: &Path) -> Result<SigningKey, KeyError> {
     let shown = path.display().to_string();
     let key = SigningKey::from_bytes(&rand::random::<[u8; 32]>());
-    let pem = key
-        .to_pkcs8_pem(LineEnding::LF)
-        .expect("an Ed25519 key always encodes as PKCS#8");
+    let pem = pkcs8_v1_pem(&key);
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -168,6 +179,31 @@ mod tests {
             Err(KeyError::Exists { .. })
         ));
         assert_eq!(public_key_b64(&key).len(), 44);
+    }
+
+    /// RFC 8410 §7's layout, version 0 and the seed alone (48 bytes of DER): what OpenSSL
+    /// writes; and a v2 key (public key attached, ed25519-dalek's default) still loads.
+    #[test]
+    fn keygen_writes_pkcs8_v1_and_both_versions_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.pem");
+        let key = generate_key_file(&path).unwrap();
+        let pem = std::fs::read_to_string(&path).unwrap();
+        let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+        let der = STANDARD.decode(body).unwrap();
+        let mut want = hex::decode("302e020100300506032b657004220420").unwrap();
+        want.extend_from_slice(&key.to_bytes());
+        assert_eq!(der, want);
+        let v2 = dir.path().join("v2.pem");
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&v2)
+            .unwrap();
+        file.write_all(key.to_pkcs8_pem(LineEnding::LF).unwrap().as_bytes())
+            .unwrap();
+        assert_eq!(load_signing_key(&v2).unwrap().to_bytes(), key.to_bytes());
     }
 
     #[test]

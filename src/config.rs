@@ -233,8 +233,8 @@ impl Default for LedgerSection {
     }
 }
 
-/// `[retention]`: old records leave the live store into verifiable archive segments (README,
-/// "Retention"). Off by default: with neither `unfiled_days` nor `all_days`, every record is
+/// `[retention]`: old records leave the live store into verifiable archive segments
+/// (docs/operator.md, "Retention"). Off by default: with neither `unfiled_days` nor `all_days`, every record is
 /// kept in the store for ever.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -93,7 +93,7 @@ pub use crate::wire::{PURPOSE_PREFIX, SCHEMA};
 
 /// The published reference walker whose records ours match byte for byte (conduct-walk.md "How
 /// to read this", item 4), and the SDK it runs with. Bump with the oracle's pin
-/// (tests/reference/requirements.txt) when a new version is followed: README "Conformance".
+/// (tests/reference/requirements.txt) when a new version is followed: docs/auditor.md "Conformance".
 pub const REFERENCE_WALKER: &str = "a2a-conduct-walk 1.5.0";
 pub const REFERENCE_SDK: &str = "a2a-sdk 1.3.0";
 /// What `conduct-walker --version` prints (a literal: `concat!` takes no consts).

@@ -923,7 +923,10 @@ fn nothing_reads_or_links_outside_the_repository() {
     let root = root();
     let mut files = Vec::new();
     // The vectors are copied unchanged; this file's fixtures name ways out on purpose.
-    let skip = [root.join("tests/vectors"), root.join("tests/architecture.rs")];
+    let skip = [
+        root.join("tests/vectors"),
+        root.join("tests/architecture.rs"),
+    ];
     let skip: Vec<&Path> = skip.iter().map(PathBuf::as_path).collect();
     for dir in ["src", "tests", "benches", "docs", "fuzz"] {
         files_under(&root.join(dir), &[".rs", ".md"], &skip, &mut files);
@@ -964,7 +967,11 @@ fn the_repository_checker_sees_each_way_out() {
         ),
     )
     .unwrap();
-    std::fs::write(root.join("tests/sub/b.rs"), "#[path = \"../../../x.rs\"] mod x;\n").unwrap();
+    std::fs::write(
+        root.join("tests/sub/b.rs"),
+        "#[path = \"../../../x.rs\"] mod x;\n",
+    )
+    .unwrap();
     std::fs::write(
         root.join("docs/page.md"),
         format!(

@@ -572,7 +572,6 @@ fn every_guide_section_is_findable_in_docs() {
         lines < 300,
         "README.md has {lines} lines; keep it under 300"
     );
-
 }
 
 /// The top page and run's page have the sections an operator looks for.

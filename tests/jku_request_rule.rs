@@ -57,8 +57,24 @@ fn endpoint_and_target(url: &str) -> (String, u16, String) {
 fn jkus() -> Vec<String> {
     let host = "agent.example:8443";
     let ports = [
-        "", ":", ":443", ":8443", ": 8443", ":8443 ", ":+8443", ":8_443", ":8__443", ":-1", ":65536",
-        ":0x10", ":%38443", ":8443%20", "%3A8443", ":8443@x", "[::1]:8443", "[::1]",
+        "",
+        ":",
+        ":443",
+        ":8443",
+        ": 8443",
+        ":8443 ",
+        ":+8443",
+        ":8_443",
+        ":8__443",
+        ":-1",
+        ":65536",
+        ":0x10",
+        ":%38443",
+        ":8443%20",
+        "%3A8443",
+        ":8443@x",
+        "[::1]:8443",
+        "[::1]",
     ];
     let pieces = [
         "", " ", "\t", "\n", "\r", "\u{1}", "\u{1c}", "\u{1f}", "\u{7f}", "\u{a0}", "\u{85}",
@@ -76,7 +92,11 @@ fn jkus() -> Vec<String> {
         out.push(format!("https://{host}/x#{a}y#z"));
     }
     for port in ports {
-        let name = if port.starts_with('[') { "" } else { "agent.example" };
+        let name = if port.starts_with('[') {
+            ""
+        } else {
+            "agent.example"
+        };
         out.push(format!("https://{name}{port}/jwks.json"));
         out.push(format!("https://{name}{port}"));
     }
@@ -150,5 +170,8 @@ fn the_jwks_request_rule_agrees_with_cpython() {
         cases.len(),
         differ.join("\n")
     );
-    assert!(sent > 100 && refused > 100, "{sent} sent, {refused} refused");
+    assert!(
+        sent > 100 && refused > 100,
+        "{sent} sent, {refused} refused"
+    );
 }

@@ -48,7 +48,10 @@ fn every_vector_is_listed_with_its_source_and_unchanged() {
     present.retain(|f| f != "PROVENANCE.md");
     present.sort();
     assert!(present.len() >= 175, "{} vector files", present.len());
-    let unlisted: Vec<&String> = present.iter().filter(|f| !listed.contains_key(*f)).collect();
+    let unlisted: Vec<&String> = present
+        .iter()
+        .filter(|f| !listed.contains_key(*f))
+        .collect();
     let missing: Vec<&String> = listed.keys().filter(|f| !present.contains(f)).collect();
     assert!(
         unlisted.is_empty() && missing.is_empty(),

@@ -129,12 +129,17 @@ async fn drain(db: &DbArg, net: &NetArgs) -> anyhow::Result<ExitCode> {
     pipeline.checkpoint().await?;
     crate::outln!(
         "sent {}: {} filed, {} refused, {} still queued; looked up {} whose answer was lost",
-        report.attempted, report.filed, report.refused, report.deferred, report.looked_up
+        report.attempted,
+        report.filed,
+        report.refused,
+        report.deferred,
+        report.looked_up
     );
     if bindings != Default::default() {
         crate::outln!(
             "task bindings: {} sent, {} left sending by a stopped process settled as unknown (not resent)",
-            bindings.sent, bindings.settled_unknown
+            bindings.sent,
+            bindings.settled_unknown
         );
     }
     let settled = report.deferred == 0 && report.refused == 0;

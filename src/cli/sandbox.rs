@@ -146,7 +146,11 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
     for t in &targets {
         crate::outln!(
             "    {:<24} {}  ({} mode; expect {}: {})",
-            t.name, t.origin, t.mode, t.expect, t.about
+            t.name,
+            t.origin,
+            t.mode,
+            t.expect,
+            t.about
         );
     }
     crate::outln!(

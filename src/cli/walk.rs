@@ -940,7 +940,8 @@ async fn demo_ledger(
         .context("the operator batch anchored nothing: no record was pending")?;
     crate::outln!(
         "== ledger: the intake's operator batch anchored {} record(s) as ledger entry {}",
-        batch.count, batch.ledger_entry
+        batch.count,
+        batch.ledger_entry
     );
     let mut policy = NetPolicy::new(true);
     policy.allow_url(&emulator.url());

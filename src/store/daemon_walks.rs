@@ -110,7 +110,6 @@ pub fn declined_origins(conn: &Connection) -> Result<Vec<ConsentRow>, StoreError
         .collect())
 }
 
-
 /// Fires by state (`done`, `aborted`, ...), from the summary rows (migration 9).
 pub fn walks_by_state(conn: &Connection) -> Result<Vec<(String, u64)>, StoreError> {
     super::summary::fires_by_state(conn)

@@ -170,7 +170,6 @@ fn misfit(record: &Value) -> MetaError {
 /// The endpoint a purpose names: the rule lives with the record's wire form.
 pub use crate::wire::endpoint_from_purpose;
 
-
 /// What a record shows beyond its `records` columns (migration 5's `record_facts`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Facts {

@@ -130,7 +130,6 @@ pub fn migrate(conn: &Connection) -> rusqlite::Result<Migrated> {
     result
 }
 
-
 /// Whether the store has the daemon's tables (migration 3).
 pub fn has_daemon_walks(conn: &Connection) -> Result<bool, super::StoreError> {
     Ok(has_table(conn, "daemon_walks")?)

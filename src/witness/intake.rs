@@ -531,26 +531,85 @@ mod tests {
             };
             Exchange::cut_off(request(), head, why, 1)
         };
-        let raw = |status: u16, body: Vec<u8>| {
-            Exchange::answered(request(), status, Vec::new(), body, 1)
-        };
+        let raw =
+            |status: u16, body: Vec<u8>| Exchange::answered(request(), status, Vec::new(), body, 1);
         let over_cap = "response body too large: 1049600 bytes announced, cap is 1048576 bytes";
         let reset = "error decoding response body: connection reset by peer";
         // Inside the transport's cap, beyond the reader's depth.
         let long_json = [vec![b'['; 100_000], vec![b']'; 100_000]].concat();
         let rows: Vec<(&str, Exchange, AnswerKind, &str)> = vec![
-            ("400, body over the transport's cap", cut(400, &[], over_cap), AnswerKind::Refused, "its body is not read (cut off: response body too large"),
-            ("422, body cut off by a reset", cut(422, &[], reset), AnswerKind::Refused, "connection reset by peer"),
-            ("413, body not JSON", raw(413, b"<html>too large</html>".to_vec()), AnswerKind::Refused, "http 413: its body is not JSON"),
-            ("400, JSON nested too deep", raw(400, long_json.clone()), AnswerKind::Refused, "http 400: its body is not JSON ("),
-            ("429, body cut off", cut(429, &[], reset), AnswerKind::LaneFull, "http 429: its body is not read"),
-            ("503, body cut off", cut(503, &[("retry-after", "30")], reset), AnswerKind::Retry, "http 503: its body is not read"),
-            ("302, body cut off", cut(302, &[("location", "https://x/")], reset), AnswerKind::Retry, "redirected to https://x/"),
-            ("201, body cut off", cut(201, &[], reset), AnswerKind::Unknown, "an acceptance whose body is not read (cut off:"),
-            ("200, body over the cap", cut(200, &[], over_cap), AnswerKind::Unknown, "whose body is not read"),
-            ("201, JSON nested too deep", raw(201, long_json), AnswerKind::Unknown, "an acceptance whose body is not JSON ("),
-            ("500, body cut off", cut(500, &[], reset), AnswerKind::Unknown, "http 500: its body is not read"),
-            ("reset before the status line", Exchange::failure(request(), reset, 1), AnswerKind::Unknown, reset),
+            (
+                "400, body over the transport's cap",
+                cut(400, &[], over_cap),
+                AnswerKind::Refused,
+                "its body is not read (cut off: response body too large",
+            ),
+            (
+                "422, body cut off by a reset",
+                cut(422, &[], reset),
+                AnswerKind::Refused,
+                "connection reset by peer",
+            ),
+            (
+                "413, body not JSON",
+                raw(413, b"<html>too large</html>".to_vec()),
+                AnswerKind::Refused,
+                "http 413: its body is not JSON",
+            ),
+            (
+                "400, JSON nested too deep",
+                raw(400, long_json.clone()),
+                AnswerKind::Refused,
+                "http 400: its body is not JSON (",
+            ),
+            (
+                "429, body cut off",
+                cut(429, &[], reset),
+                AnswerKind::LaneFull,
+                "http 429: its body is not read",
+            ),
+            (
+                "503, body cut off",
+                cut(503, &[("retry-after", "30")], reset),
+                AnswerKind::Retry,
+                "http 503: its body is not read",
+            ),
+            (
+                "302, body cut off",
+                cut(302, &[("location", "https://x/")], reset),
+                AnswerKind::Retry,
+                "redirected to https://x/",
+            ),
+            (
+                "201, body cut off",
+                cut(201, &[], reset),
+                AnswerKind::Unknown,
+                "an acceptance whose body is not read (cut off:",
+            ),
+            (
+                "200, body over the cap",
+                cut(200, &[], over_cap),
+                AnswerKind::Unknown,
+                "whose body is not read",
+            ),
+            (
+                "201, JSON nested too deep",
+                raw(201, long_json),
+                AnswerKind::Unknown,
+                "an acceptance whose body is not JSON (",
+            ),
+            (
+                "500, body cut off",
+                cut(500, &[], reset),
+                AnswerKind::Unknown,
+                "http 500: its body is not read",
+            ),
+            (
+                "reset before the status line",
+                Exchange::failure(request(), reset, 1),
+                AnswerKind::Unknown,
+                reset,
+            ),
         ];
         for (shape, exchange, kind, says) in rows {
             let answer = classify(&exchange, "ab");
@@ -568,7 +627,10 @@ mod tests {
         // The head's headers still count: a 503's Retry-After, whatever the body did.
         assert!(matches!(
             classify(&cut(503, &[("retry-after", "30")], reset), "ab"),
-            Answer::Retry { retry_after: Some(RetryAfter::Seconds(30)), .. }
+            Answer::Retry {
+                retry_after: Some(RetryAfter::Seconds(30)),
+                ..
+            }
         ));
         // With no status line, a request that never left is sent again; one that may have is asked.
         let never = Exchange::failure(request(), "connection refused", 1);

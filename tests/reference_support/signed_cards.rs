@@ -676,7 +676,12 @@ pub fn cases(hosts: &Hosts) -> Vec<SignedCase> {
         ("jku-tab-in-path", "\t.json", ".json", false),
         ("jku-control-in-path", "\u{1}.json", "%01.json", false),
         ("jku-del-in-path", "\u{7f}.json", "%7F.json", false),
-        ("jku-non-ascii-query", ".json?v=\u{e9}", ".json?v=%C3%A9", false),
+        (
+            "jku-non-ascii-query",
+            ".json?v=\u{e9}",
+            ".json?v=%C3%A9",
+            false,
+        ),
         ("jku-trailing-no-break-space", ".json\u{a0}", ".json", true),
         ("jku-trailing-space", ".json ", ".json", true),
     ] {

@@ -95,8 +95,9 @@ fn pass_line(r: &PassReport) -> String {
     );
     if r.unreadable > 0 {
         line.push_str(&format!(
-            ", {} read(s) without a usable answer (tried again later)",
-            r.unreadable
+            ", {} read(s) without a usable answer (tried again later; the last: {})",
+            r.unreadable,
+            r.last_unreadable.as_deref().unwrap_or("no usable answer")
         ));
     }
     if r.out_of_budget {
@@ -252,6 +253,9 @@ pub async fn pull_command(args: &PullArgs) -> anyhow::Result<ExitCode> {
             total.disagreeing += r.disagreeing;
             total.ours += r.ours;
             total.unreadable += r.unreadable;
+            if let Some(why) = &r.head_unread {
+                anyhow::bail!("the ledger of {intake} could not be read: {why}");
+            }
             let done = r.head_n.is_none_or(|n| r.upto >= n) || r.unreadable > 0;
             total.upto = r.upto;
             if done {

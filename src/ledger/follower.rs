@@ -88,6 +88,8 @@ pub struct PassReport {
     pub findings_opened: u64,
     /// Reads that got no usable answer (down, cap, deadline): read again later, not findings.
     pub unreadable: u64,
+    /// What the last of those reads met (`<route>: <detail>`), for the operator.
+    pub last_unreadable: Option<String>,
     /// The pass stopped because the bucket was empty; the rest waits for the next pass.
     pub out_of_budget: bool,
 }
@@ -160,6 +162,7 @@ impl<R: LedgerReads> Pass<'_, R> {
     /// A read that failed: garbage served is a finding, anything else is read again later.
     fn failed(&mut self, conn: &Connection, route: &str, e: &ReadError) -> Result<(), StoreError> {
         self.report.unreadable += 1;
+        self.report.last_unreadable = Some(format!("{route}: {}", e.detail));
         if !e.served {
             return Ok(());
         }

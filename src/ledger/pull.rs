@@ -37,6 +37,8 @@ pub struct PullReport {
     pub unreadable: u64,
     /// Entries past `upto` are left for the next call.
     pub upto: u64,
+    /// The ledger's head could not be read and none is held: nothing was pulled, and why.
+    pub head_unread: Option<String>,
 }
 
 /// The `purpose` a conduct walk writes: `a2a-conduct-walk-v1: <endpoint>`.
@@ -55,8 +57,12 @@ pub async fn pull<R: LedgerReads>(
     now: DateTime<Utc>,
 ) -> Result<PullReport, StoreError> {
     // The head first (as a follower pass, with the default rate).
-    follower::pass(reads, store, intake, &Policy::default(), now).await?;
-    pull_held(reads, store, intake, endpoint, now).await
+    let pass = follower::pass(reads, store, intake, &Policy::default(), now).await?;
+    let mut report = pull_held(reads, store, intake, endpoint, now).await?;
+    if pass.head.is_none() && pass.unreadable > 0 {
+        report.head_unread = pass.last_unreadable.or(Some("no usable answer".into()));
+    }
+    Ok(report)
 }
 
 /// The batches past where the last pull stopped, up to the head already held: for a caller

@@ -892,18 +892,18 @@ impl Pipeline {
                     match filing::after_lookup(&lookup, tries, now_t, rand::random::<f64>()) {
                         AfterLookup::Filed(t) => {
                             let row = self
-                                .record_lookup(submission_id, now, t, (ex.status, said))
+                                .record_lookup(submission_id, now, t, (ex.heard_status(), said))
                                 .await?;
                             return Ok((row, Filing::FoundAtIntake, true));
                         }
                         AfterLookup::AskAgain(t) => {
                             let row = self
-                                .record_lookup(submission_id, now, t, (ex.status, said))
+                                .record_lookup(submission_id, now, t, (ex.heard_status(), said))
                                 .await?;
                             return Ok((row, Filing::LookupFailed, true));
                         }
                         AfterLookup::Send => {
-                            let (n1, status) = (now.clone(), ex.status);
+                            let (n1, status) = (now.clone(), ex.heard_status());
                             self.with_store(move |s| {
                                 outbox::record_not_found(
                                     s.connection(),
@@ -958,7 +958,7 @@ impl Pipeline {
             .then(|| self.lane_full(&row, None, now_t))
             .flatten();
         let row = self
-            .record_attempt(submission_id, now, t, (ex.status, logged), full)
+            .record_attempt(submission_id, now, t, (ex.heard_status(), logged), full)
             .await?;
         Ok((row, Filing::Sent, view.looked_up))
     }

@@ -96,6 +96,14 @@ impl Exchange {
             .map(|(_, v)| v.as_str())
     }
 
+    /// The code of the answer's status line, also when its body was then cut off (0 when no
+    /// status line arrived): what a log of intake attempts shows.
+    pub fn heard_status(&self) -> u16 {
+        self.cut_answer
+            .as_ref()
+            .map_or(self.status, |head| head.status)
+    }
+
     /// An answered exchange: what the server sent, no transport error.
     pub fn answered(
         request: HttpRequest,

@@ -541,6 +541,12 @@ pub(crate) async fn fetch_jwks(
         .await
         .map_err(|_| JwksFetchError::Timeout)?;
     if let Some(text) = exchange.transport_error {
+        // A body cut off mid-read says nothing of where (issue 42): name the jku.
+        let text = if text.contains(url) {
+            text
+        } else {
+            format!("{url}: {text}")
+        };
         return Err(JwksFetchError::Transport(text));
     }
     let freshness = freshness(&exchange.response_headers);

@@ -79,10 +79,13 @@ fn row_line(sha: &str, r: &Submission) -> String {
         line.push_str(&format!("  next {next}"));
     }
     match (&r.last_answer, r.last_status, &r.last_error) {
-        (Some(answer), status, _) => {
+        (Some(answer), status, error) => {
             line.push_str(&format!("  last answer {answer}"));
             if let Some(status) = status {
                 line.push_str(&format!(" (http {status})"));
+            }
+            if let Some(error) = error {
+                line.push_str(&format!(": {error}"));
             }
         }
         (None, _, Some(error)) => line.push_str(&format!("  last error: {error}")),
@@ -143,5 +146,12 @@ async fn drain(db: &DbArg, net: &NetArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let settled = report.deferred == 0 && report.refused == 0;
+    if !settled {
+        // Which rows wait, at which intake, and what the intake (or the way to it) did.
+        let store = db.open_read_only()?;
+        for (sha, row) in outbox::unsettled(store.connection())? {
+            crate::outln!("  {}", row_line(&sha, &row));
+        }
+    }
     Ok(ExitCode::from(if settled { EXIT_OK } else { EXIT_FINDING }))
 }

@@ -200,6 +200,30 @@ async fn an_oversized_answer_is_a_transport_error_and_looked_up() {
     assert!(run.row.last_error.as_deref().unwrap().contains("too large"));
 }
 
+/// Issue 42: a refusal is its status line. A 400 whose error text is 1 MiB + 1 KiB (over the
+/// transport's cap) used to be read as "unknown": looked up, 404, sent again, refused again, for
+/// ever. Now it is refused once, never looked up or resent, and the row says why the body was
+/// not read.
+#[tokio::test]
+async fn a_refusal_with_a_body_over_the_cap_is_refused_once_not_looked_up() {
+    let text = "x".repeat(1024 * 1024 + 1024);
+    let run = file_with(
+        answer(move |_| Resp::json(400, &json!({"error": text}))),
+        json!({}),
+    )
+    .await;
+    assert_eq!(run.row.state, SubmissionState::Refused, "{:?}", run.row);
+    assert_eq!(run.row.last_answer, Some(AnswerKind::Refused));
+    assert_eq!(run.posts, 1);
+    assert_eq!(run.row.next_attempt_at, None, "nothing more is planned");
+    let error = run.row.last_error.as_deref().unwrap();
+    assert!(
+        error.starts_with("http 400: its body is not read") && error.contains("too large"),
+        "{error}"
+    );
+    assert_eq!(run.row.summary().outcome, Outcome::Refused);
+}
+
 #[tokio::test]
 async fn intake_text_with_terminal_escapes_is_stored_escaped_and_short() {
     let hostile = format!("\u{1b}]0;pwned\u{7}\u{1b}[2J{}", "A".repeat(10_000));

@@ -572,11 +572,11 @@ impl Session {
     ) -> Result<(u16, Vec<(String, String)>, Vec<u8>), String> {
         let mut response = self.send(request, sending).await?;
         let status = response.status().as_u16();
-        let headers = collect_headers(response.headers());
-        // Kept for a failure from here on (the body over the cap, cut off or late).
+        // Held where a failure from here on (the body over the cap, cut off or late) finds it;
+        // taken back below when the body arrives whole.
         *head.lock().expect("answer head lock") = Some(AnswerHead {
             status,
-            headers: headers.clone(),
+            headers: collect_headers(response.headers()),
         });
         let cap = self.transport.inner.body_cap;
         if let Some(len) = response.content_length()
@@ -612,6 +612,12 @@ impl Session {
                 break;
             }
         }
+        let headers = head
+            .lock()
+            .expect("answer head lock")
+            .take()
+            .map(|h| h.headers)
+            .unwrap_or_default();
         Ok((status, headers, body))
     }
 }

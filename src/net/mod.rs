@@ -10,7 +10,7 @@ mod transport;
 pub use options::{NetworkOptions, NetworkOptionsError};
 pub use policy::{NetPolicy, non_public_kind};
 pub use transport::{
-    AnswerHead, BODY_CAP_BYTES, BodyRead, BodyStream, Exchange, HttpRequest, REQUEST_DEADLINE,
+    AddressGuard, AnswerHead, BODY_CAP_BYTES, BodyRead, BodyStream, Exchange, HttpRequest, REQUEST_DEADLINE,
     Reached, Session, Transport, TransportConfig, TransportSetupError, load_pem_certs,
 };
 

@@ -164,6 +164,20 @@ pub struct TransportConfig {
     /// `[::1]`) the policy names, and only to loopback addresses: an alert relay on the same
     /// machine. Off everywhere else (walks, filing, ledgers are https only).
     pub plain_http_loopback: bool,
+    /// A stricter rule for fetches a stranger names (the witness pool's measurement): see
+    /// [`AddressGuard`]. None for everything else.
+    pub address_guard: Option<AddressGuard>,
+}
+
+/// All or nothing: a host is fetched only when **every** address it resolves to passes
+/// `blocked` (one blocked address refuses the host, so a name cannot hide an inside address
+/// among public ones), and only at `only_port`. The connection goes to those vetted
+/// addresses, never to a second lookup's. Under `--allow-private-network` (tests only) every
+/// address and port is admitted. The table is the caller's (`witness_pool::screen`).
+#[derive(Debug, Clone, Copy)]
+pub struct AddressGuard {
+    pub blocked: fn(IpAddr) -> bool,
+    pub only_port: u16,
 }
 
 impl TransportConfig {
@@ -178,6 +192,7 @@ impl TransportConfig {
                 env!("CARGO_PKG_VERSION")
             ),
             plain_http_loopback: false,
+            address_guard: None,
         }
     }
 }
@@ -242,6 +257,7 @@ struct Inner {
     body_cap: usize,
     user_agent: String,
     plain_http_loopback: bool,
+    address_guard: Option<AddressGuard>,
 }
 
 impl Transport {
@@ -272,6 +288,7 @@ impl Transport {
                 body_cap: config.body_cap,
                 user_agent: config.user_agent,
                 plain_http_loopback: config.plain_http_loopback,
+                address_guard: config.address_guard,
             }),
         })
     }
@@ -354,6 +371,14 @@ impl Transport {
         if candidates.is_empty() {
             return Err(format!("{} resolves to no address", target.host));
         }
+        if let Some(guard) = self.inner.address_guard {
+            return guarded(
+                &guard,
+                self.inner.policy.allow_private_network,
+                target,
+                candidates,
+            );
+        }
         let private_ok = self
             .inner
             .policy
@@ -383,6 +408,32 @@ impl Transport {
             ));
         }
         Ok(admitted)
+    }
+}
+
+/// [`AddressGuard`]'s rule over a host's resolved addresses.
+fn guarded(
+    guard: &AddressGuard,
+    allow_private: bool,
+    target: &Target,
+    candidates: Vec<SocketAddr>,
+) -> Result<Vec<SocketAddr>, String> {
+    if allow_private {
+        return Ok(candidates);
+    }
+    if target.port != guard.only_port {
+        return Err(format!(
+            "refused: only port {} is fetched, not {}",
+            guard.only_port, target.port
+        ));
+    }
+    match candidates.iter().find(|a| (guard.blocked)(a.ip())) {
+        Some(blocked) => Err(format!(
+            "refused: {} resolves to a blocked address {}",
+            target.host,
+            blocked.ip()
+        )),
+        None => Ok(candidates),
     }
 }
 
@@ -761,6 +812,48 @@ mod tests {
         let mut tc = TransportConfig::new(policy);
         tc.plain_http_loopback = plain;
         Transport::new(tc).unwrap()
+    }
+
+    /// The witness pool's rule: one blocked address refuses the whole host, only port 443,
+    /// and everything under --allow-private-network (tests only).
+    #[test]
+    fn an_address_guard_refuses_a_host_with_any_blocked_address_and_other_ports() {
+        let guard = AddressGuard {
+            blocked: |ip| ip.is_loopback(),
+            only_port: 443,
+        };
+        let target = |raw: &str| parse_https(raw).unwrap();
+        let addrs = |list: &[&str]| -> Vec<SocketAddr> {
+            list.iter().map(|a| a.parse().unwrap()).collect()
+        };
+        let public = addrs(&["93.184.216.34:443", "[2606:2800:220:1::1]:443"]);
+        assert_eq!(
+            guarded(&guard, false, &target("https://a.example/"), public.clone()),
+            Ok(public)
+        );
+        let mixed = addrs(&["93.184.216.34:443", "127.0.0.1:443"]);
+        assert_eq!(
+            guarded(&guard, false, &target("https://a.example/"), mixed.clone()),
+            Err("refused: a.example resolves to a blocked address 127.0.0.1".into())
+        );
+        assert_eq!(
+            guarded(
+                &guard,
+                false,
+                &target("https://a.example:8443/"),
+                addrs(&["93.184.216.34:8443"])
+            ),
+            Err("refused: only port 443 is fetched, not 8443".into())
+        );
+        assert_eq!(
+            guarded(
+                &guard,
+                true,
+                &target("https://a.example:8443/"),
+                mixed.clone()
+            ),
+            Ok(mixed)
+        );
     }
 
     #[test]

@@ -43,3 +43,4 @@ mod test_docs;
 pub mod walk;
 pub mod wire;
 pub mod witness;
+pub mod witness_pool;

@@ -20,6 +20,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use toml::Spanned;
 
+pub mod witness_face;
+pub use witness_face::{WitnessFace, WitnessFaceSection};
+
 /// The config file's name inside `$CONFIGURATION_DIRECTORY`.
 pub const CONFIG_FILE_NAME: &str = "walker.toml";
 
@@ -57,6 +60,10 @@ pub struct ConfigFile {
     /// `[alerts]`: where and when to tell the operator that an agent's conduct changed.
     #[serde(default)]
     pub alerts: crate::alerts::config::AlertsSection,
+    /// `[witness_face]`: answer the witness pool's requests and serve what a pool member
+    /// publishes (issue 43). Off when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub witness_face: Option<WitnessFaceSection>,
     /// One per agent to walk, each on its own schedule; with none the daemon idles.
     #[serde(default, rename = "target", skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<TargetSection>,
@@ -749,6 +756,8 @@ pub struct Config {
     pub retention: RetentionConfig,
     /// `[alerts]`, validated (secrets not read: `app::alert_delivery` reads them).
     pub alerts: std::sync::Arc<crate::alerts::config::AlertsConfig>,
+    /// `[witness_face]`, checked; `None` when the face is off.
+    pub witness_face: Option<WitnessFace>,
 }
 
 /// Read and validate a config file.
@@ -853,6 +862,10 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
     check_ledger_intakes(&file.ledger, &mut found);
     check_mcp(&file.mcp, &mut found);
     let targets = validate_targets(file, &task_ledger, &mut found);
+    let witness_face = file
+        .witness_face
+        .as_ref()
+        .and_then(|f| witness_face::validate(f, w, &key, listen, &mut found));
     let alerts = validate_alerts(file, base, &targets, &mut found);
     let database = match &d.database {
         Some(p) => Some(rel(base, p)),
@@ -881,6 +894,7 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
         ledger: ledger_settings(&file.ledger),
         retention: retention_config(&file.retention, base),
         alerts: std::sync::Arc::new(alerts),
+        witness_face,
     }
 }
 

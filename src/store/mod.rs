@@ -56,6 +56,7 @@ pub mod task_bindings;
 pub mod transfer;
 pub mod verifier;
 pub mod verify;
+pub mod witness_requests;
 pub mod write_health;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, params};

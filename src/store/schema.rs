@@ -69,6 +69,10 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "alerts_ids",
         sql: include_str!("migrations/0014_alerts_ids.sql"),
     },
+    Migration {
+        name: "witness_requests",
+        sql: include_str!("migrations/0015_witness_requests.sql"),
+    },
 ];
 
 /// The schema version this binary writes and understands.

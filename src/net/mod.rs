@@ -10,8 +10,9 @@ mod transport;
 pub use options::{NetworkOptions, NetworkOptionsError};
 pub use policy::{NetPolicy, non_public_kind};
 pub use transport::{
-    AddressGuard, AnswerHead, BODY_CAP_BYTES, BodyRead, BodyStream, Exchange, HttpRequest, REQUEST_DEADLINE,
-    Reached, Session, Transport, TransportConfig, TransportSetupError, load_pem_certs,
+    AddressGuard, AnswerHead, BODY_CAP_BYTES, BodyRead, BodyStream, Exchange, HttpRequest,
+    REQUEST_DEADLINE, Reached, Session, Transport, TransportConfig, TransportSetupError,
+    load_pem_certs,
 };
 
 /// An operator-given URL (a config value, a CLI flag) that must be https with a host: the

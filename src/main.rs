@@ -34,6 +34,7 @@ fn serves(command: &Command) -> bool {
         | Command::Alerts(_)
         | Command::Card(_)
         | Command::Terms(_)
+        | Command::Witness(_)
         | Command::Config(_)
         | Command::PrintConfig(_)
         | Command::Completions(_)

@@ -44,6 +44,10 @@ pub enum Command {
     /// Verify the standing proposals a card publishes (A2A Terms extension).
     #[command(subcommand)]
     Terms(super::terms::TermsCommand),
+    /// The witness pool: answer a request, verify an observation, ask a witness, check an
+    /// origin against the pool's four conditions.
+    #[command(subcommand)]
+    Witness(super::witness::WitnessCommand),
     /// Run the daemon: walk every configured target on its schedule (systemd Type=notify).
     Run(super::daemon::RunArgs),
     /// Daemon config commands.

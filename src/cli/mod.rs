@@ -19,6 +19,7 @@ pub mod ring;
 pub mod sandbox;
 pub mod terms;
 pub mod walk;
+pub mod witness;
 
 pub use app::{Cli, Command};
 
@@ -66,6 +67,7 @@ pub async fn run(command: Command) -> anyhow::Result<Ran> {
         Command::Alerts(cmd) => alerts::run(cmd).await,
         Command::Card(cmd) => card::run(cmd).await,
         Command::Terms(cmd) => terms::run(cmd).await,
+        Command::Witness(cmd) => witness::run(cmd).await,
         Command::Config(cmd) => daemon::config_command(cmd),
         Command::PrintConfig(args) => daemon::print_config(args),
         Command::IntakeEmulator(args) => intake::run(args).await,

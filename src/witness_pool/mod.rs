@@ -11,6 +11,7 @@
 //! readers' checks and refusal codes) and [`screen`] (the name screen and the blocked-address
 //! table). The I/O: [`measure`] (the guarded fetches of one measurement).
 
+pub mod ask;
 pub mod js;
 pub mod measure;
 pub mod observation;
@@ -18,6 +19,7 @@ pub mod publish;
 pub mod request;
 pub mod responder;
 pub mod screen;
+pub mod selfcheck;
 pub mod surfaces;
 pub mod validate;
 

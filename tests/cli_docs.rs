@@ -615,3 +615,35 @@ fn man_pages_have_signals_environment_files_exit_status_and_examples() {
         assert!(top.contains(var) && run.contains(var), "{var} missing");
     }
 }
+
+/// README's "Join the witness pool" config is one the parser takes, face included, and the
+/// steps name the commands the binary has.
+#[test]
+fn the_readme_witness_pool_example_parses_and_its_commands_exist() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let section = &readme[readme
+        .find("## Join the witness pool")
+        .expect("a Join the witness pool section")..];
+    let start = section.find("```toml\n").unwrap() + 8;
+    let block = &section[start..start + section[start..].find("```").unwrap()];
+    let text: String = block
+        .lines()
+        .map(str::trim_start)
+        .collect::<Vec<_>>()
+        .join("\n");
+    let cfg = conduct_walker::config::parse(Path::new("/etc/conduct-walker/walker.toml"), &text)
+        .unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let face = cfg.witness_face.expect("the face is on");
+    assert_eq!(face.member.origin, "https://witness.example.org");
+    assert!(face.member.reciprocal);
+    let cli = Cli::command();
+    let witness = cli.find_subcommand("witness").unwrap();
+    for sub in ["selfcheck", "ask", "answer", "verify"] {
+        assert!(witness.find_subcommand(sub).is_some(), "witness {sub}");
+        assert!(
+            section.contains(&format!("witness {sub}")) || sub == "answer" || sub == "verify",
+            "README names witness {sub}"
+        );
+    }
+}

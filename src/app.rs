@@ -26,6 +26,8 @@ pub enum SetupError {
     Store(#[from] crate::store::StoreError),
     #[error("cannot set up the filing pipeline: {0}")]
     Pipeline(String),
+    #[error("config {path}: cannot set up the witness face: {msg}")]
+    WitnessFace { path: PathBuf, msg: String },
 }
 
 /// The key that signs records, and the `key_url` it signs under.
@@ -36,6 +38,11 @@ pub type Signing = Option<(SigningKey, Option<String>)>;
 /// used"); `None`: records are filed unsigned. Every face that takes a config signs with this
 /// key.
 pub fn signing_key(cfg: &Config) -> Result<Option<SigningKey>, SetupError> {
+    Ok(signing_key_file(cfg)?.map(|(key, _)| key))
+}
+
+/// [`signing_key`] with the file it was read from.
+fn signing_key_file(cfg: &Config) -> Result<Option<(SigningKey, PathBuf)>, SetupError> {
     let key_err = |msg: String| SetupError::Key {
         path: cfg.path.clone(),
         msg,
@@ -44,8 +51,11 @@ pub fn signing_key(cfg: &Config) -> Result<Option<SigningKey>, SetupError> {
         KeySource::None => crate::witness::keys::resolve_key_path(None),
         other => other.path().map_err(key_err)?,
     };
-    path.map(|p| crate::witness::keys::load_signing_key(&p).map_err(|e| key_err(e.to_string())))
-        .transpose()
+    path.map(|p| match crate::witness::keys::load_signing_key(&p) {
+        Ok(key) => Ok((key, p)),
+        Err(e) => Err(key_err(e.to_string())),
+    })
+    .transpose()
 }
 
 /// [`signing_key`] with the `key_url` it signs under.
@@ -175,4 +185,61 @@ pub fn page_context(cfg: &Config, public_key_b64: Option<String>) -> crate::page
         limits: Vec::new(),
         rings: None,
     }
+}
+
+/// What the witness face (`[witness_face]`, issue 43) answers with and publishes: the responder
+/// (the `[witness]` key and `key_url`, the configured vantage, a guarded measurer under
+/// `[network]`'s private-network switch and extra CAs) and the two key documents.
+pub struct WitnessResponder {
+    pub responder: crate::witness_pool::responder::Responder,
+    /// `/keys/witness.json`: the active key only (spec §8.4).
+    pub key_document: serde_json::Value,
+    /// `/.well-known/key-history.json` (spec §8.1): the active key alone until keys rotate.
+    pub key_history: serde_json::Value,
+}
+
+/// The witness face's [`WitnessResponder`]; `None` when `[witness_face]` is off. The face
+/// refuses to start without a key: a pool member that cannot sign cannot answer.
+pub fn witness_responder(cfg: &Config) -> Result<Option<WitnessResponder>, SetupError> {
+    use crate::witness_pool::{key_history, measure::Measurer, publish, responder::Responder};
+    let Some(face) = &cfg.witness_face else {
+        return Ok(None);
+    };
+    let face_err = |msg: String| SetupError::WitnessFace {
+        path: cfg.path.clone(),
+        msg,
+    };
+    let (key, key_file) = signing_key_file(cfg)?
+        .ok_or_else(|| face_err("no signing key ([witness] key or key_credential)".into()))?;
+    let key_url = face.member.key_url();
+    let roots = extra_roots(cfg).map_err(|source| SetupError::Transport {
+        path: cfg.path.clone(),
+        source,
+    })?;
+    let measurer =
+        Measurer::new(cfg.allow_private_network, roots).map_err(|e| face_err(e.to_string()))?;
+    let public_b64 = crate::witness::keys::public_key_b64(&key);
+    let vantage = Some(cfg.witness.vantage.clone());
+    let responder = Responder::new(key, &key_url, vantage, measurer).map_err(face_err)?;
+    let since = key_since(&key_file);
+    let entry = key_history::KeyEntry::active_witness(&public_b64, &key_url, &since);
+    Ok(Some(WitnessResponder {
+        key_document: publish::key_document(&public_b64, responder.signed_domain()),
+        key_history: key_history::single_witness_key(&face.member.origin, entry),
+        responder,
+    }))
+}
+
+/// The key history's `since` for the key in `file`: the UTC day the file was last written
+/// (`keys generate` writes it once), never later than today. Until the store records a key's
+/// creation (the rotation issue) nothing knows the day better; an earlier day only widens what
+/// the key may have signed, a later one would disown its own first signatures (§8.3 rule 5).
+fn key_since(file: &std::path::Path) -> String {
+    let now = std::time::SystemTime::now();
+    let written = std::fs::metadata(file)
+        .and_then(|m| m.modified())
+        .map_or(now, |t| t.min(now));
+    chrono::DateTime::<chrono::Utc>::from(written)
+        .format("%Y-%m-%d")
+        .to_string()
 }

@@ -35,6 +35,8 @@ pub struct Live {
     pub store_health: Arc<WriteHealth>,
     /// The alert deliveries' counters (issue 24).
     pub alerts: Arc<crate::alerts::deliver::AlertMetrics>,
+    /// The witness face's counters (issue 43).
+    pub witness: Arc<super::metrics::WitnessMetrics>,
 }
 
 impl Live {
@@ -47,6 +49,7 @@ impl Live {
             last_tick: AtomicI64::new(chrono::Utc::now().timestamp()),
             runner: RwLock::new(runner),
             alerts: Arc::default(),
+            witness: Arc::default(),
         }
     }
 
@@ -152,6 +155,7 @@ async fn metrics(State(s): State<AppState>) -> Response {
                 {
                     let mut text = render(&snap) + &ledger;
                     s.live.alerts.render(&mut text);
+                    s.live.witness.render(&mut text);
                     text
                 },
             )

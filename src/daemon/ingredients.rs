@@ -27,6 +27,9 @@ pub(super) struct Ingredients {
     pub follower: FollowerSettings,
     /// Where archived segments go.
     pub archive_dir: PathBuf,
+    /// What `[witness_face]` answers with and publishes; `None` when the face is off. Taken by
+    /// the face when it starts or reloads.
+    pub witness_face: Option<crate::app::WitnessResponder>,
 }
 
 /// Build what `config` describes for a daemon whose store is at `db_path`. A transport or a
@@ -56,6 +59,9 @@ pub(super) fn ingredients(
         pull_endpoints: pull_endpoints(&config),
     };
     let archive_dir = config.retention.dir(db_path);
+    // A face that cannot sign or measure refuses the configuration, like a pipeline that
+    // cannot be built: at start the daemon does not run, at a reload the running one is kept.
+    let witness_face = crate::app::witness_responder(&config)?;
     Ok(Ingredients {
         config,
         transport,
@@ -64,6 +70,7 @@ pub(super) fn ingredients(
         alert_delivery,
         follower,
         archive_dir,
+        witness_face,
     })
 }
 

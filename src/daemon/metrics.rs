@@ -8,8 +8,10 @@ use super::db;
 use super::runner::RunnerStatus;
 use crate::prometheus_text::{Kind, TextWriter};
 use crate::store::{StoreError, summary};
+use crate::witness_pool::request::DeclineReason;
 use rusqlite::Connection;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Tallies over the `records` table.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -249,9 +251,131 @@ fn render_schedule(w: &mut TextWriter, s: &Snapshot) {
     }
 }
 
+/// How the witness face ended one `POST /a2a` (spec §4.6): the answered and declined ones are
+/// also rows of `witness_requests`; the rest never reached a decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaceOutcome {
+    Answered,
+    Declined(DeclineReason),
+    /// 429: every measurement slot was taken.
+    Busy,
+    /// 413: the body was over 1,000,000 bytes.
+    TooLarge,
+    /// 408: the body did not arrive within the face's deadline.
+    BodyTimeout,
+    /// -32700, -32601, -32602.
+    ParseError,
+    MethodNotServed,
+    NoRequestPart,
+    /// 500: our own observation failed a reader's check (a bug, never sent).
+    Internal,
+}
+
+/// Every (outcome, reason) pair the face counts, in the order `/metrics` writes them.
+const FACE_LABELS: [(&str, &str); 12] = [
+    ("answered", ""),
+    ("declined", "bad_request"),
+    ("declined", "self_witness"),
+    ("declined", "target_not_public"),
+    ("declined", "no_known_surface"),
+    ("busy", ""),
+    ("too_large", ""),
+    ("body_timeout", ""),
+    ("bad_jsonrpc", "parse_error"),
+    ("bad_jsonrpc", "method_not_served"),
+    ("bad_jsonrpc", "no_request_part"),
+    ("internal", ""),
+];
+
+impl FaceOutcome {
+    pub fn labels(self) -> (&'static str, &'static str) {
+        match self {
+            FaceOutcome::Answered => ("answered", ""),
+            FaceOutcome::Declined(reason) => ("declined", reason.as_str()),
+            FaceOutcome::Busy => ("busy", ""),
+            FaceOutcome::TooLarge => ("too_large", ""),
+            FaceOutcome::BodyTimeout => ("body_timeout", ""),
+            FaceOutcome::ParseError => ("bad_jsonrpc", "parse_error"),
+            FaceOutcome::MethodNotServed => ("bad_jsonrpc", "method_not_served"),
+            FaceOutcome::NoRequestPart => ("bad_jsonrpc", "no_request_part"),
+            FaceOutcome::Internal => ("internal", ""),
+        }
+    }
+}
+
+/// The witness face's counters, shared by the face (which counts) and the listener (which
+/// renders them), like the alert deliveries'. Counted since the daemon started: the stored
+/// rows are the history.
+#[derive(Debug, Default)]
+pub struct WitnessMetrics {
+    /// Whether a face is serving: the families are written only for a daemon that has one.
+    pub serving: AtomicBool,
+    counts: [AtomicU64; FACE_LABELS.len()],
+}
+
+impl WitnessMetrics {
+    pub fn count(&self, outcome: FaceOutcome) {
+        if let Some(i) = FACE_LABELS.iter().position(|l| *l == outcome.labels()) {
+            self.counts[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub fn get(&self, outcome: FaceOutcome) -> u64 {
+        FACE_LABELS
+            .iter()
+            .position(|l| *l == outcome.labels())
+            .map_or(0, |i| self.counts[i].load(Ordering::Relaxed))
+    }
+
+    /// Prometheus text lines: every pair, zeros included, so a rate has a start.
+    pub fn render(&self, out: &mut String) {
+        let counted = self.counts.iter().any(|c| c.load(Ordering::Relaxed) > 0);
+        if !self.serving.load(Ordering::Relaxed) && !counted {
+            return;
+        }
+        TextWriter::new(out).labelled(
+            (
+                "conduct_walker_witness_requests_total",
+                Kind::Counter,
+                "POST /a2a on the witness face by outcome (answered, declined, busy, too_large, body_timeout, bad_jsonrpc, internal) and reason, since the daemon started.",
+            ),
+            ["outcome", "reason"],
+            FACE_LABELS
+                .iter()
+                .zip(&self.counts)
+                .map(|((outcome, reason), n)| ([*outcome, *reason], n.load(Ordering::Relaxed))),
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_face_counts_render_every_pair_once_serving() {
+        let m = WitnessMetrics::default();
+        let mut quiet = String::new();
+        m.render(&mut quiet);
+        assert_eq!(quiet, "", "no face, nothing counted: no family");
+        m.serving.store(true, Ordering::Relaxed);
+        m.count(FaceOutcome::Declined(DeclineReason::SelfWitness));
+        m.count(FaceOutcome::Declined(DeclineReason::SelfWitness));
+        m.count(FaceOutcome::Busy);
+        let mut text = String::new();
+        m.render(&mut text);
+        assert!(text.contains(
+            "conduct_walker_witness_requests_total{outcome=\"declined\",reason=\"self_witness\"} 2\n"
+        ));
+        assert!(
+            text.contains(
+                "conduct_walker_witness_requests_total{outcome=\"busy\",reason=\"\"} 1\n"
+            )
+        );
+        assert!(text.contains("{outcome=\"answered\",reason=\"\"} 0\n"));
+        assert_eq!(text.lines().filter(|l| !l.starts_with('#')).count(), 12);
+        assert_eq!(m.get(FaceOutcome::Busy), 1);
+    }
 
     #[test]
     fn failed_assertion_names_come_from_claims() {

@@ -11,9 +11,10 @@
 //!
 //! Shape: the config is loaded as plain data and turned into `ingredients::Ingredients` in one
 //! place (again at each reload). Long-lived services (`services`: the listener, the ledger
-//! follower, alert delivery) start from them, take each reload's, and stop in the reverse of
-//! their start; periodic jobs (`jobs`: heap trim, `STATUS=`, retention, outbox drain) are one
-//! type the loop fires when due. The loop itself drives the scheduled walks and the signals.
+//! follower, alert delivery; `witness_face`, the pool's face) start from them, take each
+//! reload's, and stop in the reverse of their start; periodic jobs (`jobs`: heap trim,
+//! `STATUS=`, retention, outbox drain) are one type the loop fires when due. The loop itself
+//! drives the scheduled walks and the signals.
 
 pub mod consent;
 /// The daemon's tables live with the rest of the store; `daemon::db` is their old name.
@@ -28,6 +29,8 @@ pub mod runner;
 pub mod scheduler;
 mod services;
 pub mod store;
+mod witness_face;
+mod witness_log;
 
 use crate::clock::Clock;
 use crate::config::{self, Config, ConfigError};
@@ -64,6 +67,8 @@ pub enum DaemonError {
     Setup(#[from] crate::app::SetupError),
     #[error("cannot install the signal handlers: {0}")]
     Signals(std::io::Error),
+    #[error("the witness face cannot start: {0}")]
+    WitnessFace(String),
 }
 
 fn notify(states: &[NotifyState]) {
@@ -183,6 +188,12 @@ impl Daemon {
             clock.clone(),
             &live,
         )));
+        services.push(Box::new(witness_face::Face::start(
+            &mut current,
+            &store,
+            live.witness.clone(),
+            clock.clone(),
+        )?));
         let jobs = jobs::all(&current);
         let walks = Walks::start(&current, &store, clock.clone()).await?;
         let mut watchdog_usec = 0u64;

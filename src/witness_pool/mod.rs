@@ -13,6 +13,7 @@
 
 pub mod ask;
 pub mod js;
+pub mod key_history;
 pub mod measure;
 pub mod observation;
 pub mod publish;

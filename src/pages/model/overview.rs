@@ -9,6 +9,7 @@ use crate::pages::{Context, VerifySummary, WitnessInfo, alerts, ledger};
 use crate::store::StoreError;
 use crate::store::outbox::{self, Submission};
 use crate::store::status::{self, Fire};
+use crate::store::witness_requests::{self, WitnessRequest};
 use chrono::{DateTime, Duration, Utc};
 use rusqlite::Connection;
 use std::collections::BTreeSet;
@@ -20,6 +21,8 @@ pub const STRIP: usize = 50;
 pub const TARGETS_PER_PAGE: usize = 100;
 /// Days in the lane chart.
 pub const LANE_DAYS: i64 = 14;
+/// The witness face's requests the overview lists.
+pub const WITNESS_REQUESTS: usize = 20;
 
 /// The overview page.
 #[derive(Debug, Clone, Default)]
@@ -38,6 +41,8 @@ pub struct OverviewView {
     /// The last verification and whether one is running.
     pub verify: (Option<VerifySummary>, bool),
     pub targets: TargetList,
+    /// The witness face's latest requests, newest first (none without a face).
+    pub witness_requests: Vec<WitnessRequest>,
 }
 
 /// Accepted today by one intake in one lane, under its cap.
@@ -120,6 +125,7 @@ pub fn overview(
             size_bytes: status::size_bytes(conn)?,
             verify: verify.clone(),
             targets: target_list(conn, ctx, page, now, strips)?,
+            witness_requests: witness_requests::recent(conn, WITNESS_REQUESTS)?,
         })
     })
 }

@@ -5,6 +5,7 @@ use crate::pages::links::{endpoint_href, overview_page_href, record_href, target
 use crate::pages::model::key_fingerprint;
 use crate::pages::model::overview::{OverviewView, STRIP, TargetList, TargetRow};
 use crate::pages::{VerifySummary, WitnessInfo, alerts, ledger, svg};
+use crate::store::witness_requests::WitnessRequest;
 use maud::{Markup, html};
 
 pub fn overview(v: &OverviewView, served_by: &str) -> String {
@@ -35,9 +36,34 @@ pub fn overview(v: &OverviewView, served_by: &str) -> String {
                 }
             }
         }
+        (witness_requests_section(&v.witness_requests))
         (targets_section(&v.targets))
     };
     layout("Overview", served_by, body)
+}
+
+/// What the pool asked of this witness and how it answered; nothing without a request.
+fn witness_requests_section(rows: &[WitnessRequest]) -> Markup {
+    if rows.is_empty() {
+        return html! {};
+    }
+    html! {
+        section class="box" id="witness-requests" {
+            h2 { "Witness requests" }
+            table {
+                tr { th { "received (UTC)" } th { "outcome" } th { "reason" } th { "endpoint" } th { "observation" } }
+                @for r in rows {
+                    tr class={"witness-request " (r.outcome)} title=[r.detail.as_deref()] {
+                        td { (r.received_at) }
+                        td class="outcome" { (r.outcome) }
+                        td class="reason" { (r.reason.as_deref().unwrap_or("")) }
+                        td { @if let Some(e) = &r.endpoint { code { (e) } } }
+                        td { @if let Some(sha) = &r.record_sha256 { code title=(sha) { (sha.get(..16).unwrap_or(sha)) } } }
+                    }
+                }
+            }
+        }
+    }
 }
 
 fn witness_box(witness: Option<&WitnessInfo>) -> Markup {

@@ -127,6 +127,59 @@ fn the_overview_says_how_the_last_verification_went() {
 }
 
 #[test]
+fn witness_requests_are_listed_only_when_there_are_any_escaped_and_by_reason() {
+    let mut v = OverviewView::default();
+    assert!(!overview(&v, "t").contains("Witness requests"));
+    let row = |outcome: &str, reason: Option<&str>, record: Option<String>| {
+        crate::store::witness_requests::WitnessRequest {
+            received_at: "2026-12-06T03:40:00.123Z".into(),
+            outcome: outcome.into(),
+            reason: reason.map(Into::into),
+            endpoint: Some("https://agent.example/<x>".into()),
+            request_sha256: Some("cd".repeat(32)),
+            record_sha256: record,
+            detail: Some("why \"quoted\"".into()),
+        }
+    };
+    v.witness_requests = vec![
+        row("declined", Some("self_witness"), None),
+        row("answered", None, Some("ab".repeat(32))),
+    ];
+    let html = overview(&v, "t");
+    let page = scraper::Html::parse_document(&html);
+    let rows = scraper::Selector::parse("#witness-requests tr.witness-request").unwrap();
+    let cells: Vec<Vec<String>> = page
+        .select(&rows)
+        .map(|tr| {
+            tr.select(&scraper::Selector::parse("td").unwrap())
+                .map(|td| td.text().collect())
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        cells,
+        [
+            [
+                "2026-12-06T03:40:00.123Z",
+                "declined",
+                "self_witness",
+                "https://agent.example/<x>",
+                ""
+            ],
+            [
+                "2026-12-06T03:40:00.123Z",
+                "answered",
+                "",
+                "https://agent.example/<x>",
+                "abababababababab"
+            ],
+        ]
+    );
+    assert!(html.contains("https://agent.example/&lt;x&gt;"));
+    assert!(html.contains(r#"title="why &quot;quoted&quot;""#));
+}
+
+#[test]
 fn many_targets_get_page_links_and_a_store_without_a_daemon_is_listed_by_endpoint() {
     let v = OverviewView {
         targets: TargetList {

@@ -378,3 +378,123 @@ async fn witness_answer_declines_with_1_and_refuses_unusable_input_with_2() {
         assert!(text(&out).contains(says), "{}", text(&out));
     }
 }
+
+/// `witness ask` and `witness selfcheck` against the sandbox's pool member (the real responder
+/// behind HTTPS on loopback): answered and valid; a decline; an unreachable key document; the
+/// four conditions, one failing while the member does not declare reciprocal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn witness_ask_and_selfcheck_judge_a_pool_member() {
+    use conduct_walker::sandbox::pool::PoolMember;
+    let ca = SandboxCa::generate();
+    let server = target(&ca).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca_pem = dir.path().join("ca.pem");
+    ca.write_pem(&ca_pem).unwrap();
+    let ca_pem = ca_pem.to_str().unwrap().to_string();
+    let member = PoolMember::start_declaring(&ca, true).await.unwrap();
+    let a2a = member.a2a_url();
+    let cli = |args: Vec<String>| {
+        let dir = dir.path().to_path_buf();
+        async move {
+            tokio::task::spawn_blocking(move || {
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                run(&dir, &args)
+            })
+            .await
+            .unwrap()
+        }
+    };
+    let net = |mut args: Vec<String>| {
+        args.extend([
+            "--ca-cert".into(),
+            ca_pem.clone(),
+            "--allow-private-network".into(),
+        ]);
+        args
+    };
+    let ask = |endpoint: &str, extra: &[&str]| {
+        let mut args: Vec<String> = ["witness", "ask", "--endpoint", endpoint, "--to", &a2a]
+            .map(String::from)
+            .to_vec();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        net(args)
+    };
+
+    let out = cli(ask(&server.base(), &[])).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).starts_with("answered and valid: 127.0.0.1:"),
+        "{}",
+        text(&out)
+    );
+    assert!(text(&out).contains("\"gate_commit\": \"abc123\""));
+
+    let out = cli(ask(&member.origin, &[])).await;
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).starts_with("declined: self_witness:"),
+        "{}",
+        text(&out)
+    );
+
+    let missing = format!("{}/keys/none.json", member.origin);
+    let out = cli(ask(&server.base(), &["--key-doc", &missing])).await;
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("key_url_unreachable"), "{}", text(&out));
+
+    let selfcheck = |origin: &str| {
+        net([
+            "witness",
+            "selfcheck",
+            "--origin",
+            origin,
+            "--probe-target",
+            &server.base(),
+        ]
+        .map(String::from)
+        .to_vec())
+    };
+    let out = cli(selfcheck(&member.origin)).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    for name in [
+        "conduct_v1_declared",
+        "witness_policy_reciprocal",
+        "domain_bound_key",
+        "answers_witness_request",
+    ] {
+        assert!(
+            text(&out).contains(&format!("PASS {name}: ")),
+            "{name}: {}",
+            text(&out)
+        );
+    }
+
+    let undeclared = PoolMember::start(&ca).await.unwrap();
+    let out = cli(selfcheck(&undeclared.origin)).await;
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("FAIL witness_policy_reciprocal: the card's params.witness_policy.reciprocal is not true"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        text(&out).contains("PASS answers_witness_request"),
+        "{}",
+        text(&out)
+    );
+    // A target that is no pool member (it serves a key, nothing else): three conditions fail,
+    // each saying what it saw, and nothing crashes.
+    let out = cli(selfcheck(&server.base())).await;
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(text(&out).matches("FAIL ").count(), 3, "{}", text(&out));
+    assert!(
+        text(&out).contains("agent-card.json answered 404"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        text(&out).contains("PASS domain_bound_key"),
+        "{}",
+        text(&out)
+    );
+}

@@ -111,6 +111,7 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
         ),
         about: "an A2A agent whose conduct changes on a schedule: try alerts with it".into(),
     });
+    let pool_member = crate::sandbox::pool::PoolMember::start(&ca).await?;
     let snippet = config_snippet(&ca_path, &emulator.url(), &targets, &args.schedule);
     let config_path = dir.join("walker.toml");
     let whole = format!(
@@ -164,6 +165,16 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
         ca_path.display()
     );
     crate::outln!(
+        "\nA witness pool member (answers nenrin-witness-request-v1 at its /a2a): {}",
+        pool_member.a2a_url()
+    );
+    crate::outln!(
+        "  conduct-walker witness ask --endpoint {} --to {} --ca-cert {} --allow-private-network",
+        targets[0].origin,
+        pool_member.a2a_url(),
+        ca_path.display()
+    );
+    crate::outln!(
         "\nOr add these lines to your own walker.toml (and intake = \"{}\" under [witness] to file with the emulator):\n",
         emulator.url()
     );
@@ -181,6 +192,7 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
     }
     drop(agents);
     drop(changing);
+    drop(pool_member);
     drop(emulator);
     Ok(ExitCode::from(super::EXIT_OK))
 }

@@ -848,14 +848,50 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     .await?;
     pipeline.checkpoint().await?;
     demo_ledger(&emulator, &ca, &db).await?;
+    let measured = agents.first().map(|(_, agent, _)| agent.origin());
+    demo_witness_pool(&ca, &measured.context("no demo agent")?).await?;
     crate::outln!(
-        "demo finished: {} scenarios walked, each verdict as expected; records signed, stored, filed, anchored and their inclusion verified; one A2A Task bound to the task ledger",
+        "demo finished: {} scenarios walked, each verdict as expected; records signed, stored, filed, anchored and their inclusion verified; one A2A Task bound to the task ledger; one witness request answered and verified",
         DEMO.len() + 1
     );
     crate::outln!("next: conduct-walker records list --db {}", db.display());
     crate::outln!("      conduct-walker records verify --db {}", db.display());
     crate::outln!("      conduct-walker ledger status --db {}", db.display());
     Ok(ExitCode::from(super::EXIT_OK))
+}
+
+/// The other direction (issue 43): a requester asks a loopback pool member to measure one of
+/// the demo's agents, and judges the signed observation as any requester does.
+async fn demo_witness_pool(ca: &SandboxCa, endpoint: &str) -> anyhow::Result<()> {
+    use crate::sandbox::pool::{PoolMember, request_observation};
+    let member = PoolMember::start(ca).await?;
+    crate::outln!(
+        "== witness pool: a requester asks the pool member {} to measure {endpoint}",
+        member.a2a_url()
+    );
+    let seen = request_observation(ca, &member.a2a_url(), endpoint).await;
+    let Some(observation) = &seen.observation else {
+        bail!(
+            "the pool member gave no observation: {}",
+            seen.verdict.err().unwrap_or_default()
+        );
+    };
+    if let Err(why) = &seen.verdict {
+        bail!("the pool member's observation is not accepted: {why}");
+    }
+    crate::outln!(
+        "   answered, signed by {} and verified (hash, Ed25519 signature, the key at its key_url): record_sha256 {}",
+        observation["source"]["signed_domain"]
+            .as_str()
+            .unwrap_or_default(),
+        observation["record_sha256"].as_str().unwrap_or_default()
+    );
+    let observed = observation["observed"].as_object();
+    for (surface, seen) in observed.into_iter().flatten() {
+        crate::outln!("   {surface}: {seen}");
+    }
+    crate::outln!();
+    Ok(())
 }
 
 /// A demo walk of a sandbox scenario.

@@ -89,7 +89,8 @@ pub struct AnswerArgs {
     /// The https URL serving the key; its host is the observation's signed_domain.
     #[arg(long, value_name = "URL")]
     pub key_url: Option<String>,
-    /// The observation's witness.vantage (default: "<host name> (witness network, <domain>)").
+    /// The observation's witness.vantage (default: the config's [witness] vantage, else
+    /// "<host name> (witness network, <domain>)").
     #[arg(long, value_name = "TEXT")]
     pub vantage: Option<String>,
     /// The observation's recorded_at, as written (YYYY-MM-DDTHH:MM:SSZ); default now.
@@ -178,9 +179,12 @@ fn read_input(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
 
 /// The responder `answer` signs with: from `--config`, or `--key` and `--key-url`.
 fn responder(args: &AnswerArgs) -> anyhow::Result<Responder> {
+    let mut vantage = args.vantage.clone();
     let (key, key_url, allow_private, mut roots) = match &args.config {
         Some(path) => {
             let cfg = crate::config::load(path)?;
+            // The face's vantage: the witness's own, as every walk record names it.
+            vantage.get_or_insert_with(|| cfg.witness.vantage.clone());
             let key = crate::app::signing_key(&cfg)?
                 .context("the config names no signing key ([witness] key or key_credential)")?;
             let key_url = cfg
@@ -203,7 +207,7 @@ fn responder(args: &AnswerArgs) -> anyhow::Result<Responder> {
     };
     roots.extend(args.net.roots()?);
     let measurer = Measurer::new(allow_private || args.net.allow_private_network, roots)?;
-    Responder::new(key, &key_url, args.vantage.clone(), measurer).map_err(anyhow::Error::msg)
+    Responder::new(key, &key_url, vantage, measurer).map_err(anyhow::Error::msg)
 }
 
 async fn answer(args: AnswerArgs) -> anyhow::Result<ExitCode> {

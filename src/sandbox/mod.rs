@@ -2,6 +2,7 @@
 
 pub mod agent;
 pub mod https;
+pub mod pool;
 
 pub use agent::{
     Behaviour, CardBytes, CardSigning, McpServing, SANDBOX_CARD_KID, SANDBOX_JWKS_PATH,

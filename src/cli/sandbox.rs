@@ -133,57 +133,15 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
     std::fs::write(&config_path, &whole)
         .with_context(|| format!("cannot write {}", config_path.display()))?;
 
-    crate::outln!("conduct-walker sandbox: loopback agents with a CA made for this run");
-    crate::outln!("  CA certificate:   {}", ca_path.display());
-    crate::outln!("  intake emulator:  {}", emulator.url());
-    if let Some(rate) = args.drop_answers {
-        crate::outln!(
-            "  answers dropped:  {rate} of POST /witness (seed {}); POSTs per record at {}/emulator/posts",
-            args.seed,
-            emulator.base()
-        );
-    }
-    crate::outln!("  agents:");
-    for t in &targets {
-        crate::outln!(
-            "    {:<24} {}  ({} mode; expect {}: {})",
-            t.name,
-            t.origin,
-            t.mode,
-            t.expect,
-            t.about
-        );
-    }
-    crate::outln!(
-        "\nA daemon config that walks them all: {}",
-        config_path.display()
-    );
-    crate::outln!("  conduct-walker run --config {}", config_path.display());
-    crate::outln!(
-        "  conduct-walker walk --origin {} --witness-name me --vantage here --ca-cert {} --allow-private-network",
-        targets[0].origin,
-        ca_path.display()
-    );
-    crate::outln!(
-        "\nA witness pool member (answers nenrin-witness-request-v1 at its /a2a): {}",
-        pool_member.a2a_url()
-    );
-    crate::outln!(
-        "  conduct-walker witness ask --endpoint {} --to {} --ca-cert {} --allow-private-network",
-        targets[0].origin,
-        pool_member.a2a_url(),
-        ca_path.display()
-    );
-    crate::outln!(
-        "\nOr add these lines to your own walker.toml (and intake = \"{}\" under [witness] to file with the emulator):\n",
-        emulator.url()
-    );
-    crate::out!("{snippet}");
-    crate::outln!(
-        "\nServing until Ctrl-C (SIGINT) or SIGTERM; the agents' ports change at every start."
-    );
-    use std::io::Write as _;
-    let _ = crate::output::stdout().flush();
+    announce(&Announced {
+        ca_path: &ca_path,
+        emulator: &emulator,
+        args: &args,
+        targets: &targets,
+        config_path: &config_path,
+        pool_a2a: &pool_member.a2a_url(),
+        snippet: &snippet,
+    });
 
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
@@ -236,4 +194,70 @@ fn config_snippet(ca: &Path, intake: &str, targets: &[Target], schedule: &str) -
         s.push_str(&format!("schedule = {}\n", toml_str(schedule)));
     }
     s
+}
+
+/// Where everything `sandbox` started is, for [`announce`].
+struct Announced<'a> {
+    ca_path: &'a std::path::Path,
+    emulator: &'a crate::intake_emulator::RunningEmulator,
+    args: &'a SandboxArgs,
+    targets: &'a [Target],
+    config_path: &'a std::path::Path,
+    pool_a2a: &'a str,
+    snippet: &'a str,
+}
+
+/// Print what runs where, and the commands to try with it.
+fn announce(a: &Announced) {
+    crate::outln!("conduct-walker sandbox: loopback agents with a CA made for this run");
+    crate::outln!("  CA certificate:   {}", a.ca_path.display());
+    crate::outln!("  intake emulator:  {}", a.emulator.url());
+    if let Some(rate) = a.args.drop_answers {
+        crate::outln!(
+            "  answers dropped:  {rate} of POST /witness (seed {}); POSTs per record at {}/emulator/posts",
+            a.args.seed,
+            a.emulator.base()
+        );
+    }
+    crate::outln!("  agents:");
+    for t in a.targets {
+        crate::outln!(
+            "    {:<24} {}  ({} mode; expect {}: {})",
+            t.name,
+            t.origin,
+            t.mode,
+            t.expect,
+            t.about
+        );
+    }
+    crate::outln!(
+        "\nA daemon config that walks them all: {}",
+        a.config_path.display()
+    );
+    crate::outln!("  conduct-walker run --config {}", a.config_path.display());
+    crate::outln!(
+        "  conduct-walker walk --origin {} --witness-name me --vantage here --ca-cert {} --allow-private-network",
+        a.targets[0].origin,
+        a.ca_path.display()
+    );
+    crate::outln!(
+        "\nA witness pool member (answers nenrin-witness-request-v1 at its /a2a): {}",
+        a.pool_a2a
+    );
+    crate::outln!(
+        "  conduct-walker witness ask --endpoint {} --to {} --ca-cert {} --allow-private-network",
+        a.targets[0].origin,
+        a.pool_a2a,
+        a.ca_path.display()
+    );
+    crate::outln!(
+        "\nOr add these lines to your own walker.toml (and intake = \"{}\" under [witness] to file with the emulator):\n",
+        a.emulator.url()
+    );
+    crate::out!("{}", a.snippet);
+    crate::outln!(
+        "\nServing until Ctrl-C (SIGINT) or SIGTERM; the agents' ports change at every start."
+    );
+    use std::io::Write as _;
+    let _ = crate::output::stdout().flush();
 }

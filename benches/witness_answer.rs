@@ -110,8 +110,8 @@ fn request(endpoint: &str) -> Value {
         "requested_at": "2026-12-06T00:00:00Z", "reply_schema": "nenrin-witness-observation-v1"})
 }
 
-fn keygen(dir: &Path) -> PathBuf {
-    let key = dir.join("witness.pem");
+fn keygen(dir: &Path, name: &str) -> PathBuf {
+    let key = dir.join(name);
     let out = Command::new(binary())
         .args(["keygen", "--out"])
         .arg(&key)
@@ -122,7 +122,7 @@ fn keygen(dir: &Path) -> PathBuf {
 }
 
 fn part1_answer(dir: &Path, ca_pem: &Path, endpoint: &str) {
-    let key = keygen(dir);
+    let key = keygen(dir, "answer.pem");
     let file = dir.join("request.json");
     std::fs::write(&file, serde_json::to_vec(&request(endpoint)).unwrap()).unwrap();
     let (mut cpu, mut wall) = (Vec::new(), Vec::new());
@@ -212,7 +212,7 @@ fn free_port() -> u16 {
 }
 
 fn part2_refusals(dir: &Path) {
-    let key = keygen(dir);
+    let key = keygen(dir, "face.pem");
     let port = free_port();
     let config = dir.join("walker.toml");
     std::fs::write(

@@ -273,25 +273,9 @@ fn non_blank_string_list(value: Option<&Value>) -> bool {
         !items.is_empty()
             && items.iter().all(|item| {
                 item.as_str()
-                    .is_some_and(|s| !s.trim_matches(is_js_whitespace).is_empty())
+                    .is_some_and(|s| !s.trim_matches(crate::witness_pool::js::is_space).is_empty())
             })
     })
-}
-
-/// JavaScript's WhiteSpace and LineTerminator (what `trim()` and `\s` match). It differs from
-/// Rust's `char::is_whitespace`: U+FEFF counts here, U+0085 does not.
-pub fn is_js_whitespace(c: char) -> bool {
-    matches!(
-        c,
-        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
-            ..='\u{200a}'
-                | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202f}'
-                | '\u{205f}'
-                | '\u{3000}'
-                | '\u{feff}'
-    )
 }
 
 /// §6.5: the first run of non-space characters after `a2a-conduct-walk-v1:` and any whitespace
@@ -299,9 +283,9 @@ pub fn is_js_whitespace(c: char) -> bool {
 pub fn walked_endpoint(purpose: &str, base: &str) -> String {
     if let Some(rest) = purpose.strip_prefix(PURPOSE_PREFIX) {
         let endpoint: String = rest
-            .trim_start_matches(is_js_whitespace)
+            .trim_start_matches(crate::witness_pool::js::is_space)
             .chars()
-            .take_while(|c| !is_js_whitespace(*c))
+            .take_while(|c| !crate::witness_pool::js::is_space(*c))
             .collect();
         if !endpoint.is_empty() {
             return endpoint;

@@ -284,13 +284,17 @@ pub fn write_json_string(s: &str, out: &mut String) {
     out.push('"');
 }
 
+/// JavaScript's WhiteSpace and LineTerminator: what `trim()` removes and `\s` matches. Not
+/// Rust's `char::is_whitespace`, which adds U+0085 and leaves out U+FEFF (a BOM).
+pub fn is_space(c: char) -> bool {
+    matches!(c,
+        '\u{9}'..='\u{d}' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'..='\u{200a}'
+        | '\u{2028}' | '\u{2029}' | '\u{202f}' | '\u{205f}' | '\u{3000}' | '\u{feff}')
+}
+
 /// `s.trim()`: JavaScript's white space and line terminators at both ends (a BOM included).
 pub fn trim(s: &str) -> &str {
-    s.trim_matches(|c: char| {
-        matches!(c,
-            '\u{9}'..='\u{d}' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'..='\u{200a}'
-            | '\u{2028}' | '\u{2029}' | '\u{202f}' | '\u{205f}' | '\u{3000}' | '\u{feff}')
-    })
+    s.trim_matches(is_space)
 }
 
 /// The first `n` UTF-16 code units of `s` (`s.slice(0, n)`), as UTF-8: a cut inside a surrogate

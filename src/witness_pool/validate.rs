@@ -319,7 +319,7 @@ pub fn is_hex64_value(value: Option<&Value>) -> bool {
 pub fn has_https_prefix(text: &str) -> bool {
     text.strip_prefix("https://")
         .and_then(|rest| rest.chars().next())
-        .is_some_and(|c| c != '/' && !is_js_space(c))
+        .is_some_and(|c| c != '/' && !super::js::is_space(c))
 }
 
 /// The WHATWG host of a URL: lower-case, IDNA names in ASCII form, a non-default port kept.
@@ -331,25 +331,6 @@ pub fn url_host(text: &str) -> Option<String> {
         Some(port) => format!("{host}:{port}"),
         None => host.to_string(),
     })
-}
-
-/// JavaScript's `\s` (the set `trim()` removes, `super::js::trim`): not Rust's
-/// `char::is_whitespace`, which adds U+0085 and leaves out U+FEFF.
-pub fn is_js_space(c: char) -> bool {
-    matches!(
-        c,
-        '\u{9}'..='\u{d}'
-            | ' '
-            | '\u{a0}'
-            | '\u{1680}'
-            | '\u{2000}'..='\u{200a}'
-            | '\u{2028}'
-            | '\u{2029}'
-            | '\u{202f}'
-            | '\u{205f}'
-            | '\u{3000}'
-            | '\u{feff}'
-    )
 }
 
 #[cfg(test)]

@@ -127,6 +127,17 @@ struct World {
 }
 
 impl World {
+    /// The network flags of a command whose peer is at `host_port` (loopback, this CA).
+    fn net<'a>(&'a self, host_port: &'a str) -> [&'a str; 5] {
+        [
+            "--allow-private-network",
+            "--allow-host",
+            host_port,
+            "--ca-cert",
+            &self.ca_pem,
+        ]
+    }
+
     fn new() -> World {
         let ca = SandboxCa::generate();
         let dir = tempfile::tempdir().unwrap();
@@ -361,19 +372,18 @@ async fn a_jwks_server_that_resets_ends_card_verify_with_1_naming_the_jku() {
             let ran = run(
                 &dir,
                 &[
-                    "card",
-                    "verify",
-                    "--file",
-                    card_path.to_str().unwrap(),
-                    "--origin",
-                    &peer.base(),
-                    "--json",
-                    "--allow-private-network",
-                    "--allow-host",
-                    &peer.host_port(),
-                    "--ca-cert",
-                    &w.ca_pem,
-                ],
+                    &[
+                        "card",
+                        "verify",
+                        "--file",
+                        card_path.to_str().unwrap(),
+                        "--origin",
+                        &peer.base(),
+                        "--json",
+                    ][..],
+                    &w.net(&peer.host_port()),
+                ]
+                .concat(),
                 closed,
             )
             .await;
@@ -421,16 +431,10 @@ async fn a_proposal_server_that_resets_ends_terms_verify_with_1_naming_the_propo
             let ran = run(
                 &dir,
                 &[
-                    "terms",
-                    "verify",
-                    "--file",
-                    card_path.to_str().unwrap(),
-                    "--allow-private-network",
-                    "--allow-host",
-                    &peer.host_port(),
-                    "--ca-cert",
-                    &w.ca_pem,
-                ],
+                    &["terms", "verify", "--file", card_path.to_str().unwrap()][..],
+                    &w.net(&peer.host_port()),
+                ]
+                .concat(),
                 closed,
             )
             .await;
@@ -496,13 +500,7 @@ async fn a_ledger_that_resets_leaves_follow_pull_verify_and_ring_inputs_alive_an
             store_filed_with(&db, &intake, 0);
             let db_arg = db.to_str().unwrap();
             let hp = peer.host_port();
-            let net = [
-                "--allow-private-network",
-                "--allow-host",
-                &hp,
-                "--ca-cert",
-                &w.ca_pem,
-            ];
+            let net = w.net(&hp);
 
             // A pass whose reads got no usable answer opens no finding (they are tried again
             // later): 0.
@@ -603,20 +601,19 @@ async fn ledger_pull_of_a_ledger_that_resets_every_read_exits_2_naming_it() {
         let ran = run(
             &dir,
             &[
-                "ledger",
-                "pull",
-                "--db",
-                db.to_str().unwrap(),
-                "--endpoint",
-                ENDPOINT,
-                "--intake",
-                &intake,
-                "--allow-private-network",
-                "--allow-host",
-                &peer.host_port(),
-                "--ca-cert",
-                &w.ca_pem,
-            ],
+                &[
+                    "ledger",
+                    "pull",
+                    "--db",
+                    db.to_str().unwrap(),
+                    "--endpoint",
+                    ENDPOINT,
+                    "--intake",
+                    &intake,
+                ][..],
+                &w.net(&peer.host_port()),
+            ]
+            .concat(),
             false,
         )
         .await;
@@ -700,16 +697,10 @@ async fn an_intake_that_resets_or_cuts_its_201_ends_outbox_drain_with_1_and_a_ro
             let ran = run(
                 &dir,
                 &[
-                    "outbox",
-                    "drain",
-                    "--db",
-                    db.to_str().unwrap(),
-                    "--allow-private-network",
-                    "--allow-host",
-                    &peer.host_port(),
-                    "--ca-cert",
-                    &w.ca_pem,
-                ],
+                    &["outbox", "drain", "--db", db.to_str().unwrap()][..],
+                    &w.net(&peer.host_port()),
+                ]
+                .concat(),
                 closed,
             )
             .await;

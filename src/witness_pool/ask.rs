@@ -51,7 +51,7 @@ pub async fn ask(
                 .map(str::to_owned)
                 .or_else(|| observation["source"]["key_url"].as_str().map(str::to_owned));
             let document = match &key_url {
-                Some(url) => fetch_key_document(transport, url).await,
+                Some(url) => fetch_json(transport, url).await.ok(),
                 None => None,
             };
             let key_document = match (&key_url, &document) {
@@ -75,12 +75,20 @@ pub async fn ask(
     }
 }
 
-/// A key document served directly (200, JSON, no redirect followed), else None.
-pub async fn fetch_key_document(transport: &Transport, url: &str) -> Option<Value> {
+/// JSON served directly: 200, no redirect followed (a 3xx reads as absent, as the pool builder
+/// reads it), or why not, naming the URL.
+pub async fn fetch_json(transport: &Transport, url: &str) -> Result<Value, String> {
     let exchange = transport
         .fetch(&HttpRequest::get(url, &[("accept", "application/json")]))
         .await;
-    (exchange.status == 200)
-        .then(|| request::parse_json(&exchange.body).ok())
-        .flatten()
+    if let Some(why) = &exchange.transport_error {
+        return Err(format!("{url}: not fetched ({why})"));
+    }
+    if exchange.status != 200 {
+        return Err(format!(
+            "{url} answered {} (served directly: 200)",
+            exchange.status
+        ));
+    }
+    request::parse_json(&exchange.body).map_err(|_| format!("{url} is not JSON"))
 }

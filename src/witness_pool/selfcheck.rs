@@ -5,7 +5,7 @@
 use super::publish::{CARD_PATH, CONSENT_PATH, KEY_PATH};
 use super::request::{self, Acceptance, Drawn, ReplyReading};
 use super::validate;
-use crate::net::{HttpRequest, Transport};
+use crate::net::Transport;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
@@ -38,24 +38,12 @@ struct Served {
     consent: Result<Value, String>,
 }
 
-/// A JSON object served directly: 200, no redirect followed (a 3xx reads as absent, as the pool
-/// builder reads it).
+/// A JSON object served directly (what each of the pool's readers fetches).
 async fn fetch_object(transport: &Transport, url: &str) -> Result<Value, String> {
-    let exchange = transport
-        .fetch(&HttpRequest::get(url, &[("accept", "application/json")]))
-        .await;
-    if let Some(why) = &exchange.transport_error {
-        return Err(format!("{url}: not fetched ({why})"));
-    }
-    if exchange.status != 200 {
-        return Err(format!(
-            "{url} answered {} (served directly: 200)",
-            exchange.status
-        ));
-    }
-    match request::parse_json(&exchange.body) {
-        Ok(v) if v.is_object() => Ok(v),
-        _ => Err(format!("{url} is not a JSON object")),
+    let value = super::ask::fetch_json(transport, url).await?;
+    match value.is_object() {
+        true => Ok(value),
+        false => Err(format!("{url} is not a JSON object")),
     }
 }
 
@@ -205,7 +193,7 @@ async fn answers_witness_request(
         pool_sha256: zeros.clone(),
         beacon: json!({"kind": "selfcheck", "height": "0", "hash": zeros}),
     };
-    let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let now = crate::clock::walked_at(chrono::Utc::now());
     let probe = request::build_request(probe_target, &request::default_surfaces(), &now, &drawn);
     let asked = super::ask::ask(transport, &a2a, probe, None, Some(key_url)).await;
     let observation = match &asked.reading {

@@ -9,7 +9,7 @@
 
 use super::{EXIT_FINDING, EXIT_OK};
 use crate::clock::SystemClock;
-use crate::net::{NetPolicy, Transport, TransportConfig};
+use crate::net::{NetworkOptions, Transport};
 use crate::witness_pool::request::{self, Acceptance, ReplyReading};
 use crate::witness_pool::responder::{Answer, Responder};
 use crate::witness_pool::{measure::Measurer, selfcheck, validate};
@@ -51,23 +51,25 @@ pub struct WitnessNet {
 }
 
 impl WitnessNet {
-    fn roots(&self) -> anyhow::Result<Vec<rustls_pki_types::CertificateDer<'static>>> {
-        let mut roots = Vec::new();
-        for path in &self.ca_cert {
-            roots.extend(crate::net::load_pem_certs(path)?);
+    /// What every other command's network flags map onto, with the default deadline and cap.
+    fn options(&self) -> NetworkOptions {
+        NetworkOptions {
+            allow_private_network: self.allow_private_network,
+            allow_hosts: Vec::new(),
+            extra_ca: self.ca_cert.clone(),
+            deadline: crate::net::REQUEST_DEADLINE,
+            body_cap: crate::net::BODY_CAP_BYTES,
         }
-        Ok(roots)
+    }
+
+    fn roots(&self) -> anyhow::Result<Vec<rustls_pki_types::CertificateDer<'static>>> {
+        Ok(self.options().roots()?)
     }
 
     /// The transport of a requester: the URLs the operator named, private addresses at those
     /// hosts only under `--allow-private-network`.
     fn requester(&self, named: &[&str]) -> anyhow::Result<Transport> {
-        let mut policy = NetPolicy::new(self.allow_private_network);
-        for url in named {
-            policy.allow_url(url);
-        }
-        let mut config = TransportConfig::new(policy);
-        config.extra_roots = self.roots()?;
+        let mut config = self.options().transport_config(named)?;
         config.user_agent = request::REQUESTER_USER_AGENT.to_string();
         Ok(Transport::new(config)?)
     }
@@ -293,7 +295,7 @@ async fn ask(args: AskArgs) -> anyhow::Result<ExitCode> {
     } else {
         args.surfaces.clone()
     };
-    let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let now = crate::clock::walked_at(chrono::Utc::now());
     let drawn = request::Drawn::ad_hoc(rand::random());
     let sent = request::build_request(&args.endpoint, &surfaces, &now, &drawn);
     let asked =

@@ -351,10 +351,11 @@ impl FaceState {
                 self.log.record(row);
                 json_answer(200, rpc::result_body(&id, answer.message()))
             }
-            Err(NotAnswered::Busy { in_flight }) => self.rpc_error(&RpcError::busy(id, in_flight)),
-            Err(NotAnswered::Internal(why)) => {
-                tracing::error!(%why, "witness face: our own observation failed a reader's check; answered 500");
-                self.rpc_error(&RpcError::internal(id))
+            Err(not) => {
+                if let NotAnswered::Internal(why) = &not {
+                    tracing::error!(%why, "witness face: our own observation failed a reader's check; answered 500");
+                }
+                self.rpc_error(&not.rpc_error(id))
             }
         }
     }

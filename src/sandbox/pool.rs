@@ -8,7 +8,7 @@ use crate::clock::SystemClock;
 use crate::net::{NetPolicy, Transport, TransportConfig};
 use crate::witness_pool::publish::{self, Member};
 use crate::witness_pool::request::{self as rpc, Acceptance, ReplyReading};
-use crate::witness_pool::responder::{NotAnswered, Responder};
+use crate::witness_pool::responder::Responder;
 use crate::witness_pool::{ask, measure::Measurer};
 use serde_json::Value;
 use std::sync::Arc;
@@ -105,12 +105,8 @@ async fn answer(responder: &Responder, body: &[u8]) -> Resp {
             "application/json",
             rpc::result_body(&incoming.id, a.message()),
         ),
-        Err(NotAnswered::Busy { in_flight }) => {
-            let e = rpc::RpcError::busy(incoming.id, in_flight);
-            Resp::bytes(e.http_status, "application/json", e.body())
-        }
-        Err(NotAnswered::Internal(_)) => {
-            let e = rpc::RpcError::internal(incoming.id);
+        Err(not) => {
+            let e = not.rpc_error(incoming.id);
             Resp::bytes(e.http_status, "application/json", e.body())
         }
     }
@@ -142,7 +138,7 @@ pub async fn request_observation(ca: &SandboxCa, a2a_url: &str, endpoint: &str) 
             };
         }
     };
-    let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let now = crate::clock::walked_at(chrono::Utc::now());
     let sent = rpc::build_request(
         endpoint,
         &rpc::default_surfaces(),

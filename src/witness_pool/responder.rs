@@ -54,6 +54,17 @@ pub enum NotAnswered {
     Internal(String),
 }
 
+impl NotAnswered {
+    /// The JSON-RPC error a face answers with (§4.6): busy is 429 (the face adds
+    /// `retry-after`), an internal failure 500.
+    pub fn rpc_error(&self, id: Value) -> super::request::RpcError {
+        match self {
+            NotAnswered::Busy { in_flight } => super::request::RpcError::busy(id, *in_flight),
+            NotAnswered::Internal(_) => super::request::RpcError::internal(id),
+        }
+    }
+}
+
 /// A slot for one measurement: none when answering without a limit (`witness answer`).
 pub struct Slots {
     semaphore: Arc<Semaphore>,
@@ -143,10 +154,8 @@ impl Responder {
             }
         }
         let observed = self.measurer.measure(&plan.target, &plan.surfaces).await;
-        let recorded_at = recorded_at.map_or_else(
-            || clock.now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
-            str::to_owned,
-        );
+        let recorded_at =
+            recorded_at.map_or_else(|| crate::clock::walked_at(clock.now()), str::to_owned);
         let request_sha256 = request::request_sha256(request);
         let signed = observation::build(
             &observation::Inputs {

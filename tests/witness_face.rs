@@ -543,8 +543,17 @@ fn json_rpc_errors(face: SocketAddr) {
     );
     get.assert_json_no_store();
     let elsewhere = exchange(face, "GET", "/.well-known/jwks.json", b"");
-    assert_eq!(elsewhere.status, 404);
+    assert_eq!(
+        (elsewhere.status, elsewhere.text()),
+        (404, r#"{"error":"not found"}"#)
+    );
     elsewhere.assert_json_no_store();
+    // The published documents are read, never written to.
+    let posted = exchange(face, "POST", "/keys/witness.json", b"{}");
+    assert_eq!(
+        (posted.status, posted.text()),
+        (405, r#"{"error":"only GET is served here"}"#)
+    );
 }
 
 /// §4.6 step 5 with `max_in_flight = 1`: while a measurement of the held target runs, another

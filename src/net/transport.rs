@@ -547,6 +547,17 @@ impl Session {
         (ex, reached)
     }
 
+    /// Resolve and vet `raw_url`'s host now, once for this session: later requests to that
+    /// host and port reuse the vetted addresses (no lookup of their own). Why not, when the
+    /// rules refuse it or it does not resolve.
+    pub async fn prepare(&self, raw_url: &str) -> Result<(), String> {
+        let target = self.transport.parse_target(raw_url)?;
+        tokio::time::timeout(self.transport.inner.deadline, self.client_for(&target))
+            .await
+            .map_err(|_| format!("resolving {} timed out", target.host))?
+            .map(|_| ())
+    }
+
     async fn client_for(&self, target: &Target) -> Result<reqwest::Client, String> {
         let key = (target.host.clone(), target.port);
         if let Some(client) = self.clients.lock().expect("client cache lock").get(&key) {
@@ -812,6 +823,32 @@ mod tests {
         let mut tc = TransportConfig::new(policy);
         tc.plain_http_loopback = plain;
         Transport::new(tc).unwrap()
+    }
+
+    /// `Session::prepare` vets a host once for the session, with the session's rules: a
+    /// guarded transport refuses a blocked address before any request is written.
+    #[tokio::test]
+    async fn a_session_prepares_a_host_under_its_rules() {
+        let mut config = TransportConfig::new(NetPolicy::new(false));
+        config.address_guard = Some(AddressGuard {
+            blocked: |ip| ip.is_loopback(),
+            only_port: 443,
+        });
+        let session = Transport::new(config).unwrap().session();
+        let why = session
+            .prepare("https://127.0.0.1/health")
+            .await
+            .unwrap_err();
+        assert_eq!(
+            why,
+            "refused: 127.0.0.1 resolves to a blocked address 127.0.0.1"
+        );
+        let why = session
+            .prepare("https://127.0.0.1:8443/")
+            .await
+            .unwrap_err();
+        assert_eq!(why, "refused: only port 443 is fetched, not 8443");
+        assert!(session.prepare("http://a.example/").await.is_err());
     }
 
     /// The witness pool's rule: one blocked address refuses the whole host, only port 443,

@@ -8,7 +8,7 @@
 //! 1 MiB per fetch. `--allow-private-network` (tests only) lifts the address and port rules.
 
 use super::surfaces::{self, Fetched, Surface};
-use crate::net::{AddressGuard, HttpRequest, NetPolicy, Transport, TransportConfig};
+use crate::net::{AddressGuard, HttpRequest, NetPolicy, Session, Transport, TransportConfig};
 use rustls_pki_types::CertificateDer;
 use serde_json::{Map, Value};
 use std::net::IpAddr;
@@ -56,64 +56,78 @@ impl Measurer {
         self.allow_private
     }
 
-    /// One guarded GET of `url`: an answer (any status, a redirect included, not followed), or
-    /// why there was none as the short text of an error object (§3.4). `accept_json` adds
-    /// `accept: application/json` (only the conduct spec surface asks for it, §3.1).
-    pub async fn fetch(&self, url: &str, accept_json: bool) -> Fetched {
-        let headers: &[(&str, &str)] = if accept_json {
-            &[("accept", "application/json")]
-        } else {
-            &[]
-        };
-        let exchange = self.transport.fetch(&HttpRequest::get(url, headers)).await;
-        match exchange.transport_error {
-            None => Fetched::Answer {
-                status: exchange.status,
-                body: exchange.body,
-            },
-            Some(text) => Fetched::Failed(short_error(&text)),
-        }
-    }
-
     /// §3.1: every surface of `plan` fetched at once under `target` (the endpoint with its
     /// trailing `/` removed; the path is appended as is), observed (§3.3), all within
-    /// [`ANSWER_DEADLINE`]: a surface unfinished then is `{"error": "timeout"}`.
+    /// [`ANSWER_DEADLINE`]: a surface unfinished then is `{"error": "timeout"}`. One session:
+    /// the target's host is resolved and vetted once, and every surface connects to those
+    /// addresses.
     pub async fn measure(&self, target: &str, plan: &[&'static Surface]) -> Map<String, Value> {
         let until = tokio::time::Instant::now() + ANSWER_DEADLINE;
-        let each = plan.iter().map(|surface| async move {
-            let observed = tokio::time::timeout_at(until, self.surface(target, surface))
-                .await
-                .unwrap_or_else(|_| surfaces::error_object("timeout"));
-            (surface.name.to_string(), observed)
+        let session = self.transport.session();
+        let prepared = tokio::time::timeout_at(until, session.prepare(target)).await;
+        let unreachable = match prepared {
+            Ok(Ok(())) => None,
+            Ok(Err(why)) => Some(surfaces::error_object(&short_error(&why))),
+            Err(_) => Some(surfaces::error_object("timeout")),
+        };
+        let session = &session;
+        let each = plan.iter().map(|surface| {
+            let unreachable = unreachable.clone();
+            async move {
+                let observed = match unreachable {
+                    Some(error) => error,
+                    None => tokio::time::timeout_at(until, surface_in(session, target, surface))
+                        .await
+                        .unwrap_or_else(|_| surfaces::error_object("timeout")),
+                };
+                (surface.name.to_string(), observed)
+            }
         });
         futures_util::future::join_all(each)
             .await
             .into_iter()
             .collect()
     }
+}
 
-    /// One surface's observed object; the card's signatures need their `jku` sets fetched
-    /// through the same guard before they can be judged.
-    async fn surface(&self, target: &str, surface: &Surface) -> Value {
-        let accept_json = surface.name == "ext.conduct-v1.spec";
-        let (status, body) = match self
-            .fetch(&format!("{target}{}", surface.path), accept_json)
-            .await
-        {
-            Fetched::Answer { status, body } => (status, body),
-            Fetched::Failed(why) => return surfaces::error_object(&why),
-        };
-        if surface.name != "agent-card.signature" {
-            return surfaces::observe(surface.name, status, &body)
-                .unwrap_or_else(|| surfaces::error_object("not a surface this witness measures"));
-        }
-        let jkus = surfaces::agent_card_jkus(&body);
-        let sets = jkus
-            .iter()
-            .map(|jku| async move { (jku.clone(), self.fetch(jku, false).await) });
-        let fetched = futures_util::future::join_all(sets).await;
-        surfaces::agent_card_signature(status, &body, &fetched)
+/// One guarded GET of `url` in `session`: an answer (any status, a redirect included, not
+/// followed), or why there was none as the short text of an error object (§3.4).
+/// `accept_json` adds `accept: application/json` (only the conduct spec surface asks, §3.1).
+async fn fetch_in(session: &Session, url: &str, accept_json: bool) -> Fetched {
+    let headers: &[(&str, &str)] = if accept_json {
+        &[("accept", "application/json")]
+    } else {
+        &[]
+    };
+    let exchange = session.fetch(&HttpRequest::get(url, headers)).await;
+    match exchange.transport_error {
+        None => Fetched::Answer {
+            status: exchange.status,
+            body: exchange.body,
+        },
+        Some(text) => Fetched::Failed(short_error(&text)),
     }
+}
+
+/// One surface's observed object; the card's signatures need their `jku` sets fetched
+/// through the same guard before they can be judged.
+async fn surface_in(session: &Session, target: &str, surface: &Surface) -> Value {
+    let accept_json = surface.name == "ext.conduct-v1.spec";
+    let url = format!("{target}{}", surface.path);
+    let (status, body) = match fetch_in(session, &url, accept_json).await {
+        Fetched::Answer { status, body } => (status, body),
+        Fetched::Failed(why) => return surfaces::error_object(&why),
+    };
+    if surface.name != "agent-card.signature" {
+        return surfaces::observe(surface.name, status, &body)
+            .unwrap_or_else(|| surfaces::error_object("not a surface this witness measures"));
+    }
+    let jkus = surfaces::agent_card_jkus(&body);
+    let sets = jkus
+        .iter()
+        .map(|jku| async move { (jku.clone(), fetch_in(session, jku, false).await) });
+    let fetched = futures_util::future::join_all(sets).await;
+    surfaces::agent_card_signature(status, &body, &fetched)
 }
 
 /// A transport's message reduced to a short text without addresses (§3.4): the transport

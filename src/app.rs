@@ -230,6 +230,104 @@ pub fn witness_responder(cfg: &Config) -> Result<Option<WitnessResponder>, Setup
     }))
 }
 
+/// What reciprocal walks (witness-pool.md §6) are decided and walked with; `None` unless
+/// `[witness_face] reciprocal = true`. Shared by the face (which decides) and the daemon's
+/// reciprocal walker (which walks).
+#[derive(Clone)]
+pub struct ReciprocalSetup {
+    /// The witness's guarded client: the caller's host vetted (§6.2 step 4), its consent file
+    /// read (step 5, and again when the walk starts), its intake vetted (§6.3).
+    pub measurer: crate::witness_pool::measure::Measurer,
+    /// The walk's own client (the config's deadlines and caps, the witness's address guard)
+    /// and where its record is filed.
+    pub stranger: crate::pipeline::StrangerWalk,
+    /// The face's origin host and the `key_url` host: a caller there is ourselves.
+    pub own_hosts: Vec<String>,
+    pub per_day: u32,
+    pub within: std::time::Duration,
+    /// What every reciprocal walk asks, but its origin: a full-mode a2a walk under our name
+    /// that never carries `caller_card` (§6.3: no ping-pong).
+    pub template: crate::walk::WalkRequest,
+}
+
+impl ReciprocalSetup {
+    /// The walk of `origin`.
+    pub fn request(&self, origin: &str) -> crate::walk::WalkRequest {
+        crate::walk::WalkRequest {
+            origin: origin.to_string(),
+            ..self.template.clone()
+        }
+    }
+}
+
+/// The [`ReciprocalSetup`] of `cfg`.
+pub fn reciprocal_setup(cfg: &Config) -> Result<Option<ReciprocalSetup>, SetupError> {
+    use crate::witness_pool::{caller, measure::Measurer, screen};
+    let Some(face) = cfg.witness_face.as_ref().filter(|f| f.member.reciprocal) else {
+        return Ok(None);
+    };
+    let transport_err = |source| SetupError::Transport {
+        path: cfg.path.clone(),
+        source,
+    };
+    let roots = extra_roots(cfg).map_err(transport_err)?;
+    let face_err = |msg: String| SetupError::WitnessFace {
+        path: cfg.path.clone(),
+        msg,
+    };
+    let measurer =
+        Measurer::new(cfg.allow_private_network, roots).map_err(|e| face_err(e.to_string()))?;
+    // Nothing named: a stranger's hosts never get the configured targets' private allowance.
+    let mut walk = cfg
+        .network_options()
+        .transport_config(&[])
+        .map_err(transport_err)?;
+    walk.address_guard = Some(crate::net::AddressGuard {
+        blocked: screen::is_blocked,
+        only_port: 443,
+    });
+    let walk = Transport::new(walk).map_err(|e| transport_err(e.into()))?;
+    let ours = cfg
+        .intake
+        .clone()
+        .unwrap_or_else(|| face.member.witness_intake.clone());
+    let vetting = measurer.clone();
+    let intake: crate::pipeline::IntakeChooser = Arc::new(move |theirs: Option<String>| {
+        let (vetting, ours) = (vetting.clone(), ours.clone());
+        Box::pin(async move { caller::intake_for(&vetting, theirs.as_deref(), &ours).await })
+    });
+    let own_hosts = [
+        Some(face.member.origin.as_str()),
+        cfg.witness.key_url.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(crate::reciprocal::host_of)
+    .collect();
+    let template = crate::walk::WalkRequest {
+        origin: String::new(),
+        endpoint: None,
+        mode: crate::walk::Mode::A2a,
+        wire: crate::walk::Wire::V1_0,
+        witness: cfg.witness.clone(),
+        vantage_limitation: cfg.vantage_limitation.clone(),
+        contract_sha256: None,
+        privacy: crate::walk::Privacy::Full,
+        profile: cfg.file.witness.request_profile.into(),
+    };
+    Ok(Some(ReciprocalSetup {
+        measurer,
+        stranger: crate::pipeline::StrangerWalk {
+            transport: walk,
+            intake,
+        },
+        own_hosts,
+        per_day: face.reciprocal_per_day,
+        within: face.reciprocal_within,
+        template,
+    }))
+}
+
 /// The key history's `since` for the key in `file`: the UTC day the file was last written
 /// (`keys generate` writes it once), never later than today. Until the store records a key's
 /// creation (the rotation issue) nothing knows the day better; an earlier day only widens what

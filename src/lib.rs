@@ -32,6 +32,7 @@ pub mod pages;
 pub mod pipeline;
 pub mod prometheus_text;
 pub mod readers;
+pub mod reciprocal;
 pub mod ring_files;
 pub mod rings;
 pub mod sandbox;

@@ -157,6 +157,20 @@ pub struct WalkJob {
     pub bind_task: Option<String>,
 }
 
+/// A walk a stranger asked for (a reciprocal walk, witness-pool.md §6.3): every fetch goes
+/// through `transport` (the witness's guarded client, never the configured targets' private
+/// allowances), and the record is filed where `intake` decides from the walked card's
+/// `params.witness_intake`.
+#[derive(Clone)]
+pub struct StrangerWalk {
+    pub transport: Transport,
+    pub intake: IntakeChooser,
+}
+
+/// Given the walked card's `witness_intake`, where the record is filed.
+pub type IntakeChooser =
+    Arc<dyn Fn(Option<String>) -> futures_util::future::BoxFuture<'static, String> + Send + Sync>;
+
 /// Where a record's submission stands after a step.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubmissionReport {
@@ -411,8 +425,17 @@ impl Pipeline {
         job: &WalkJob,
         target: &str,
     ) -> Result<JobReport, PipelineError> {
-        self.run_job_inner(job, &|_| {}, Some(target.to_string()))
+        self.run_job_inner(job, &|_| {}, Some(target.to_string()), None)
             .await
+    }
+
+    /// [`Pipeline::run_job`] for a walk a stranger asked for ([`StrangerWalk`]).
+    pub async fn run_stranger_job(
+        &self,
+        job: &WalkJob,
+        stranger: &StrangerWalk,
+    ) -> Result<JobReport, PipelineError> {
+        self.run_job_inner(job, &|_| {}, None, Some(stranger)).await
     }
 
     /// [`Pipeline::run_job`], telling `on_stage` as each stage begins.
@@ -421,7 +444,7 @@ impl Pipeline {
         job: &WalkJob,
         on_stage: OnStage<'_>,
     ) -> Result<JobReport, PipelineError> {
-        self.run_job_inner(job, on_stage, None).await
+        self.run_job_inner(job, on_stage, None, None).await
     }
 
     async fn run_job_inner(
@@ -429,14 +452,16 @@ impl Pipeline {
         job: &WalkJob,
         on_stage: OnStage<'_>,
         alert_target: Option<String>,
+        stranger: Option<&StrangerWalk>,
     ) -> Result<JobReport, PipelineError> {
         let mut request = job.request.clone();
+        let transport = stranger.map_or(&self.inner.transport, |s| &s.transport);
         if let Some((_, key_url)) = &self.inner.signing {
             // key_url is part of the signed bytes (§5): set before canonicalising.
             request.witness.key_url = key_url.clone();
         }
         let outcome = crate::findings::walk_with_steps(
-            &self.inner.transport,
+            transport,
             &self.inner.trust,
             &request,
             self.inner.clock.as_ref(),
@@ -448,15 +473,15 @@ impl Pipeline {
             .bind_task
             .as_deref()
             .map(|ledger| self.plan_binding(&request, &outcome, ledger));
-        let intake_url = job
-            .submit
-            .then(|| {
-                self.inner
-                    .intake_override
-                    .clone()
-                    .or_else(|| outcome.witness_intake.clone())
-            })
-            .flatten();
+        let intake_url = match (job.submit, stranger) {
+            (false, _) => None,
+            (true, Some(s)) => Some((s.intake)(outcome.witness_intake.clone()).await),
+            (true, None) => self
+                .inner
+                .intake_override
+                .clone()
+                .or_else(|| outcome.witness_intake.clone()),
+        };
         self.store_and_file_with_stages(
             outcome,
             intake_url,

@@ -82,6 +82,7 @@ impl JobRunner for FakeRunner {
                 sha256: format!("{k:064x}"),
                 outcome: Some("PASS".into()),
                 submission: None,
+                intake_url: None,
             })
         })
     }

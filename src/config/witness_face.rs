@@ -39,6 +39,11 @@ pub struct WitnessFaceSection {
     #[serde(default = "default_reciprocal_within")]
     #[schemars(with = "String")]
     pub reciprocal_within: Spanned<String>,
+    /// Reciprocal walks queued per UTC day at most (default 20, at most 40): the intake stores
+    /// 50 records a day for our domain, shared with every scheduled walk.
+    #[serde(default = "default_reciprocal_per_day")]
+    #[schemars(with = "u32")]
+    pub reciprocal_per_day: Spanned<u32>,
     /// Measurements at once; a request past it is answered 429 with `retry-after: 60`.
     #[serde(default = "default_max_in_flight")]
     #[schemars(with = "usize")]
@@ -53,6 +58,10 @@ pub struct WitnessFaceSection {
 
 fn default_reciprocal_within() -> Spanned<String> {
     Spanned::new(0..0, DEFAULT_RECIPROCAL_WITHIN.to_string())
+}
+
+fn default_reciprocal_per_day() -> Spanned<u32> {
+    Spanned::new(0..0, crate::reciprocal::DEFAULT_DAILY_BUDGET)
 }
 
 fn default_max_in_flight() -> Spanned<usize> {
@@ -70,6 +79,7 @@ pub struct WitnessFace {
     /// The documents' inputs (origin without a trailing `/`).
     pub member: Member,
     pub reciprocal_within: Duration,
+    pub reciprocal_per_day: u32,
     pub max_in_flight: usize,
 }
 
@@ -85,6 +95,16 @@ pub(super) fn validate(
     let listen = listen_of(face, daemon_listen, found);
     let origin = origin_of(face, found);
     let reciprocal_within = within_of(face, found);
+    let reciprocal_per_day = *face.reciprocal_per_day.get_ref();
+    let most = crate::reciprocal::MAX_DAILY_BUDGET;
+    if !(1..=most).contains(&reciprocal_per_day) {
+        found.at(
+            face.reciprocal_per_day.span(),
+            format!(
+                "must be 1 to {most}: the intake stores 50 records a day for our domain, and the scheduled walks need their share"
+            ),
+        );
+    }
     let max_in_flight = *face.max_in_flight.get_ref();
     if !(1..=MAX_IN_FLIGHT).contains(&max_in_flight) {
         found.at(
@@ -121,6 +141,7 @@ pub(super) fn validate(
         listen: listen?,
         member,
         reciprocal_within: reciprocal_within?,
+        reciprocal_per_day,
         max_in_flight,
     })
 }

@@ -269,10 +269,13 @@ pub enum FaceOutcome {
     NoRequestPart,
     /// 500: our own observation failed a reader's check (a bug, never sent).
     Internal,
+    /// A message with `caller_card` and no request, answered with the reciprocal decision
+    /// alone (§6.2).
+    ReciprocalOnly,
 }
 
 /// Every (outcome, reason) pair the face counts, in the order `/metrics` writes them.
-const FACE_LABELS: [(&str, &str); 12] = [
+const FACE_LABELS: [(&str, &str); 13] = [
     ("answered", ""),
     ("declined", "bad_request"),
     ("declined", "self_witness"),
@@ -285,7 +288,23 @@ const FACE_LABELS: [(&str, &str); 12] = [
     ("bad_jsonrpc", "method_not_served"),
     ("bad_jsonrpc", "no_request_part"),
     ("internal", ""),
+    ("reciprocal_only", ""),
 ];
+
+/// Every (answer, reason) pair of a reciprocal request (§6.2), in `/metrics` order.
+const RECIPROCAL_LABELS: [(&str, &str); 8] = [
+    ("scheduled", ""),
+    ("declined", "not_https"),
+    ("declined", "not_card_url"),
+    ("declined", "own_host"),
+    ("declined", "not_public"),
+    ("declined", "listing_decline"),
+    ("declined", "already_walked"),
+    ("declined", "budget"),
+];
+
+/// How a reciprocal walk ended (`reciprocal::state`), in `/metrics` order.
+const RECIPROCAL_ENDS: [&str; 3] = ["filed", "cancelled", "failed"];
 
 impl FaceOutcome {
     pub fn labels(self) -> (&'static str, &'static str) {
@@ -299,6 +318,7 @@ impl FaceOutcome {
             FaceOutcome::MethodNotServed => ("bad_jsonrpc", "method_not_served"),
             FaceOutcome::NoRequestPart => ("bad_jsonrpc", "no_request_part"),
             FaceOutcome::Internal => ("internal", ""),
+            FaceOutcome::ReciprocalOnly => ("reciprocal_only", ""),
         }
     }
 }
@@ -311,6 +331,10 @@ pub struct WitnessMetrics {
     /// Whether a face is serving: the families are written only for a daemon that has one.
     pub serving: AtomicBool,
     counts: [AtomicU64; FACE_LABELS.len()],
+    /// Whether `reciprocal = true`: the reciprocal families are written only then.
+    pub reciprocal_on: AtomicBool,
+    reciprocal: [AtomicU64; RECIPROCAL_LABELS.len()],
+    reciprocal_ends: [AtomicU64; RECIPROCAL_ENDS.len()],
 }
 
 impl WitnessMetrics {
@@ -327,8 +351,64 @@ impl WitnessMetrics {
             .map_or(0, |i| self.counts[i].load(Ordering::Relaxed))
     }
 
+    /// A reciprocal request answered: `None` scheduled, else the decline's reason.
+    pub fn count_reciprocal(&self, declined: Option<crate::reciprocal::Decline>) {
+        let labels = match declined {
+            None => ("scheduled", ""),
+            Some(d) => ("declined", d.as_str()),
+        };
+        if let Some(i) = RECIPROCAL_LABELS.iter().position(|l| *l == labels) {
+            self.reciprocal[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A reciprocal walk ended in `state` (filed, cancelled, failed).
+    pub fn count_reciprocal_end(&self, state: &str) {
+        if let Some(i) = RECIPROCAL_ENDS.iter().position(|s| *s == state) {
+            self.reciprocal_ends[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// Prometheus text lines: every pair, zeros included, so a rate has a start.
     pub fn render(&self, out: &mut String) {
+        self.render_face(out);
+        self.render_reciprocal(out);
+    }
+
+    fn render_reciprocal(&self, out: &mut String) {
+        let counted = (self.reciprocal.iter().chain(&self.reciprocal_ends))
+            .any(|c| c.load(Ordering::Relaxed) > 0);
+        if !self.reciprocal_on.load(Ordering::Relaxed) && !counted {
+            return;
+        }
+        let mut w = TextWriter::new(out);
+        w.labelled(
+            (
+                "conduct_walker_reciprocal_requests_total",
+                Kind::Counter,
+                "Messages to the witness face asking for a reciprocal walk (caller_card), by answer (scheduled, declined) and decline reason, since the daemon started.",
+            ),
+            ["answer", "reason"],
+            RECIPROCAL_LABELS
+                .iter()
+                .zip(&self.reciprocal)
+                .map(|((answer, reason), n)| ([*answer, *reason], n.load(Ordering::Relaxed))),
+        );
+        w.labelled(
+            (
+                "conduct_walker_reciprocal_walks_total",
+                Kind::Counter,
+                "Reciprocal walks that ended, by state (filed: record stored and queued for the caller's intake; cancelled: the consent file declined when the walk was to start; failed: no record), since the daemon started.",
+            ),
+            ["state"],
+            RECIPROCAL_ENDS
+                .iter()
+                .zip(&self.reciprocal_ends)
+                .map(|(state, n)| ([*state], n.load(Ordering::Relaxed))),
+        );
+    }
+
+    fn render_face(&self, out: &mut String) {
         let counted = self.counts.iter().any(|c| c.load(Ordering::Relaxed) > 0);
         if !self.serving.load(Ordering::Relaxed) && !counted {
             return;
@@ -373,8 +453,32 @@ mod tests {
             )
         );
         assert!(text.contains("{outcome=\"answered\",reason=\"\"} 0\n"));
-        assert_eq!(text.lines().filter(|l| !l.starts_with('#')).count(), 12);
+        assert_eq!(text.lines().filter(|l| !l.starts_with('#')).count(), 13);
+        assert!(
+            !text.contains("reciprocal_requests"),
+            "reciprocal off and nothing counted: no reciprocal family"
+        );
         assert_eq!(m.get(FaceOutcome::Busy), 1);
+    }
+
+    #[test]
+    fn reciprocal_answers_and_walk_ends_are_counted_by_label() {
+        let m = WitnessMetrics::default();
+        m.reciprocal_on.store(true, Ordering::Relaxed);
+        m.count_reciprocal(None);
+        m.count_reciprocal(Some(crate::reciprocal::Decline::Budget));
+        m.count_reciprocal(Some(crate::reciprocal::Decline::Budget));
+        m.count_reciprocal_end("filed");
+        let mut text = String::new();
+        m.render(&mut text);
+        assert!(text.contains(
+            "conduct_walker_reciprocal_requests_total{answer=\"declined\",reason=\"budget\"} 2\n"
+        ));
+        assert!(text.contains(
+            "conduct_walker_reciprocal_requests_total{answer=\"scheduled\",reason=\"\"} 1\n"
+        ));
+        assert!(text.contains("conduct_walker_reciprocal_walks_total{state=\"filed\"} 1\n"));
+        assert!(text.contains("conduct_walker_reciprocal_walks_total{state=\"failed\"} 0\n"));
     }
 
     #[test]

@@ -25,6 +25,7 @@ mod jobs;
 pub mod ledger_faces;
 pub mod ledger_task;
 pub mod metrics;
+mod reciprocal;
 pub mod runner;
 pub mod scheduler;
 mod services;
@@ -188,12 +189,22 @@ impl Daemon {
             clock.clone(),
             &live,
         )));
+        let queued = Arc::new(reciprocal::QueueSignal::default());
         services.push(Box::new(witness_face::Face::start(
             &mut current,
             &store,
             live.witness.clone(),
             clock.clone(),
+            queued.clone(),
         )?));
+        services.push(Box::new(reciprocal::Walker::start(
+            current.runner.clone(),
+            current.reciprocal.clone(),
+            &store,
+            clock.clone(),
+            queued,
+            live.witness.clone(),
+        )));
         let jobs = jobs::all(&current);
         let walks = Walks::start(&current, &store, clock.clone()).await?;
         let mut watchdog_usec = 0u64;

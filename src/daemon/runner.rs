@@ -16,6 +16,8 @@ pub struct JobDone {
     pub outcome: Option<String>,
     /// Where its submission stands, when the target submits.
     pub submission: Option<crate::filing::SubmissionState>,
+    /// The intake it is filed to, when it is.
+    pub intake_url: Option<String>,
 }
 
 /// Why a job produced no record. `store_unwritable` says the store refused the write (disk full,
@@ -50,6 +52,22 @@ pub trait JobRunner: Send + Sync + 'static {
         submit: bool,
         bind_task: Option<&'a str>,
     ) -> BoxFut<'a, Result<JobDone, JobFailed>>;
+
+    /// Walk `request` for a stranger who asked (a reciprocal walk, §6.3), filing it where
+    /// `stranger` decides. Runners that cannot (test fakes) refuse.
+    fn run_stranger_job<'a>(
+        &'a self,
+        request: &'a WalkRequest,
+        stranger: &'a crate::pipeline::StrangerWalk,
+    ) -> BoxFut<'a, Result<JobDone, JobFailed>> {
+        let _ = (request, stranger);
+        Box::pin(async {
+            Err(JobFailed {
+                text: "this runner does not walk for strangers".into(),
+                store_unwritable: None,
+            })
+        })
+    }
 
     /// What is told of the daemon's writes (alerts planned in their transactions; none:
     /// alerts are off).
@@ -102,12 +120,28 @@ impl JobRunner for crate::pipeline::Pipeline {
             if let Some(b) = &report.task_binding {
                 spawn_task_binding(self.clone(), b, target);
             }
-            Ok(JobDone {
-                record_id: report.record_id,
-                sha256: report.outcome.sha256.clone(),
-                outcome: Some(report.outcome.verdict.outcome().to_string()),
-                submission: report.submission.map(|s| s.state),
-            })
+            Ok(job_done(&report))
+        })
+    }
+
+    fn run_stranger_job<'a>(
+        &'a self,
+        request: &'a WalkRequest,
+        stranger: &'a crate::pipeline::StrangerWalk,
+    ) -> BoxFut<'a, Result<JobDone, JobFailed>> {
+        Box::pin(async move {
+            let job = crate::pipeline::WalkJob {
+                request: request.clone(),
+                submit: true,
+                bind_task: None,
+            };
+            let report = crate::pipeline::Pipeline::run_stranger_job(self, &job, stranger)
+                .await
+                .map_err(|e| JobFailed {
+                    text: e.to_string(),
+                    store_unwritable: e.unwritable_reason(),
+                })?;
+            Ok(job_done(&report))
         })
     }
 
@@ -141,6 +175,16 @@ impl JobRunner for crate::pipeline::Pipeline {
 
     fn record_hook(&self) -> Option<std::sync::Arc<dyn crate::pipeline::RecordHook>> {
         crate::pipeline::Pipeline::hook(self)
+    }
+}
+
+fn job_done(report: &crate::pipeline::JobReport) -> JobDone {
+    JobDone {
+        record_id: report.record_id,
+        sha256: report.outcome.sha256.clone(),
+        outcome: Some(report.outcome.verdict.outcome().to_string()),
+        submission: report.submission.as_ref().map(|s| s.state),
+        intake_url: report.submission.as_ref().map(|s| s.intake_url.clone()),
     }
 }
 

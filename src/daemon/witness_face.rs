@@ -10,6 +10,7 @@
 use super::DaemonError;
 use super::ingredients::Ingredients;
 use super::metrics::{FaceOutcome, WitnessMetrics};
+use super::reciprocal::{Desk, QueueSignal};
 use super::services::Service;
 use super::store::DaemonStore;
 use super::witness_log::{MIN_STOP_WAIT, RequestLog, RowSender};
@@ -17,6 +18,7 @@ use crate::app::WitnessResponder;
 use crate::clock::Clock;
 use crate::config::WitnessFace;
 use crate::store::witness_requests::WitnessRequest;
+use crate::witness_pool::observation;
 use crate::witness_pool::publish::{A2A_PATH, CARD_PATH, CONSENT_PATH, KEY_HISTORY_PATH, KEY_PATH};
 use crate::witness_pool::request::{self as rpc, RpcError};
 use crate::witness_pool::responder::{Answer, NotAnswered, Responder, Slots};
@@ -62,10 +64,17 @@ struct Served {
     consent: Bytes,
     key_document: Bytes,
     key_history: Bytes,
+    /// Decides `caller_card`s; `None` unless `reciprocal = true` (a card is then ignored).
+    desk: Option<Desk>,
 }
 
 impl Served {
-    fn new(settings: &WitnessFace, setup: WitnessResponder, before: Option<&Served>) -> Served {
+    fn new(
+        settings: &WitnessFace,
+        setup: WitnessResponder,
+        desk: Option<Desk>,
+        before: Option<&Served>,
+    ) -> Served {
         let max = settings.max_in_flight;
         let slots = match before {
             Some(b) if b.max_in_flight == max => b.slots.clone(),
@@ -80,6 +89,7 @@ impl Served {
             responder: setup.responder,
             slots,
             max_in_flight: max,
+            desk,
         }
     }
 }
@@ -132,6 +142,7 @@ pub(super) struct Face {
     store: DaemonStore,
     metrics: Arc<WitnessMetrics>,
     clock: Arc<dyn Clock>,
+    signal: Arc<QueueSignal>,
     log: Option<RequestLog>,
     running: Option<Running>,
 }
@@ -144,11 +155,13 @@ impl Face {
         store: &DaemonStore,
         metrics: Arc<WitnessMetrics>,
         clock: Arc<dyn Clock>,
+        signal: Arc<QueueSignal>,
     ) -> Result<Face, DaemonError> {
         let mut face = Face {
             store: store.clone(),
             metrics,
             clock,
+            signal,
             log: None,
             running: None,
         };
@@ -156,9 +169,25 @@ impl Face {
             ingredients.config.witness_face.clone(),
             ingredients.witness_face.take(),
         ) {
-            face.running = Some(face.serve(&settings, Served::new(&settings, setup, None))?);
+            let desk = face.desk(ingredients);
+            face.running = Some(face.serve(&settings, Served::new(&settings, setup, desk, None))?);
         }
         Ok(face)
+    }
+
+    /// The reciprocal desk of this configuration, when `reciprocal = true`.
+    fn desk(&self, ingredients: &Ingredients) -> Option<Desk> {
+        let setup = ingredients.reciprocal.clone();
+        self.metrics
+            .reciprocal_on
+            .store(setup.is_some(), Ordering::Relaxed);
+        setup.map(|setup| Desk {
+            setup,
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+            signal: self.signal.clone(),
+            metrics: self.metrics.clone(),
+        })
     }
 
     /// Bind `settings.listen` and serve `served` there.
@@ -207,6 +236,7 @@ impl Face {
         if let Some(running) = self.running.take() {
             tracing::info!(listen = %running.listen, "witness face: off ([witness_face] removed)");
             self.metrics.serving.store(false, Ordering::Relaxed);
+            self.metrics.reciprocal_on.store(false, Ordering::Relaxed);
             tokio::spawn(running.stop(Instant::now() + BODY_DEADLINE));
         }
     }
@@ -222,7 +252,8 @@ impl Service for Face {
             return;
         };
         let before = self.running.as_ref().map(|r| r.state.current());
-        let served = Served::new(&settings, setup, before.as_deref());
+        let desk = self.desk(ingredients);
+        let served = Served::new(&settings, setup, desk, before.as_deref());
         if let Some(running) = self
             .running
             .as_ref()
@@ -321,30 +352,57 @@ async fn a2a(State(face): State<Arc<FaceState>>, request: Request) -> Response {
         Err(error) => return face.rpc_error(&error),
     };
     drop(body);
-    // Step 4: without a request part no answer is due until reciprocal walks exist (§6.2,
-    // the next issue: it decides here, from `incoming.caller_card`).
+    let served = face.current();
+    // §6.2: a `caller_card` is decided (and a walk queued) only when `reciprocal = true`.
+    let caller_card = incoming
+        .caller_card
+        .as_ref()
+        .and_then(|card| Some((served.desk.as_ref()?, card)));
+    // Step 4: a message without a request part gets the reciprocal answer alone, or -32602.
     let Some(request) = &incoming.request else {
-        return face.rpc_error(&incoming.no_request_part());
+        let Some((desk, card)) = caller_card else {
+            return face.rpc_error(&incoming.no_request_part());
+        };
+        let reciprocal = desk.decide(card).await;
+        face.metrics.count(FaceOutcome::ReciprocalOnly);
+        let now_ms = face.clock.now().timestamp_millis().max(0) as u64;
+        let message = observation::reciprocal_message(reciprocal, now_ms);
+        return json_answer(200, rpc::result_body(&incoming.id, &message));
     };
-    face.answer(incoming.id.clone(), request).await
+    face.answer(&served, incoming.id.clone(), request, caller_card)
+        .await
 }
 
 impl FaceState {
-    async fn answer(&self, id: Value, request: &Value) -> Response {
-        let served = self.current();
+    /// A witness request, measured (or declined) while a `caller_card` beside it is decided:
+    /// the two run at once, so the reciprocal checks never eat into the measurement's 25 s.
+    async fn answer(
+        &self,
+        served: &Served,
+        id: Value,
+        request: &Value,
+        caller_card: Option<(&Desk, &Value)>,
+    ) -> Response {
         let received_at = crate::clock::utc_millis(self.clock.now());
-        let answered = served
-            .responder
-            .answer(
-                request,
-                Some(&served.slots),
-                self.clock.as_ref(),
-                None,
-                None,
-            )
-            .await;
+        let measured = served.responder.answer(
+            request,
+            Some(&served.slots),
+            self.clock.as_ref(),
+            None,
+            None,
+        );
+        let decided = async {
+            match caller_card {
+                Some((desk, card)) => Some(desk.decide(card).await),
+                None => None,
+            }
+        };
+        let (answered, reciprocal) = tokio::join!(measured, decided);
         match answered {
-            Ok(answer) => {
+            Ok(mut answer) => {
+                if let Some(reciprocal) = reciprocal {
+                    observation::add_reciprocal(answer.message_mut(), reciprocal);
+                }
                 let (outcome, row) = row_of(&answer, request, received_at);
                 tracing::debug!(outcome = %row.outcome, reason = ?row.reason, endpoint = ?row.endpoint, "witness face: request");
                 self.metrics.count(outcome);

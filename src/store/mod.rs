@@ -47,6 +47,7 @@ pub mod mcp_walks;
 pub mod meta;
 pub mod outbox;
 pub mod pages;
+pub mod reciprocal_walks;
 pub mod record_view;
 pub mod schema;
 pub mod shared;

@@ -73,6 +73,10 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "witness_requests",
         sql: include_str!("migrations/0015_witness_requests.sql"),
     },
+    Migration {
+        name: "reciprocal_walks",
+        sql: include_str!("migrations/0018_reciprocal_walks.sql"),
+    },
 ];
 
 /// The schema version this binary writes and understands.

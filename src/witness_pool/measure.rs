@@ -51,6 +51,11 @@ impl Measurer {
         })
     }
 
+    /// The guarded client itself, for the reads a reciprocal request makes (`super::caller`).
+    pub fn transport(&self) -> &Transport {
+        &self.transport
+    }
+
     /// Whether private networks are open (tests): the name screen and §4.1 step 5 are skipped.
     pub fn allows_private(&self) -> bool {
         self.allow_private

@@ -12,6 +12,7 @@
 //! table). The I/O: [`measure`] (the guarded fetches of one measurement).
 
 pub mod ask;
+pub mod caller;
 pub mod js;
 pub mod key_history;
 pub mod measure;

@@ -216,6 +216,13 @@ pub fn reciprocal_message(reciprocal: Reciprocal, now_ms: u64) -> Value {
     )
 }
 
+/// Add a reciprocal decision taken beside the answer (§6.2) to an answer message's metadata.
+pub fn add_reciprocal(message: &mut Value, reciprocal: Reciprocal) {
+    if let Some(metadata) = message.get_mut("metadata").and_then(Value::as_object_mut) {
+        metadata.insert(ext_key(RECIPROCAL), reciprocal.metadata_value().into());
+    }
+}
+
 fn with_reciprocal(mut metadata: Map<String, Value>, reciprocal: Option<Reciprocal>) -> Value {
     if let Some(reciprocal) = reciprocal {
         metadata.insert(ext_key(RECIPROCAL), reciprocal.metadata_value().into());

@@ -43,6 +43,12 @@ impl Answer {
             Answer::Answered { message, .. } | Answer::Declined { message, .. } => message,
         }
     }
+
+    pub fn message_mut(&mut self) -> &mut Value {
+        match self {
+            Answer::Answered { message, .. } | Answer::Declined { message, .. } => message,
+        }
+    }
 }
 
 /// Why a request got no answer message at all.

@@ -373,9 +373,10 @@ fn the_face_publishes_answers_verifiably_refuses_in_the_spec_order_and_counts() 
 
     let served_key = published_documents(&face);
     let answered_sha = answered_request(addr, &target.base(), &served_key);
+    let reciprocal_sha = reciprocal_beside_a_request(addr, &target.base());
     json_rpc_errors(addr);
     let held_sha = busy_and_declines_while_busy(addr, &target, &held, &hits, &release, &served_key);
-    stored_and_counted(&mut face.daemon, [answered_sha, held_sha]);
+    stored_and_counted(&mut face.daemon, [answered_sha, held_sha, reciprocal_sha]);
     face.daemon.stop();
     eprintln!("witness face test: {:?}", started.elapsed());
 }
@@ -492,6 +493,52 @@ fn answered_request(face: SocketAddr, endpoint: &str, served_key: &str) -> Strin
         "anything about the requested surfaces this witness does not measure: dns.caa"
     );
     observation["record_sha256"].as_str().unwrap().to_string()
+}
+
+/// §6.2: a `caller_card` beside a request gets its decision in the same answer's metadata,
+/// next to `witness_reply`; one alone gets a message of its own. Both declined here (ourselves,
+/// not https), so nothing is walked.
+fn reciprocal_beside_a_request(face: SocketAddr, endpoint: &str) -> String {
+    let request = request_object(&format!("{endpoint}/"), &["keys.operator"]);
+    let mut body = envelope("hs-witness-cdcdcdcdcdcdcdcd", &request);
+    body["params"]["message"]["metadata"][format!("{EXT}/caller_card")] =
+        json!(format!("{ORIGIN}/.well-known/agent-card.json"));
+    let reply = exchange(face, "POST", "/a2a", &serde_json::to_vec(&body).unwrap());
+    let result = reply.json()["result"].clone();
+    let sha = result["parts"][0]["data"]["record_sha256"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let metadata = &result["metadata"];
+    assert_eq!(
+        metadata[format!("{EXT}/witness_reply")],
+        "answered",
+        "{metadata}"
+    );
+    assert_eq!(
+        metadata[format!("{EXT}/reciprocal")],
+        "declined",
+        "{metadata}"
+    );
+
+    let alone = json!({
+        "jsonrpc": "2.0", "id": 9, "method": "message/send",
+        "params": {"message": {"role": "user", "messageId": "m", "parts": [{"kind": "text", "text": "hi"}],
+            "metadata": {format!("{EXT}/caller_card"): "http://caller.example.com/.well-known/agent-card.json"}}},
+    });
+    let reply = exchange(face, "POST", "/a2a", &serde_json::to_vec(&alone).unwrap());
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let answer = reply.json();
+    assert_eq!(answer["id"], 9);
+    assert_eq!(
+        answer["result"]["parts"][0]["text"],
+        "reciprocal walk: declined: not_https"
+    );
+    assert_eq!(
+        answer["result"]["metadata"][format!("{EXT}/reciprocal")],
+        "declined"
+    );
+    sha
 }
 
 /// §4.6 steps 1–4 and the other methods and paths, with their exact bodies.
@@ -615,17 +662,17 @@ fn busy_and_declines_while_busy(
 
 /// The rows of `witness_requests` (written off the request path, so waited for), the
 /// `/metrics` counters, and the status pages' section.
-fn stored_and_counted(daemon: &mut Daemon, answered: [String; 2]) {
+fn stored_and_counted(daemon: &mut Daemon, answered: [String; 3]) {
     let rows = |d: &Daemon| -> Vec<WitnessRequest> {
         d.store()
             .map(|s| witness_requests::recent(s.connection(), 100).unwrap())
             .unwrap_or_default()
     };
-    daemon.wait_for("four stored requests", Duration::from_secs(30), |d| {
-        rows(d).len() >= 4
+    daemon.wait_for("five stored requests", Duration::from_secs(30), |d| {
+        rows(d).len() >= 5
     });
     let rows = rows(daemon);
-    assert_eq!(rows.len(), 4, "{rows:?}");
+    assert_eq!(rows.len(), 5, "{rows:?}");
     let answered_rows: Vec<&WitnessRequest> =
         rows.iter().filter(|r| r.outcome == "answered").collect();
     let mut stored: Vec<String> = answered_rows
@@ -664,7 +711,7 @@ fn stored_and_counted(daemon: &mut Daemon, answered: [String; 2]) {
             .unwrap_or_else(|| panic!("no {labels} in\n{text}"))
     };
     for (outcome, reason, n) in [
-        ("answered", "", 2.0),
+        ("answered", "", 3.0),
         ("declined", "bad_request", 1.0),
         ("declined", "self_witness", 1.0),
         ("declined", "target_not_public", 0.0),
@@ -674,6 +721,7 @@ fn stored_and_counted(daemon: &mut Daemon, answered: [String; 2]) {
         ("bad_jsonrpc", "method_not_served", 1.0),
         ("bad_jsonrpc", "no_request_part", 1.0),
         ("internal", "", 0.0),
+        ("reciprocal_only", "", 1.0),
     ] {
         assert_eq!(count(outcome, reason), n, "{outcome} {reason}");
     }

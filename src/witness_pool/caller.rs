@@ -126,7 +126,11 @@ mod tests {
             "https://intake.internal/witness",
             "not a url",
         ] {
-            assert_eq!(intake_for(&strict(), Some(theirs), ours).await, ours, "{theirs}");
+            assert_eq!(
+                intake_for(&strict(), Some(theirs), ours).await,
+                ours,
+                "{theirs}"
+            );
         }
         assert_eq!(intake_for(&strict(), None, ours).await, ours);
     }

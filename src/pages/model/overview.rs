@@ -8,6 +8,7 @@ use crate::pages::strips::StripCache;
 use crate::pages::{Context, VerifySummary, WitnessInfo, alerts, ledger};
 use crate::store::StoreError;
 use crate::store::outbox::{self, Submission};
+use crate::store::reciprocal_walks::{self, ReciprocalWalk};
 use crate::store::status::{self, Fire};
 use crate::store::witness_requests::{self, WitnessRequest};
 use chrono::{DateTime, Duration, Utc};
@@ -23,6 +24,8 @@ pub const TARGETS_PER_PAGE: usize = 100;
 pub const LANE_DAYS: i64 = 14;
 /// The witness face's requests the overview lists.
 pub const WITNESS_REQUESTS: usize = 20;
+/// The reciprocal walks the overview lists.
+pub const RECIPROCAL_WALKS: usize = 20;
 
 /// The overview page.
 #[derive(Debug, Clone, Default)]
@@ -43,6 +46,9 @@ pub struct OverviewView {
     pub targets: TargetList,
     /// The witness face's latest requests, newest first (none without a face).
     pub witness_requests: Vec<WitnessRequest>,
+    /// Reciprocal walks asked of this witness (requested, declined, queued, filed), newest
+    /// first.
+    pub reciprocal_walks: Vec<ReciprocalWalk>,
 }
 
 /// Accepted today by one intake in one lane, under its cap.
@@ -126,6 +132,7 @@ pub fn overview(
             verify: verify.clone(),
             targets: target_list(conn, ctx, page, now, strips)?,
             witness_requests: witness_requests::recent(conn, WITNESS_REQUESTS)?,
+            reciprocal_walks: reciprocal_walks::recent(conn, RECIPROCAL_WALKS)?,
         })
     })
 }

@@ -5,6 +5,7 @@ use crate::pages::links::{endpoint_href, overview_page_href, record_href, target
 use crate::pages::model::key_fingerprint;
 use crate::pages::model::overview::{OverviewView, STRIP, TargetList, TargetRow};
 use crate::pages::{VerifySummary, WitnessInfo, alerts, ledger, svg};
+use crate::store::reciprocal_walks::ReciprocalWalk;
 use crate::store::witness_requests::WitnessRequest;
 use maud::{Markup, html};
 
@@ -37,6 +38,7 @@ pub fn overview(v: &OverviewView, served_by: &str) -> String {
             }
         }
         (witness_requests_section(&v.witness_requests))
+        (reciprocal_section(&v.reciprocal_walks))
         (targets_section(&v.targets))
     };
     layout("Overview", served_by, body)
@@ -59,6 +61,33 @@ fn witness_requests_section(rows: &[WitnessRequest]) -> Markup {
                         td class="reason" { (r.reason.as_deref().unwrap_or("")) }
                         td { @if let Some(e) = &r.endpoint { code { (e) } } }
                         td { @if let Some(sha) = &r.record_sha256 { code title=(sha) { (sha.get(..16).unwrap_or(sha)) } } }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Callers who asked to be walked back (§11.6): what each was answered, and where the walk
+/// stands (declined with why, queued with its promise, filed with its record).
+fn reciprocal_section(rows: &[ReciprocalWalk]) -> Markup {
+    if rows.is_empty() {
+        return html! {};
+    }
+    html! {
+        section class="box" id="reciprocal-walks" {
+            h2 { "Reciprocal walks" }
+            table {
+                tr { th { "asked (UTC)" } th { "caller" } th { "state" } th { "reason" } th { "walk by" } th { "record" } th { "intake" } }
+                @for r in rows {
+                    tr class={"reciprocal-walk " (r.state)} title=[r.detail.as_deref()] {
+                        td { (r.requested_at) }
+                        td { code { (r.origin.as_deref().unwrap_or(&r.caller_card)) } }
+                        td class="state" { (r.state) }
+                        td class="reason" { (r.reason.as_deref().unwrap_or("")) }
+                        td { (r.walk_by.as_deref().unwrap_or("")) }
+                        td { @if let Some(sha) = &r.record_sha256 { a href=(record_href(sha)) { code title=(sha) { (sha.get(..16).unwrap_or(sha)) } } } }
+                        td { @if let Some(i) = &r.intake_url { code { (i) } } }
                     }
                 }
             }

@@ -127,6 +127,59 @@ fn the_overview_says_how_the_last_verification_went() {
 }
 
 #[test]
+fn reciprocal_walks_are_listed_with_their_state_reason_and_record() {
+    let mut v = OverviewView::default();
+    assert!(!overview(&v, "t").contains("Reciprocal walks"));
+    let row = |state: &str, reason: Option<&str>, sha: Option<String>| {
+        crate::store::reciprocal_walks::ReciprocalWalk {
+            id: 1,
+            requested_at: "2026-12-06T03:40:00.123Z".into(),
+            caller_card: "https://caller.example/<x>/.well-known/agent-card.json".into(),
+            origin: (state != "declined").then(|| "https://caller.example".into()),
+            state: state.into(),
+            reason: reason.map(Into::into),
+            detail: None,
+            walk_by: Some("2026-12-07T03:40:00.123Z".into()),
+            started_at: None,
+            finished_at: None,
+            record_id: None,
+            record_sha256: sha,
+            intake_url: None,
+        }
+    };
+    v.reciprocal_walks = vec![
+        row("filed", None, Some("ab".repeat(32))),
+        row("declined", Some("not_card_url"), None),
+    ];
+    let html = overview(&v, "t");
+    let page = scraper::Html::parse_document(&html);
+    let rows = scraper::Selector::parse("#reciprocal-walks tr.reciprocal-walk").unwrap();
+    let cells: Vec<Vec<String>> = page
+        .select(&rows)
+        .map(|tr| {
+            tr.select(&scraper::Selector::parse("td").unwrap())
+                .map(|td| td.text().collect())
+                .collect()
+        })
+        .collect();
+    assert_eq!(cells[0][2], "filed");
+    assert_eq!(cells[0][5], "abababababababab");
+    assert_eq!(
+        cells[1][..4],
+        [
+            "2026-12-06T03:40:00.123Z",
+            "https://caller.example/<x>/.well-known/agent-card.json",
+            "declined",
+            "not_card_url"
+        ]
+    );
+    assert!(html.contains(&format!(
+        "href=\"{}\"",
+        crate::pages::links::record_href(&"ab".repeat(32))
+    )));
+}
+
+#[test]
 fn witness_requests_are_listed_only_when_there_are_any_escaped_and_by_reason() {
     let mut v = OverviewView::default();
     assert!(!overview(&v, "t").contains("Witness requests"));

@@ -972,7 +972,9 @@ fn validate_witness(w: &WitnessSection, base: &Path, found: &mut Found) -> (KeyS
 /// walked back: refused here rather than sent on every walk.
 fn caller_card_problem(raw: &str) -> Result<(), String> {
     let url = crate::net::https_url(raw)?;
-    if url.path() != crate::walk::spec::CARD_PATH || url.query().is_some() || url.fragment().is_some()
+    if url.path() != crate::walk::spec::CARD_PATH
+        || url.query().is_some()
+        || url.fragment().is_some()
     {
         return Err(format!(
             "must be the URL of an agent card, https://<host>{} with no query or fragment (a receiver declines anything else)",
@@ -1572,23 +1574,43 @@ name = \"nobody\"
         let c = parse(Path::new("/etc/cw/walker.toml"), MIN).unwrap();
         assert!(c.targets.iter().all(|t| t.request.caller_card.is_none()));
         for (bad, says) in [
-            ("http://walker.example/.well-known/agent-card.json", "only https://"),
-            ("https://walker.example/card.json", "must be the URL of an agent card"),
-            ("https://walker.example/.well-known/agent-card.json?x=1", "must be the URL of an agent card"),
-            ("https://walker.example/.well-known/agent-card.json#me", "must be the URL of an agent card"),
+            (
+                "http://walker.example/.well-known/agent-card.json",
+                "only https://",
+            ),
+            (
+                "https://walker.example/card.json",
+                "must be the URL of an agent card",
+            ),
+            (
+                "https://walker.example/.well-known/agent-card.json?x=1",
+                "must be the URL of an agent card",
+            ),
+            (
+                "https://walker.example/.well-known/agent-card.json#me",
+                "must be the URL of an agent card",
+            ),
             ("not a url", "not a URL"),
         ] {
             let text = with(bad);
-            let Err(ConfigError::Invalid { problems, .. }) =
-                parse(Path::new("/tmp/w.toml"), &text)
+            let Err(ConfigError::Invalid { problems, .. }) = parse(Path::new("/tmp/w.toml"), &text)
             else {
                 panic!("caller_card {bad:?} accepted");
             };
-            let line = text.lines().position(|l| l.starts_with("caller_card")).unwrap() + 1;
+            let line = text
+                .lines()
+                .position(|l| l.starts_with("caller_card"))
+                .unwrap()
+                + 1;
             assert_eq!(problems.len(), 1, "{problems:?}");
             assert!(problems[0].message.contains(says), "{bad}: {}", problems[0]);
             assert_eq!(problems[0].line, Some(line), "{bad}: {}", problems[0]);
-            assert_eq!(problems[0].key.as_deref(), Some("caller_card"), "{}", problems[0]);
+            assert_eq!(
+                problems[0].key.as_deref(),
+                Some("caller_card"),
+                "{}",
+                problems[0]
+            );
         }
     }
 

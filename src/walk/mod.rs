@@ -559,19 +559,32 @@ for line in sys.stdin:
             );
             assert_eq!(sent.body.as_deref(), Some(python.as_bytes()), "{wire:?}");
             // The headers are the plain request's: only the body changes.
-            let plain = n3_request(Mode::A2a, *wire, RequestProfile::Spec, "https://a.example/a2a");
+            let plain = n3_request(
+                Mode::A2a,
+                *wire,
+                RequestProfile::Spec,
+                "https://a.example/a2a",
+            );
             assert_eq!(sent.headers, plain.headers);
         }
     }
 
     #[test]
     fn without_a_caller_card_and_in_mcp_mode_the_bodies_are_the_constants() {
-        for (wire, constant) in [(Wire::V1_0, spec::BODY_A2A_1_0), (Wire::V0_3, spec::BODY_A2A_0_3)] {
+        for (wire, constant) in [
+            (Wire::V1_0, spec::BODY_A2A_1_0),
+            (Wire::V0_3, spec::BODY_A2A_0_3),
+        ] {
             for profile in [RequestProfile::Spec, RequestProfile::Reference] {
                 let plain = n3_request(Mode::A2a, wire, profile, "https://a.example/a2a");
                 assert_eq!(plain.body.as_deref(), Some(constant.as_bytes()));
-                let none =
-                    n3_request_with_caller_card(Mode::A2a, wire, profile, "https://a.example/a2a", None);
+                let none = n3_request_with_caller_card(
+                    Mode::A2a,
+                    wire,
+                    profile,
+                    "https://a.example/a2a",
+                    None,
+                );
                 assert_eq!(none.body.as_deref(), Some(constant.as_bytes()));
                 let mcp = n3_request_with_caller_card(
                     Mode::Mcp,
@@ -580,7 +593,10 @@ for line in sys.stdin:
                     "https://a.example/mcp",
                     Some(CARD),
                 );
-                assert_eq!(mcp.body.as_deref(), Some(spec::BODY_MCP_INITIALIZE.as_bytes()));
+                assert_eq!(
+                    mcp.body.as_deref(),
+                    Some(spec::BODY_MCP_INITIALIZE.as_bytes())
+                );
             }
         }
     }
@@ -589,7 +605,12 @@ for line in sys.stdin:
         ObservedFetch::new(
             3,
             Exchange {
-                request: n3_request(Mode::A2a, Wire::V1_0, RequestProfile::Spec, "https://a.example/a2a"),
+                request: n3_request(
+                    Mode::A2a,
+                    Wire::V1_0,
+                    RequestProfile::Spec,
+                    "https://a.example/a2a",
+                ),
                 status: 200,
                 response_headers: vec![("content-type".into(), "application/json".into())],
                 body: serde_json::to_vec(reply).unwrap(),
@@ -631,15 +652,24 @@ for line in sys.stdin:
     #[test]
     fn the_reciprocal_answer_is_read_where_the_reply_metadata_sits() {
         let md = |v: Value| json!({ spec::RECIPROCAL_KEY: v });
-        let message = |v: Value| json!({"kind": "message", "role": "agent", "parts": [], "metadata": md(v)});
+        let message =
+            |v: Value| json!({"kind": "message", "role": "agent", "parts": [], "metadata": md(v)});
         let scheduled = Some("scheduled".to_string());
         // 1.0: under result.message, under result.task, or the message as the result itself.
         assert_eq!(
-            reciprocal_of(Mode::A2a, Wire::V1_0, json!({"message": {"metadata": md(json!("scheduled"))}})),
+            reciprocal_of(
+                Mode::A2a,
+                Wire::V1_0,
+                json!({"message": {"metadata": md(json!("scheduled"))}})
+            ),
             scheduled
         );
         assert_eq!(
-            reciprocal_of(Mode::A2a, Wire::V1_0, json!({"task": {"metadata": md(json!("declined"))}})),
+            reciprocal_of(
+                Mode::A2a,
+                Wire::V1_0,
+                json!({"task": {"metadata": md(json!("declined"))}})
+            ),
             Some("declined".to_string())
         );
         assert_eq!(
@@ -660,15 +690,25 @@ for line in sys.stdin:
             scheduled
         );
         // Only a string is kept, clipped; nothing in mcp mode or without the key.
-        assert_eq!(reciprocal_of(Mode::A2a, Wire::V0_3, message(json!(true))), None);
+        assert_eq!(
+            reciprocal_of(Mode::A2a, Wire::V0_3, message(json!(true))),
+            None
+        );
         let long = "x".repeat(500);
         assert_eq!(
             reciprocal_of(Mode::A2a, Wire::V0_3, message(json!(long))),
             Some("x".repeat(spec::RECIPROCAL_MAX_CHARS))
         );
-        assert_eq!(reciprocal_of(Mode::Mcp, Wire::V0_3, message(json!("scheduled"))), None);
         assert_eq!(
-            reciprocal_of(Mode::A2a, Wire::V0_3, json!({"kind": "message", "metadata": {}})),
+            reciprocal_of(Mode::Mcp, Wire::V0_3, message(json!("scheduled"))),
+            None
+        );
+        assert_eq!(
+            reciprocal_of(
+                Mode::A2a,
+                Wire::V0_3,
+                json!({"kind": "message", "metadata": {}})
+            ),
             None
         );
     }

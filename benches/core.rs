@@ -63,6 +63,7 @@ fn request(origin: &str) -> WalkRequest {
         contract_sha256: None,
         privacy: Privacy::Full,
         profile: RequestProfile::Spec,
+        caller_card: None,
     }
 }
 

@@ -75,6 +75,7 @@ async fn real_walks(real: usize) -> Vec<Vec<u8>> {
             contract_sha256: None,
             privacy: Privacy::Full,
             profile: RequestProfile::Spec,
+            caller_card: None,
         })
         .collect();
     let requests = Arc::new(requests);

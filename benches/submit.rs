@@ -60,6 +60,7 @@ async fn main() {
         contract_sha256: None,
         privacy: Privacy::Full,
         profile: RequestProfile::Spec,
+        caller_card: None,
     };
     let mut times = Vec::with_capacity(RUNS);
     for i in 0..RUNS {

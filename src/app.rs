@@ -314,6 +314,8 @@ pub fn reciprocal_setup(cfg: &Config) -> Result<Option<ReciprocalSetup>, SetupEr
         contract_sha256: None,
         privacy: crate::walk::Privacy::Full,
         profile: cfg.file.witness.request_profile.into(),
+        // §6.3: a reciprocal walk never asks to be walked back (no ping-pong).
+        caller_card: None,
     };
     Ok(Some(ReciprocalSetup {
         measurer,

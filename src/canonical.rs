@@ -116,6 +116,32 @@ pub fn write_string(out: &mut String, s: &str) {
     out.push('"');
 }
 
+/// Python's `json.dumps` string form with `ensure_ascii=True` (its default): everything outside space..`~` is a
+/// lower-case `\uXXXX` escape (UTF-16 surrogate pairs for astral characters), except the five
+/// short escapes.
+pub fn write_ascii_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            ' '..='~' => out.push(c),
+            _ => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+        }
+    }
+    out.push('"');
+}
+
 /// Whether a JSON number's text denotes a Python float (it has a fraction or an exponent).
 pub fn number_is_float(text: &str) -> bool {
     text.bytes().any(|b| matches!(b, b'.' | b'e' | b'E'))

@@ -119,6 +119,12 @@ pub struct WitnessSection {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<String>")]
     pub task_ledger: Option<Spanned<String>>,
+    /// https URL of your own agent card (`https://<host>/.well-known/agent-card.json`): the
+    /// n3 message of every scheduled a2a-mode walk carries it as `EXT/caller_card`, asking the
+    /// agent to walk you back (§11.6). Opt-in: it changes n3's request bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub caller_card: Option<Spanned<String>>,
 }
 
 /// `[network]`: the transport rules every walk, consent read and submission follows.
@@ -949,11 +955,33 @@ fn validate_witness(w: &WitnessSection, base: &Path, found: &mut Found) -> (KeyS
             found.at(url.span(), why);
         }
     }
+    if let Some(card) = &w.caller_card
+        && let Err(why) = caller_card_problem(card.get_ref())
+    {
+        found.at(card.span(), why);
+    }
     let task_ledger = w.task_ledger.as_ref().map_or(
         crate::witness::task_bind::DEFAULT_TASK_LEDGER.to_string(),
         |l| l.get_ref().clone(),
     );
     (key, task_ledger)
+}
+
+/// `witness.caller_card`: an https URL of a card location. A receiver declines any other path,
+/// a query or a fragment (`not_card_url`, witness-pool.md §6.2), so such a value could never be
+/// walked back: refused here rather than sent on every walk.
+fn caller_card_problem(raw: &str) -> Result<(), String> {
+    let url = crate::net::https_url(raw)?;
+    if url.path() != crate::walk::spec::CARD_PATH
+        || url.query().is_some()
+        || url.fragment().is_some()
+    {
+        return Err(format!(
+            "must be the URL of an agent card, https://<host>{} with no query or fragment (a receiver declines anything else)",
+            crate::walk::spec::CARD_PATH
+        ));
+    }
+    Ok(())
 }
 
 /// `witness.key` or `witness.key_credential` (not both), or neither.
@@ -1190,7 +1218,7 @@ fn validate_targets(file: &ConfigFile, task_ledger: &str, found: &mut Found) -> 
         };
         targets.push(Target {
             name,
-            request: target_request(&file.witness, t),
+            request: scheduled_target_request(&file.witness, t),
             submit: t.submit,
             schedule,
             pull_ledger: t.pull_ledger,
@@ -1238,18 +1266,26 @@ fn target_name(t: &TargetSection) -> String {
     }
 }
 
-/// What a target's walks ask: its URLs and options, the `[witness]` identity and defaults.
-fn target_request(w: &WitnessSection, t: &TargetSection) -> WalkRequest {
+/// What a scheduled target's walks ask: its URLs and options, the `[witness]` identity and
+/// defaults, and (a2a mode only) `[witness] caller_card`. Only the daemon's schedule builds
+/// requests here; every other walk (CLI, MCP, reciprocal) builds its own without a caller card.
+fn scheduled_target_request(w: &WitnessSection, t: &TargetSection) -> WalkRequest {
+    let mode: Mode = t.mode.into();
     WalkRequest {
         origin: t.origin.get_ref().clone(),
         endpoint: t.endpoint.as_ref().map(|e| e.get_ref().clone()),
-        mode: t.mode.into(),
+        mode,
         wire: t.wire.into(),
         witness: witness_of(w),
         vantage_limitation: w.vantage_limitation.clone(),
         contract_sha256: None,
         privacy: t.privacy.unwrap_or(w.privacy).into(),
         profile: t.request_profile.unwrap_or(w.request_profile).into(),
+        caller_card: w
+            .caller_card
+            .as_ref()
+            .filter(|_| mode == Mode::A2a)
+            .map(|c| c.get_ref().clone()),
     }
 }
 
@@ -1517,6 +1553,65 @@ name = \"nobody\"
         assert_eq!(p.line, line_of("open_after = 0"), "{p}");
         assert_eq!(p.key.as_deref(), Some("open_after"));
         assert!(problems.iter().all(|p| p.line.is_some()), "{problems:?}");
+    }
+
+    /// `[witness] caller_card` reaches only the scheduled a2a targets' requests, and a value a
+    /// receiver would decline is a located problem.
+    #[test]
+    fn caller_card_goes_to_scheduled_a2a_targets_and_is_checked() {
+        let card = "https://walker.example/.well-known/agent-card.json";
+        let with = |value: &str| {
+            MIN.replace(
+                "vantage = \"v\"\n",
+                &format!("vantage = \"v\"\ncaller_card = \"{value}\"\n"),
+            ) + "\n[[target]]\nname = \"a2a\"\norigin = \"https://b.example\"\nmode = \"a2a\"\nschedule = \"0 0 3 * * *\"\n"
+        };
+        let c = parse(Path::new("/etc/cw/walker.toml"), &with(card)).unwrap();
+        let by_name = |n: &str| &c.targets.iter().find(|t| t.name == n).unwrap().request;
+        assert_eq!(by_name("a2a").caller_card.as_deref(), Some(card));
+        assert_eq!(by_name("https://agent.example").mode, Mode::Mcp);
+        assert_eq!(by_name("https://agent.example").caller_card, None);
+        let c = parse(Path::new("/etc/cw/walker.toml"), MIN).unwrap();
+        assert!(c.targets.iter().all(|t| t.request.caller_card.is_none()));
+        for (bad, says) in [
+            (
+                "http://walker.example/.well-known/agent-card.json",
+                "only https://",
+            ),
+            (
+                "https://walker.example/card.json",
+                "must be the URL of an agent card",
+            ),
+            (
+                "https://walker.example/.well-known/agent-card.json?x=1",
+                "must be the URL of an agent card",
+            ),
+            (
+                "https://walker.example/.well-known/agent-card.json#me",
+                "must be the URL of an agent card",
+            ),
+            ("not a url", "not a URL"),
+        ] {
+            let text = with(bad);
+            let Err(ConfigError::Invalid { problems, .. }) = parse(Path::new("/tmp/w.toml"), &text)
+            else {
+                panic!("caller_card {bad:?} accepted");
+            };
+            let line = text
+                .lines()
+                .position(|l| l.starts_with("caller_card"))
+                .unwrap()
+                + 1;
+            assert_eq!(problems.len(), 1, "{problems:?}");
+            assert!(problems[0].message.contains(says), "{bad}: {}", problems[0]);
+            assert_eq!(problems[0].line, Some(line), "{bad}: {}", problems[0]);
+            assert_eq!(
+                problems[0].key.as_deref(),
+                Some("caller_card"),
+                "{}",
+                problems[0]
+            );
+        }
     }
 
     #[test]

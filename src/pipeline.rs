@@ -619,6 +619,7 @@ impl Pipeline {
         let beside = crate::store::beside::Beside {
             card_verification: outcome.card_verification.clone(),
             terms: outcome.terms.clone(),
+            reciprocal: outcome.reciprocal.clone(),
         };
         let then: Then<(Option<Submission>, Option<TaskBinding>)> =
             Box::new(move |conn, id, new| {
@@ -1127,6 +1128,7 @@ impl Pipeline {
             witness_intake: intake.clone(),
             card_verification: None,
             terms: None,
+            reciprocal: None,
         };
         self.store_and_file(outcome, intake, submit, witness_name)
             .await
@@ -1343,6 +1345,7 @@ mod tests {
                 contract_sha256: None,
                 privacy: Privacy::Full,
                 profile: RequestProfile::Spec,
+                caller_card: None,
             },
             submit,
             bind_task: None,

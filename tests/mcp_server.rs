@@ -654,6 +654,8 @@ async fn progress_notifications_name_each_stage_and_read_tools_see_the_record() 
     let sha = l["records"][0]["sha256"].as_str().unwrap().to_string();
     let show = call(&client, "records_show", json!({"sha_prefix": &sha[..8]})).await;
     assert_eq!(ok(&show)["row"]["sha256"], json!(sha));
+    // An MCP walk never sends a caller card (witness-pool.md §6.4): the answer's slot is null.
+    assert_eq!(ok(&show).get("reciprocal"), Some(&Value::Null));
     let verify = call(&client, "records_verify", json!({})).await;
     assert_eq!(ok(&verify)["ok"], true);
     assert_eq!(ok(&verify)["rows"], 1);

@@ -1251,6 +1251,7 @@ fn observation_from_walk_tells_transport_from_conduct() {
         witness_intake: None,
         card_verification: None,
         terms: None,
+        reciprocal: None,
     };
     let at = t0();
     // The card could not be fetched at all: unreachable, not a conduct failure.

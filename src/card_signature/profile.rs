@@ -774,45 +774,19 @@ fn python_dumps(v: &Pv, out: &mut String) {
                 crate::json::number_f64(n),
             ));
         }
-        Pv::Str(s) => python_ascii_string(s, out),
+        Pv::Str(s) => crate::canonical::write_ascii_string(out, s),
         Pv::Arr(items) => write_list(out, ('[', ']'), items, |out, item| python_dumps(item, out)),
         Pv::Obj(members) => {
             // sort_keys sorts str by code point, which is UTF-8 byte order.
             let mut order: Vec<&(&str, Pv)> = members.iter().collect();
             order.sort_unstable_by(|a, b| a.0.cmp(b.0));
             write_list(out, ('{', '}'), order, |out, (k, item)| {
-                python_ascii_string(k, out);
+                crate::canonical::write_ascii_string(out, k);
                 out.push(':');
                 python_dumps(item, out);
             });
         }
     }
-}
-
-/// `json.dumps` string form with `ensure_ascii=True`: everything outside space..`~` is a
-/// lower-case `\uXXXX` escape (UTF-16 surrogate pairs for astral characters), except the five
-/// short escapes.
-fn python_ascii_string(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            ' '..='~' => out.push(c),
-            _ => {
-                let mut units = [0u16; 2];
-                for unit in c.encode_utf16(&mut units) {
-                    out.push_str(&format!("\\u{unit:04x}"));
-                }
-            }
-        }
-    }
-    out.push('"');
 }
 
 #[cfg(test)]
@@ -935,7 +909,7 @@ mod tests {
     #[test]
     fn python_ascii_escapes() {
         let mut s = String::new();
-        python_ascii_string("é😂\u{7f}\"\u{1}", &mut s);
+        crate::canonical::write_ascii_string(&mut s, "é😂\u{7f}\"\u{1}");
         assert_eq!(s, r#""\u00e9\ud83d\ude02\u007f\"\u0001""#);
     }
 }

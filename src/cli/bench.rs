@@ -132,6 +132,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 contract_sha256: None,
                 privacy: Privacy::Full,
                 profile: RequestProfile::Spec,
+                caller_card: None,
             }
         })
         .collect();

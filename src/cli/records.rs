@@ -304,6 +304,7 @@ fn show(db: &DbArg, prefix: &str) -> anyhow::Result<ExitCode> {
     let rec = store.get_by_prefix(prefix)?;
     let row = &rec.row;
     let binding = crate::store::task_bindings::for_record(store.connection(), row.id)?;
+    let beside = crate::store::beside::get(store.connection(), row.id)?;
     let mut out = std::io::BufWriter::new(crate::output::stdout());
     let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
     writeln!(out, "sha256        {}", row.sha256)?;
@@ -356,6 +357,14 @@ fn show(db: &DbArg, prefix: &str) -> anyhow::Result<ExitCode> {
         if let Some(answer) = b.answer_json() {
             writeln!(out, "  answer      {}", safe(&answer.to_string()))?;
         }
+    }
+    if let Some(answer) = &beside.reciprocal {
+        // The agent's answer to our caller card: a stranger's text, escaped for the terminal.
+        writeln!(
+            out,
+            "reciprocal    {} (the agent's answer to our caller card; not in the record)",
+            crate::witness::task_bind::for_terminal(answer)
+        )?;
     }
     writeln!(out)?;
     // Pretty-printing reads the stored bytes; if they no longer parse, show them as they are.

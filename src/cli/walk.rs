@@ -184,6 +184,8 @@ impl WalkArgs {
             contract_sha256: None,
             privacy: Privacy::parse(&self.privacy).context("--privacy")?,
             profile: self.profile.profile(),
+            // An on-demand walk never asks to be walked back (witness-pool.md §6.4).
+            caller_card: None,
         })
     }
 }
@@ -914,6 +916,7 @@ fn demo_request(
         contract_sha256: None,
         privacy: Privacy::Full,
         profile,
+        caller_card: None,
     }
 }
 

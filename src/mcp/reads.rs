@@ -100,7 +100,12 @@ pub(super) async fn records_show(
             quote(&prefix)
         ));
     }
-    let rec = read_store(state, move |s| s.get_by_prefix(&prefix)).await?;
+    let (rec, beside) = read_store(state, move |s| {
+        let rec = s.get_by_prefix(&prefix)?;
+        let beside = store::beside::get(s.connection(), rec.row.id)?;
+        Ok((rec, beside))
+    })
+    .await?;
     let record = crate::json::parse_lenient(&rec.canonical)
         .map_err(|e| format!("record {} is stored but is not JSON: {e}", rec.row.sha256))?;
     let row = rec.row.to_json();
@@ -125,6 +130,7 @@ pub(super) async fn records_show(
             "signature_ed25519_b64": rec.signature_b64,
             "public_key_ed25519_b64": rec.public_key_b64,
             "kept_full_sha256": rec.kept_full.as_ref().map(|k| crate::digest::sha256_hex(&k.canonical)),
+            "reciprocal": beside.reciprocal,
         }),
     ))
 }

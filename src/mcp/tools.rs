@@ -282,8 +282,9 @@ fn records_show() -> Tool {
             "signature_ed25519_b64": nullable("string"),
             "public_key_ed25519_b64": nullable("string"),
             "kept_full_sha256": nullable("string"),
+            "reciprocal": { "description": "The agent's EXT/reciprocal answer (scheduled or declined) to the caller_card a scheduled a2a walk sent (witness-pool.md section 6.4): kept beside the record, not in it; null when none was sent or answered.", "anyOf": [{ "type": "string" }, { "type": "null" }] },
         },
-        "required": ["row", "record", "record_canonical", "signature_ed25519_b64", "public_key_ed25519_b64", "kept_full_sha256"],
+        "required": ["row", "record", "record_canonical", "signature_ed25519_b64", "public_key_ed25519_b64", "kept_full_sha256", "reciprocal"],
     });
     Tool::new(
         RECORDS_SHOW,

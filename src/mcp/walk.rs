@@ -113,6 +113,8 @@ fn asked(state: &State, args: Option<JsonObject>) -> Result<Asked, String> {
         contract_sha256: None,
         privacy,
         profile,
+        // An MCP walk is on demand: it never asks to be walked back (§6.4).
+        caller_card: None,
     };
     if let Some(problem) = request.problems().into_iter().next() {
         return Err(problem_text(

@@ -74,6 +74,10 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("migrations/0015_witness_requests.sql"),
     },
     Migration {
+        name: "record_beside_reciprocal",
+        sql: include_str!("migrations/0016_record_beside_reciprocal.sql"),
+    },
+    Migration {
         name: "reciprocal_walks",
         sql: include_str!("migrations/0018_reciprocal_walks.sql"),
     },
@@ -82,7 +86,6 @@ pub const MIGRATIONS: &[Migration] = &[
 /// The schema version this binary writes and understands.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
-/// Read `PRAGMA user_version`.
 /// Whether the store has table `name`: a store opened read-only is never migrated, so a reader
 /// of a later migration's table asks first.
 pub fn has_table(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
@@ -92,6 +95,14 @@ pub fn has_table(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
     .query_row([name], |r| r.get(0))
 }
 
+/// Whether table `table` has column `column`: a store opened read-only is never migrated, so a
+/// reader of a column a later migration added asks first.
+pub fn has_column(conn: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
+    conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)")?
+        .query_row([table, column], |r| r.get(0))
+}
+
+/// Read `PRAGMA user_version`.
 pub fn current_version(conn: &Connection) -> rusqlite::Result<i64> {
     conn.query_row("PRAGMA user_version", [], |r| r.get(0))
 }

@@ -39,6 +39,10 @@ pub struct WalkRequest {
     pub privacy: Privacy,
     /// How n3 is asked and read in mcp mode (§2.6.1).
     pub profile: RequestProfile,
+    /// `[witness] caller_card` (witness-pool.md §6.4): added to the n3 message of a2a-mode
+    /// walks. Only the daemon's scheduled targets set it; on-demand, MCP and reciprocal walks
+    /// leave it None (a reciprocal walk that asked back would start an endless exchange).
+    pub caller_card: Option<String>,
 }
 
 impl WalkRequest {
@@ -72,6 +76,9 @@ pub struct WalkOutcome {
     pub card_verification: Option<Value>,
     /// conduct-walker's check of the card's A2A Terms listing, kept beside the record.
     pub terms: Option<Value>,
+    /// The agent's `EXT/reciprocal` answer to our `caller_card` (§11.6), clipped; kept beside
+    /// the record. None when the walk sent no caller_card or the reply carries no string there.
+    pub reciprocal: Option<String>,
 }
 
 impl WalkOutcome {
@@ -83,6 +90,18 @@ impl WalkOutcome {
 
 /// §2.6 the n3 request for a mode, wire and (§2.6.1) request profile.
 pub fn n3_request(mode: Mode, wire: Wire, profile: RequestProfile, target: &str) -> HttpRequest {
+    n3_request_with_caller_card(mode, wire, profile, target, None)
+}
+
+/// [`n3_request`], with `caller_card` (witness-pool.md §6.4) in the message's metadata in a2a
+/// mode; mcp mode never carries it.
+pub fn n3_request_with_caller_card(
+    mode: Mode,
+    wire: Wire,
+    profile: RequestProfile,
+    target: &str,
+    caller_card: Option<&str>,
+) -> HttpRequest {
     let (extensions_header, version) = match wire {
         Wire::V1_0 => ("A2A-Extensions", "1.0"),
         Wire::V0_3 => ("X-A2A-Extensions", "0.3"),
@@ -99,20 +118,70 @@ pub fn n3_request(mode: Mode, wire: Wire, profile: RequestProfile, target: &str)
     ];
     let body = match mode {
         // mcp sends no A2A-Version; the extensions spelling follows the wire (ref, §8.3 #13).
-        Mode::Mcp => spec::BODY_MCP_INITIALIZE,
+        Mode::Mcp => spec::BODY_MCP_INITIALIZE.as_bytes().to_vec(),
         Mode::A2a => {
             headers.push(("A2A-Version", version));
-            match wire {
-                Wire::V1_0 => spec::BODY_A2A_1_0,
-                Wire::V0_3 => spec::BODY_A2A_0_3,
-            }
+            a2a_body(wire, caller_card).into_bytes()
         }
     };
-    let mut request = HttpRequest::post(target, &headers, body.as_bytes().to_vec());
+    let mut request = HttpRequest::post(target, &headers, body);
     if profile.reads_sse(mode) {
         request.read = BodyRead::SseUntilResponse(spec::N3_JSONRPC_ID);
     }
     request
+}
+
+/// The a2a-mode n3 body: the §2.6 constant, or, with a caller card, the same object with
+/// `"metadata": {EXT/caller_card: url}` as the message's last member, written as Python's
+/// `json.dumps` writes it (default separators, ensure_ascii), so only that member differs.
+pub fn a2a_body(wire: Wire, caller_card: Option<&str>) -> String {
+    let constant = match wire {
+        Wire::V1_0 => spec::BODY_A2A_1_0,
+        Wire::V0_3 => spec::BODY_A2A_0_3,
+    };
+    let Some(url) = caller_card else {
+        return constant.to_string();
+    };
+    // Both constants end with the message, params and envelope closing, in that order.
+    let open = constant
+        .strip_suffix("}}}")
+        .expect("the a2a bodies end by closing message, params and envelope");
+    let mut body = String::with_capacity(constant.len() + url.len() + 96);
+    body.push_str(open);
+    body.push_str(", \"metadata\": {");
+    crate::canonical::write_ascii_string(&mut body, spec::CALLER_CARD_KEY);
+    body.push_str(": ");
+    crate::canonical::write_ascii_string(&mut body, url);
+    body.push_str("}}}}");
+    body
+}
+
+/// The agent's `EXT/reciprocal` answer in n3's reply metadata, located as metadata_echoed
+/// locates the conduct keys (§2.8), else in `result.metadata` itself (a message sent as the
+/// result whatever the wire, as our own witness face answers); a2a mode only. A string only,
+/// clipped to [`spec::RECIPROCAL_MAX_CHARS`]: it is a stranger's text.
+pub fn reciprocal_answer(inputs: &Inputs) -> Option<String> {
+    if inputs.mode != Mode::A2a {
+        return None;
+    }
+    let clip = |text: &str| text.chars().take(spec::RECIPROCAL_MAX_CHARS).collect();
+    let reply = assertions::read_reply(inputs);
+    if let Some(metadata) = &reply.metadata
+        && let Some(text) = metadata
+            .object()
+            .get(spec::RECIPROCAL_KEY)
+            .and_then(|v| v.as_str())
+    {
+        return Some(clip(text));
+    }
+    let message = assertions::n3_reply_message(inputs.mode, inputs.profile, inputs.n3?)?;
+    let root = message.root();
+    let text = root
+        .get("result")?
+        .get("metadata")?
+        .get(spec::RECIPROCAL_KEY)?
+        .as_str()?;
+    Some(clip(text))
 }
 
 /// MCP session management: when the initialize answer opened a session (a JSON-RPC result
@@ -285,7 +354,13 @@ where
             Some(ObservedFetch::new(
                 3,
                 session
-                    .fetch(&n3_request(request.mode, request.wire, request.profile, t))
+                    .fetch(&n3_request_with_caller_card(
+                        request.mode,
+                        request.wire,
+                        request.profile,
+                        t,
+                        request.caller_card.as_deref(),
+                    ))
                     .await,
             ))
         }
@@ -354,6 +429,11 @@ pub fn finish(
     };
     let assertions = assertions::evaluate(&inputs);
     let verdict = assertions::verdict(&assertions);
+    // Only an answer to our own ask is kept: without a caller_card the value means nothing.
+    let reciprocal = request
+        .caller_card
+        .as_ref()
+        .and_then(|_| reciprocal_answer(&inputs));
     let ctx = RecordContext {
         base: request.base(),
         walked_at,
@@ -397,5 +477,239 @@ pub fn finish(
         witness_intake,
         card_verification: findings.verification.clone(),
         terms: findings.terms.clone(),
+        reciprocal,
+    }
+}
+
+#[cfg(test)]
+mod caller_card_tests {
+    use super::*;
+    use crate::net::Exchange;
+    use serde_json::json;
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    const CARD: &str = "https://walker.example/.well-known/agent-card.json";
+
+    /// What CPython's `json.dumps` (default separators, ensure_ascii) writes for each a2a
+    /// constant with `metadata: {EXT/caller_card: url}` appended to the message.
+    fn cpython_bodies(cases: &[(&str, &str)]) -> Vec<String> {
+        const SCRIPT: &str = r#"
+import json, sys
+for line in sys.stdin:
+    constant, key, url = json.loads(line)
+    body = json.loads(constant)
+    body["params"]["message"]["metadata"] = {key: url}
+    print(json.dumps(body))
+"#;
+        let mut child = Command::new("python3")
+            .args(["-c", SCRIPT])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 is this test's oracle");
+        let mut input = String::new();
+        for (constant, url) in cases {
+            input.push_str(&json!([constant, spec::CALLER_CARD_KEY, url]).to_string());
+            input.push('\n');
+        }
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn the_caller_card_body_is_what_cpython_writes() {
+        let urls = [
+            CARD,
+            // Not a URL the config takes, but the writer must still match Python byte for byte.
+            "https://wälker.example/.well-known/agent-card.json?q=\"\\\u{7f}\u{1}😂",
+        ];
+        let mut cases = Vec::new();
+        for wire in [Wire::V1_0, Wire::V0_3] {
+            for url in urls {
+                cases.push((wire, url));
+            }
+        }
+        let constants: Vec<(&str, &str)> = cases
+            .iter()
+            .map(|(wire, url)| (a2a_body(*wire, None).leak() as &str, *url))
+            .collect();
+        let expected = cpython_bodies(&constants);
+        assert_eq!(expected.len(), cases.len());
+        for ((wire, url), python) in cases.iter().zip(&expected) {
+            let ours = a2a_body(*wire, Some(url));
+            assert_eq!(&ours, python, "{wire:?} {url}");
+            let sent = n3_request_with_caller_card(
+                Mode::A2a,
+                *wire,
+                RequestProfile::Spec,
+                "https://a.example/a2a",
+                Some(url),
+            );
+            assert_eq!(sent.body.as_deref(), Some(python.as_bytes()), "{wire:?}");
+            // The headers are the plain request's: only the body changes.
+            let plain = n3_request(
+                Mode::A2a,
+                *wire,
+                RequestProfile::Spec,
+                "https://a.example/a2a",
+            );
+            assert_eq!(sent.headers, plain.headers);
+        }
+    }
+
+    #[test]
+    fn without_a_caller_card_and_in_mcp_mode_the_bodies_are_the_constants() {
+        for (wire, constant) in [
+            (Wire::V1_0, spec::BODY_A2A_1_0),
+            (Wire::V0_3, spec::BODY_A2A_0_3),
+        ] {
+            for profile in [RequestProfile::Spec, RequestProfile::Reference] {
+                let plain = n3_request(Mode::A2a, wire, profile, "https://a.example/a2a");
+                assert_eq!(plain.body.as_deref(), Some(constant.as_bytes()));
+                let none = n3_request_with_caller_card(
+                    Mode::A2a,
+                    wire,
+                    profile,
+                    "https://a.example/a2a",
+                    None,
+                );
+                assert_eq!(none.body.as_deref(), Some(constant.as_bytes()));
+                let mcp = n3_request_with_caller_card(
+                    Mode::Mcp,
+                    wire,
+                    profile,
+                    "https://a.example/mcp",
+                    Some(CARD),
+                );
+                assert_eq!(
+                    mcp.body.as_deref(),
+                    Some(spec::BODY_MCP_INITIALIZE.as_bytes())
+                );
+            }
+        }
+    }
+
+    fn n3_answering(reply: &Value) -> ObservedFetch {
+        ObservedFetch::new(
+            3,
+            Exchange {
+                request: n3_request(
+                    Mode::A2a,
+                    Wire::V1_0,
+                    RequestProfile::Spec,
+                    "https://a.example/a2a",
+                ),
+                status: 200,
+                response_headers: vec![("content-type".into(), "application/json".into())],
+                body: serde_json::to_vec(reply).unwrap(),
+                duration_ms: 1,
+                transport_error: None,
+                cut_answer: None,
+            },
+        )
+    }
+
+    fn reciprocal_of(mode: Mode, wire: Wire, result: Value) -> Option<String> {
+        let n3 = n3_answering(&json!({"jsonrpc": "2.0", "id": 1, "result": result}));
+        let none = ObservedFetch::new(
+            0,
+            Exchange {
+                request: card_request("https://a.example/.well-known/agent-card.json"),
+                status: 404,
+                response_headers: Vec::new(),
+                body: Vec::new(),
+                duration_ms: 1,
+                transport_error: None,
+                cut_answer: None,
+            },
+        );
+        let declaration = declaration::locate_and_validate(None);
+        reciprocal_answer(&Inputs {
+            mode,
+            wire,
+            profile: RequestProfile::Spec,
+            n0: &none,
+            n1: &none,
+            n3: Some(&n3),
+            card: None,
+            declaration: &declaration,
+            target: Some("https://a.example/a2a"),
+        })
+    }
+
+    #[test]
+    fn the_reciprocal_answer_is_read_where_the_reply_metadata_sits() {
+        let md = |v: Value| json!({ spec::RECIPROCAL_KEY: v });
+        let message =
+            |v: Value| json!({"kind": "message", "role": "agent", "parts": [], "metadata": md(v)});
+        let scheduled = Some("scheduled".to_string());
+        // 1.0: under result.message, under result.task, or the message as the result itself.
+        assert_eq!(
+            reciprocal_of(
+                Mode::A2a,
+                Wire::V1_0,
+                json!({"message": {"metadata": md(json!("scheduled"))}})
+            ),
+            scheduled
+        );
+        assert_eq!(
+            reciprocal_of(
+                Mode::A2a,
+                Wire::V1_0,
+                json!({"task": {"metadata": md(json!("declined"))}})
+            ),
+            Some("declined".to_string())
+        );
+        assert_eq!(
+            reciprocal_of(Mode::A2a, Wire::V1_0, message(json!("scheduled"))),
+            scheduled
+        );
+        // 0.3: the message is the result; a task carries it in its status message.
+        assert_eq!(
+            reciprocal_of(Mode::A2a, Wire::V0_3, message(json!("scheduled"))),
+            scheduled
+        );
+        assert_eq!(
+            reciprocal_of(
+                Mode::A2a,
+                Wire::V0_3,
+                json!({"kind": "task", "status": {"message": {"metadata": md(json!("scheduled"))}}})
+            ),
+            scheduled
+        );
+        // Only a string is kept, clipped; nothing in mcp mode or without the key.
+        assert_eq!(
+            reciprocal_of(Mode::A2a, Wire::V0_3, message(json!(true))),
+            None
+        );
+        let long = "x".repeat(500);
+        assert_eq!(
+            reciprocal_of(Mode::A2a, Wire::V0_3, message(json!(long))),
+            Some("x".repeat(spec::RECIPROCAL_MAX_CHARS))
+        );
+        assert_eq!(
+            reciprocal_of(Mode::Mcp, Wire::V0_3, message(json!("scheduled"))),
+            None
+        );
+        assert_eq!(
+            reciprocal_of(
+                Mode::A2a,
+                Wire::V0_3,
+                json!({"kind": "message", "metadata": {}})
+            ),
+            None
+        );
     }
 }

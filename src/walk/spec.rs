@@ -29,6 +29,15 @@ pub const BODY_MCP_INITIALIZE: &str = r#"{"jsonrpc": "2.0", "id": 1, "method": "
 pub const BODY_A2A_1_0: &str = r#"{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {"messageId": "conduct-walk-1", "role": "ROLE_USER", "parts": [{"text": "a2a-conduct-walk-v1: reading the conduct pointers of this agent"}]}}}"#;
 pub const BODY_A2A_0_3: &str = r#"{"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": {"messageId": "conduct-walk-1", "role": "user", "kind": "message", "parts": [{"kind": "text", "text": "a2a-conduct-walk-v1: reading the conduct pointers of this agent"}]}}}"#;
 
+/// witness-pool.md §6.4 (ours, §11.6): the n3 message metadata key a scheduled A2A walk adds
+/// when `[witness] caller_card` is set, asking the agent to walk us back.
+pub const CALLER_CARD_KEY: &str = "https://gate.horizonshield.dev/ext/conduct/v1/caller_card";
+/// §11.6: the reply metadata key carrying the agent's `scheduled` / `declined` answer to it.
+pub const RECIPROCAL_KEY: &str = "https://gate.horizonshield.dev/ext/conduct/v1/reciprocal";
+/// The longest `EXT/reciprocal` value kept beside a record (in characters): the spec's values
+/// are two short words, anything longer is a stranger's text and only needs recognising.
+pub const RECIPROCAL_MAX_CHARS: usize = 64;
+
 /// §2.4 the n2 compute node label.
 pub const N2_LABEL: &str = "locate https://gate.horizonshield.dev/ext/conduct/v1 in node 1 and validate params (section 2 of CONDUCT_EXT_v1.md)";
 

@@ -41,6 +41,7 @@ pub fn request(origin: &str, endpoint: Option<String>, mode: Mode, wire: Wire) -
         contract_sha256: None,
         privacy: Privacy::Full,
         profile: RequestProfile::Spec,
+        caller_card: None,
     }
 }
 

@@ -30,6 +30,8 @@ pub struct RecordView {
     pub ledger: ledger::RecordLife,
     /// conduct-walker's own card-signature check, kept beside the record.
     pub own_card_check: Option<serde_json::Value>,
+    /// The agent's `EXT/reciprocal` answer to our caller card, kept beside the record.
+    pub reciprocal: Option<String>,
 }
 
 /// The record checked again as the page is read.
@@ -65,6 +67,7 @@ pub fn record(store: &Store, prefix: &str) -> Result<RecordView, StoreError> {
     }
     let fire = status::fire_of_record(conn, row.id)?;
     let alerts = alerts::for_record(conn, &row.sha256, fire.as_ref().map(|(t, _)| t.as_str()))?;
+    let beside = crate::store::beside::get(conn, row.id)?;
     Ok(RecordView {
         value: crate::json::parse_lenient(&stored.canonical).unwrap_or(serde_json::Value::Null),
         checks,
@@ -75,7 +78,8 @@ pub fn record(store: &Store, prefix: &str) -> Result<RecordView, StoreError> {
         submissions,
         binding: crate::store::task_bindings::for_record(conn, row.id)?,
         ledger: ledger::record_life(conn, row.id, &row.sha256)?,
-        own_card_check: crate::store::beside::get(conn, row.id)?.card_verification,
+        own_card_check: beside.card_verification,
+        reciprocal: beside.reciprocal,
         stored,
     })
 }

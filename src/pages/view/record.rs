@@ -52,6 +52,7 @@ fn walk_box(v: &RecordView) -> Markup {
                 @if let Some(u) = value["conduct_ext"]["witness_intake"].as_str() { dt { "intake the card names" } dd { code { (u) } } }
                 @if let Some(u) = value["conduct_ext"]["conduct_record"].as_str() { dt { "conduct record the card names" } dd { code { (u) } } }
                 @if let Some((t, at)) = &v.fire { dt { "fired by" } dd { a href=(target_href(t)) { (t) } " at " (at) } }
+                @if let Some(r) = &v.reciprocal { dt { "walk us back (reciprocal)" } dd id="reciprocal" title="the agent's answer to our caller card; kept beside the record, not in it" { code { (r) } } }
             }
         }
     }

@@ -395,8 +395,14 @@ fn a_record_page_says_which_checks_failed() {
         binding: None,
         ledger: Default::default(),
         own_card_check: None,
+        // The agent's text, escaped like every stranger's.
+        reciprocal: Some("sched<uled>".into()),
     };
     let html = record(&v, "t");
+    assert!(
+        html.contains("<code>sched&lt;uled&gt;</code>") && html.contains(r#"id="reciprocal""#),
+        "{html}"
+    );
     assert!(html.contains("DOES NOT MATCH"));
     assert!(html.contains("INVALID: bad signature"));
     assert!(html.contains("does not follow from the previous row"));

@@ -852,8 +852,10 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     demo_ledger(&emulator, &ca, &db).await?;
     let measured = agents.first().map(|(_, agent, _)| agent.origin());
     demo_witness_pool(&ca, &measured.context("no demo agent")?).await?;
+    demo_reciprocal(&ca, &pipeline, &db, &emulator, profile).await?;
+    pipeline.checkpoint().await?;
     crate::outln!(
-        "demo finished: {} scenarios walked, each verdict as expected; records signed, stored, filed, anchored and their inclusion verified; one A2A Task bound to the task ledger; one witness request answered and verified",
+        "demo finished: {} scenarios walked, each verdict as expected; records signed, stored, filed, anchored and their inclusion verified; one A2A Task bound to the task ledger; one witness request answered and verified; one caller walked back and filed to its intake",
         DEMO.len() + 1
     );
     crate::outln!("next: conduct-walker records list --db {}", db.display());
@@ -891,6 +893,48 @@ async fn demo_witness_pool(ca: &SandboxCa, endpoint: &str) -> anyhow::Result<()>
     let observed = observation["observed"].as_object();
     for (surface, seen) in observed.into_iter().flatten() {
         crate::outln!("   {surface}: {seen}");
+    }
+    crate::outln!();
+    Ok(())
+}
+
+/// Reciprocal walks (issue 44, §11.6): a caller agent asks to be walked back; the walk is
+/// checked, queued, made through the witness's guard and filed to the intake its card names.
+async fn demo_reciprocal(
+    ca: &SandboxCa,
+    pipeline: &Pipeline,
+    db: &std::path::Path,
+    emulator: &crate::intake_emulator::RunningEmulator,
+    profile: RequestProfile,
+) -> anyhow::Result<()> {
+    let caller = SandboxAgent::start(
+        ca,
+        crate::sandbox::Behaviour {
+            witness_intake: Some(emulator.url()),
+            ..Default::default()
+        },
+    )
+    .await?;
+    let card = format!("{}/.well-known/agent-card.json", caller.origin());
+    crate::outln!("== reciprocal walk: the caller {card} asks to be walked back (caller_card)");
+    let template = WalkRequest {
+        mode: Mode::A2a,
+        wire: Wire::V1_0,
+        privacy: Privacy::Full,
+        ..demo_request(&scenarios()[0], "", profile)
+    };
+    let walked =
+        crate::sandbox::pool::walk_back(ca, pipeline, db, &card, template, &emulator.url())
+            .await
+            .map_err(|e| anyhow::anyhow!("reciprocal walk: {e}"))?;
+    crate::outln!("   answered: reciprocal {}", walked.answer);
+    let report = walked
+        .record
+        .context("the reciprocal walk was not walked")?;
+    crate::out!("{}", human_summary(&report.outcome, None));
+    match &report.submission {
+        Some(sub) => crate::outln!("{}", submission_line(sub)),
+        None => bail!("the reciprocal walk was not filed"),
     }
     crate::outln!();
     Ok(())

@@ -13,7 +13,7 @@ use super::store::DaemonStore;
 use crate::app::ReciprocalSetup;
 use crate::clock::Clock;
 use crate::consent::Consent;
-use crate::reciprocal::{self, Decline, Queue, state};
+use crate::reciprocal::{Decline, Queue, state};
 use crate::store::reciprocal_walks::{self as queue, Ended, ReciprocalWalk, Requested};
 use crate::witness_pool::caller;
 use crate::witness_pool::observation::Reciprocal;
@@ -59,15 +59,10 @@ impl Desk {
         let walk_by = crate::clock::utc_millis(
             now + chrono::Duration::from_std(self.setup.within).unwrap_or(chrono::Duration::MAX),
         );
-        let (origin, decided) = match reciprocal::read_caller_card(value, &self.setup.own_hosts) {
-            Err(reason) => (None, Err((reason, None))),
-            Ok(caller) => {
-                let checked = caller::public_and_consenting(&self.setup.measurer, &caller).await;
-                (
-                    Some(caller.origin),
-                    checked.map_err(|(reason, why)| (reason, Some(why))),
-                )
-            }
+        let checked = caller::check(&self.setup.measurer, value, &self.setup.own_hosts).await;
+        let (origin, decided) = match checked {
+            Ok(caller) => (Some(caller.origin), Ok(())),
+            Err((reason, why, origin)) => (origin, Err((reason, why))),
         };
         let budget = self.setup.per_day;
         let stored = self

@@ -163,3 +163,120 @@ pub async fn request_observation(ca: &SandboxCa, a2a_url: &str, endpoint: &str) 
         verdict,
     }
 }
+
+/// What [`walk_back`] did.
+#[derive(Debug)]
+pub struct WalkedBack {
+    /// The `EXT/reciprocal` answer the caller would get (`scheduled`, or `declined: <reason>`).
+    pub answer: String,
+    /// The walk's record and where it is filed, when it was walked.
+    pub record: Option<crate::pipeline::JobReport>,
+}
+
+/// The receiving side of a reciprocal walk (witness-pool.md §6.2–6.3) in one process, for the
+/// demo: the same checks, queue row and guarded walk as the daemon's face and walker, without
+/// the HTTP face. `ours` is where the record goes when the caller's card names no usable intake.
+pub async fn walk_back(
+    ca: &SandboxCa,
+    pipeline: &crate::pipeline::Pipeline,
+    store_path: &std::path::Path,
+    caller_card: &str,
+    template: crate::walk::WalkRequest,
+    ours: &str,
+) -> Result<WalkedBack, String> {
+    use crate::reciprocal::{Queue, state};
+    use crate::store::reciprocal_walks::{self as queue, Ended, Requested};
+    use crate::witness_pool::caller;
+    let measurer = Measurer::new(true, vec![ca.cert_der()]).map_err(|e| e.to_string())?;
+    let store = crate::store::Store::open(store_path).map_err(|e| e.to_string())?;
+    let now = crate::clock::utc_millis(chrono::Utc::now());
+    let value = Value::String(caller_card.to_string());
+    let checked = caller::check(&measurer, &value, &[]).await;
+    let asked = |origin| Requested {
+        requested_at: &now,
+        caller_card,
+        origin,
+    };
+    let caller = match checked {
+        Ok(caller) => caller,
+        Err((reason, why, origin)) => {
+            queue::insert_declined(
+                store.connection(),
+                &asked(origin.as_deref()),
+                reason,
+                why.as_deref(),
+            )
+            .map_err(|e| e.to_string())?;
+            return Ok(WalkedBack {
+                answer: format!("declined: {}", reason.as_str()),
+                record: None,
+            });
+        }
+    };
+    let decided = queue::queue(
+        store.connection(),
+        &asked(Some(&caller.origin)),
+        &now,
+        crate::reciprocal::DEFAULT_DAILY_BUDGET,
+    )
+    .map_err(|e| e.to_string())?;
+    let Queue::New = decided else {
+        let answer = match decided {
+            Queue::Declined(reason) => format!("declined: {}", reason.as_str()),
+            _ => "scheduled".into(),
+        };
+        return Ok(WalkedBack {
+            answer,
+            record: None,
+        });
+    };
+    let row = queue::next_queued(store.connection())
+        .map_err(|e| e.to_string())?
+        .ok_or("the queued walk is not in the store")?;
+    queue::start(store.connection(), row.id, &now).map_err(|e| e.to_string())?;
+    let mut walk = TransportConfig::new(NetPolicy::new(true));
+    walk.extra_roots = vec![ca.cert_der()];
+    walk.address_guard = Some(crate::net::AddressGuard {
+        blocked: crate::witness_pool::screen::is_blocked,
+        only_port: 443,
+    });
+    let (vetting, ours) = (measurer.clone(), ours.to_string());
+    let stranger = crate::pipeline::StrangerWalk {
+        transport: Transport::new(walk).map_err(|e| e.to_string())?,
+        intake: Arc::new(move |theirs: Option<String>| {
+            let (vetting, ours) = (vetting.clone(), ours.clone());
+            Box::pin(async move { caller::intake_for(&vetting, theirs.as_deref(), &ours).await })
+        }),
+    };
+    let job = crate::pipeline::WalkJob {
+        request: crate::walk::WalkRequest {
+            origin: caller.origin.clone(),
+            ..template
+        },
+        submit: true,
+        bind_task: None,
+    };
+    let report = pipeline
+        .run_stranger_job(&job, &stranger)
+        .await
+        .map_err(|e| e.to_string())?;
+    let finished = crate::clock::utc_millis(chrono::Utc::now());
+    let intake = report.submission.as_ref().map(|s| s.intake_url.as_str());
+    queue::finish(
+        store.connection(),
+        row.id,
+        &Ended {
+            state: state::FILED,
+            record_id: Some(report.record_id),
+            record_sha256: Some(&report.outcome.sha256),
+            intake_url: intake,
+            ..Ended::default()
+        },
+        &finished,
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(WalkedBack {
+        answer: "scheduled".into(),
+        record: Some(report),
+    })
+}

@@ -12,6 +12,25 @@ use std::time::Duration;
 /// The consent read's deadline while answering (§6.2 step 5).
 pub const CONSENT_DEADLINE: Duration = Duration::from_secs(5);
 
+/// Why a caller card was declined at steps 1–5: the reason, the why kept locally, and the
+/// origin when the card was read that far.
+pub type Declined = (Decline, Option<String>, Option<String>);
+
+/// Steps 1–5 of §6.2 for the raw `EXT/caller_card` value: the caller to queue (steps 6–8 are
+/// the store's, `store::reciprocal_walks::queue`), or why not.
+pub async fn check(
+    measurer: &Measurer,
+    value: &serde_json::Value,
+    own_hosts: &[String],
+) -> Result<Caller, Declined> {
+    let caller =
+        crate::reciprocal::read_caller_card(value, own_hosts).map_err(|d| (d, None, None))?;
+    match public_and_consenting(measurer, &caller).await {
+        Ok(()) => Ok(caller),
+        Err((reason, why)) => Err((reason, Some(why), Some(caller.origin))),
+    }
+}
+
 /// Steps 4–5 for a caller that passed steps 1–3: Ok, or the decline with why (kept in the
 /// row, shown on the status pages; never sent).
 pub async fn public_and_consenting(

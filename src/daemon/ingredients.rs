@@ -30,6 +30,8 @@ pub(super) struct Ingredients {
     /// What `[witness_face]` answers with and publishes; `None` when the face is off. Taken by
     /// the face when it starts or reloads.
     pub witness_face: Option<crate::app::WitnessResponder>,
+    /// Sends §11.5 notifications after scheduled walks; `None` with `[witness] notify = "never"`.
+    pub notifier: Option<Arc<crate::notify::Notifier>>,
 }
 
 /// Build what `config` describes for a daemon whose store is at `db_path`. A transport or a
@@ -62,6 +64,7 @@ pub(super) fn ingredients(
     // A face that cannot sign or measure refuses the configuration, like a pipeline that
     // cannot be built: at start the daemon does not run, at a reload the running one is kept.
     let witness_face = crate::app::witness_responder(&config)?;
+    let notifier = crate::app::notifier(&config)?.map(Arc::new);
     Ok(Ingredients {
         config,
         transport,
@@ -71,6 +74,7 @@ pub(super) fn ingredients(
         follower,
         archive_dir,
         witness_face,
+        notifier,
     })
 }
 

@@ -73,6 +73,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "witness_requests",
         sql: include_str!("migrations/0015_witness_requests.sql"),
     },
+    // 0016 is another branch's (issue 44, reciprocal walks): at the merge it goes before this.
+    Migration {
+        name: "notifications",
+        sql: include_str!("migrations/0017_notifications.sql"),
+    },
 ];
 
 /// The schema version this binary writes and understands.

@@ -138,14 +138,14 @@ mod tests {
         "2026-12-06T03:40:00Z".parse().unwrap()
     }
 
-    /// A scheduled full walk asking `https://hooks.a.example/conduct`, nothing attempted yet:
+    /// A scheduled full walk asking `https://hooks.a.org/conduct`, nothing attempted yet:
     /// every guard passes. Each case changes one fact.
     fn facts<'a>(own: &'a [String]) -> Facts<'a> {
         Facts {
             policy: Policy::Consent,
             kind: WalkKind::Scheduled,
             privacy: Privacy::Full,
-            notify: Some("https://hooks.a.example/conduct"),
+            notify: Some("https://hooks.a.org/conduct"),
             own_hosts: own,
             last_attempt: None,
             attempts_in_wave: 0,
@@ -166,7 +166,7 @@ mod tests {
 
     #[test]
     fn every_guard_in_order_with_the_specs_reason() {
-        let own = vec!["witness.b.example".to_string(), "ledger.c.example".into()];
+        let own = vec!["witness.b.org".to_string(), "ledger.c.org".into()];
         let base = facts(&own);
         let with_url = |url: &'static str| Facts {
             notify: Some(url),
@@ -175,10 +175,10 @@ mod tests {
         let cases: Vec<(&str, Facts<'_>, &str)> = vec![
             (
                 "not https",
-                with_url("http://hooks.a.example/x"),
+                with_url("http://hooks.a.org/x"),
                 NOT_HTTPS,
             ),
-            ("not a URL", with_url("hooks.a.example/x"), NOT_HTTPS),
+            ("not a URL", with_url("hooks.a.org/x"), NOT_HTTPS),
             ("IPv4 literal", with_url("https://192.0.2.7/x"), IP_LITERAL),
             ("hex IPv4", with_url("https://0x7f.1/x"), IP_LITERAL),
             ("IPv6 literal", with_url("https://[2001:db8::1]/x"), IP_LITERAL),
@@ -189,12 +189,12 @@ mod tests {
             ),
             (
                 "an explicit port",
-                with_url("https://hooks.a.example:8443/x"),
+                with_url("https://hooks.a.org:8443/x"),
                 "refused: an explicit port is not measured (public origins answer on 443)",
             ),
             (
                 "our own host",
-                with_url("https://Witness.B.example./hook"),
+                with_url("https://Witness.B.org./hook"),
                 OWN_HOST,
             ),
             (
@@ -261,7 +261,7 @@ mod tests {
             Facts {
                 privacy: Privacy::Commitment,
                 // Null comes first, even for a URL guard 2 would refuse.
-                notify: Some("http://hooks.a.example"),
+                notify: Some("http://hooks.a.org"),
                 ..base.clone()
             },
         ];
@@ -272,7 +272,7 @@ mod tests {
 
     #[test]
     fn a_clean_case_goes_on_to_the_address_guard() {
-        let own = vec!["witness.b.example".to_string()];
+        let own = vec!["witness.b.org".to_string()];
         let hour_ago = Facts {
             last_attempt: Some(now() - chrono::Duration::hours(1)),
             attempts_in_wave: 2,
@@ -281,7 +281,7 @@ mod tests {
         assert_eq!(
             decide(&hour_ago),
             Decision::Attempt {
-                host: "hooks.a.example".into()
+                host: "hooks.a.org".into()
             }
         );
         // Tests' loopback receivers: the name screen is lifted, the literal guard is not.
@@ -307,8 +307,8 @@ mod tests {
     #[test]
     fn hosts_compare_in_one_form() {
         assert_eq!(
-            host_of("https://Witness.B.example./x").as_deref(),
-            Some("witness.b.example")
+            host_of("https://Witness.B.org./x").as_deref(),
+            Some("witness.b.org")
         );
         assert_eq!(host_of("https://[::1]:9/").as_deref(), Some("::1"));
         assert_eq!(host_of("not a url"), None);

@@ -190,3 +190,118 @@ pub fn by_result(conn: &Connection) -> Result<Vec<(&'static str, u64)>, StoreErr
     }
     Ok(counts)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+    use serde_json::json;
+
+    fn walk_row(conn: &Connection, scheduled: &str) -> i64 {
+        crate::store::daemon_walks::begin_walk(
+            conn,
+            &crate::store::daemon_walks::WalkStart {
+                target: "t",
+                origin: "https://agent.a.example",
+                endpoint: None,
+                scheduled_for: scheduled,
+                now: scheduled,
+            },
+        )
+        .unwrap()
+    }
+
+    fn row<'a>(walk_id: i64, wave: &'a str, status: Option<&'a serde_json::Value>) -> NewNotification<'a> {
+        NewNotification {
+            walk_id,
+            record_id: 7,
+            record_sha256: "ab",
+            endpoint: "https://agent.a.example/mcp",
+            url: "https://hooks.a.example/conduct",
+            wave,
+            decided_at: wave,
+            status,
+        }
+    }
+
+    #[test]
+    fn decisions_round_trip_and_only_attempts_count_for_the_guards() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("walker.db")).unwrap();
+        let c = store.connection();
+        let wave = "2026-12-06T03:00:00.000Z";
+        let walk = walk_row(c, wave);
+        let refused = json!({"sent": false, "reason": crate::notify::guard::IP_LITERAL});
+        insert(c, &row(walk, wave, Some(&refused))).unwrap();
+        assert_eq!(last_attempt(c, "https://agent.a.example/mcp").unwrap(), None);
+        assert_eq!(attempts_in_wave(c, wave).unwrap(), 0);
+        let id = insert(c, &row(walk, wave, None)).unwrap();
+        assert_eq!(
+            last_attempt(c, "https://agent.a.example/mcp").unwrap().as_deref(),
+            Some(wave)
+        );
+        assert_eq!(attempts_in_wave(c, wave).unwrap(), 1);
+        assert_eq!(
+            status_of_record(c, 7).unwrap(),
+            Some(json!({"sent": null, "reason": "in flight"}))
+        );
+        let sent = json!({"sent": true, "status": 204});
+        settle(c, id, &sent).unwrap();
+        // Settled once: a second settle does not overwrite.
+        settle(c, id, &json!({"sent": false, "reason": "failed: x"})).unwrap();
+        assert_eq!(status_of_record(c, 7).unwrap(), Some(sent));
+        assert_eq!(status_of_record(c, 8).unwrap(), None);
+        let recent = recent(c, 10).unwrap();
+        assert_eq!(recent.len(), 2);
+        assert_eq!(recent[0].id, id);
+        assert_eq!(
+            by_result(c).unwrap(),
+            vec![
+                ("sent", 1),
+                ("refused", 1),
+                ("rate_limited", 0),
+                ("deferred", 0),
+                ("failed", 0)
+            ]
+        );
+    }
+
+    #[test]
+    fn an_attempt_left_in_flight_is_settled_as_interrupted_at_restart_and_still_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("walker.db");
+        let wave = "2026-12-06T03:00:00.000Z";
+        {
+            let store = Store::open(&path).unwrap();
+            let walk = walk_row(store.connection(), wave);
+            insert(store.connection(), &row(walk, wave, None)).unwrap();
+            // The daemon is killed here, during the POST.
+        }
+        let store = Store::open(&path).unwrap();
+        let c = store.connection();
+        assert_eq!(settle_interrupted(c).unwrap(), 1);
+        assert_eq!(settle_interrupted(c).unwrap(), 0, "settled once");
+        assert_eq!(
+            status_of_record(c, 7).unwrap(),
+            Some(json!({"sent": false, "reason": INTERRUPTED}))
+        );
+        assert_eq!(INTERRUPTED, "failed: interrupted (the daemon stopped during the POST)");
+        // The attempt still holds the endpoint's hour and its place in the wave.
+        assert_eq!(attempts_in_wave(c, wave).unwrap(), 1);
+        assert!(last_attempt(c, "https://agent.a.example/mcp").unwrap().is_some());
+        assert_eq!(by_result(c).unwrap()[4], ("failed", 1));
+    }
+
+    #[test]
+    fn results_are_named_by_the_reasons_first_word() {
+        for (status, result) in [
+            (json!({"sent": true, "status": 500}), "sent"),
+            (json!({"sent": false, "reason": "refused: notify URL is not https"}), "refused"),
+            (json!({"sent": false, "reason": crate::notify::guard::RATE_LIMITED}), "rate_limited"),
+            (json!({"sent": false, "reason": crate::notify::guard::DEFERRED}), "deferred"),
+            (json!({"sent": false, "reason": "failed: timeout"}), "failed"),
+        ] {
+            assert_eq!(result_of(&status), result, "{status}");
+        }
+    }
+}

@@ -263,12 +263,11 @@ pub fn notifier(cfg: &Config) -> Result<Option<crate::notify::Notifier>, SetupEr
         path: cfg.path.clone(),
         source,
     })?;
-    let notifier = crate::notify::Notifier::new(settings, roots).map_err(|e| {
-        SetupError::Transport {
+    let notifier =
+        crate::notify::Notifier::new(settings, roots).map_err(|e| SetupError::Transport {
             path: cfg.path.clone(),
             source: e.into(),
-        }
-    })?;
+        })?;
     Ok(Some(notifier))
 }
 

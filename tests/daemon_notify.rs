@@ -97,7 +97,8 @@ async fn run_once<F: Fn() -> bool>(
     what: &str,
     done: F,
     metrics_port: Option<u16>,
-) -> Option<String> {
+    pages: &[String],
+) -> Vec<String> {
     let fire: chrono::DateTime<chrono::Utc> = fire.parse().unwrap();
     clock.set(fire - chrono::Duration::seconds(1));
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -112,20 +113,22 @@ async fn run_once<F: Fn() -> bool>(
     tokio::time::sleep(Duration::from_millis(300)).await;
     clock.set(fire);
     until(what, Duration::from_secs(60), done).await;
-    let metrics = match metrics_port {
-        Some(port) => Some(
-            reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
+    let mut fetched = Vec::new();
+    if let Some(port) = metrics_port {
+        for page in pages {
+            let url = format!("http://127.0.0.1:{port}{page}");
+            let answer = reqwest::Client::new()
+                .get(url)
+                .header("accept", "text/html")
+                .send()
                 .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap(),
-        ),
-        None => None,
-    };
+                .unwrap();
+            fetched.push(answer.text().await.unwrap());
+        }
+    }
     stop_tx.send(()).unwrap();
     daemon.await.unwrap().unwrap();
-    metrics
+    fetched
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -152,9 +155,15 @@ async fn one_post_per_endpoint_per_hour_across_a_restart_and_never_to_an_ip_lite
     let clock = Arc::new(ManualClock::new("2026-12-06T02:59:59Z".parse().unwrap()));
 
     let settled = "SELECT count(*) FROM notifications WHERE status IS NOT NULL";
-    run_once(&config, &clock, "2026-12-06T03:00:00Z", "two settled notifications", || {
-        count(&db, settled) == 2
-    }, None)
+    run_once(
+        &config,
+        &clock,
+        "2026-12-06T03:00:00Z",
+        "two settled notifications",
+        || count(&db, settled) == 2,
+        None,
+        &[],
+    )
     .await;
     assert_eq!(
         statuses(&db, &asking.origin()),
@@ -164,37 +173,87 @@ async fn one_post_per_endpoint_per_hour_across_a_restart_and_never_to_an_ip_lite
         statuses(&db, &literal.origin()),
         vec![json!({"sent": false, "reason": "refused: notify URL is an IP literal"})]
     );
-    {
+    let first_sha = {
         let got = received.lock().unwrap();
         assert_eq!(got.len(), 1, "one POST: the IP literal is never sent to");
         let (content_type, body) = &got[0];
         assert_eq!(content_type, "application/json");
         let body: Value = serde_json::from_slice(body).unwrap();
         assert_eq!(body["event"], "measured");
-        assert!(body["endpoint"].as_str().unwrap().starts_with(&asking.origin()));
+        assert!(
+            body["endpoint"]
+                .as_str()
+                .unwrap()
+                .starts_with(&asking.origin())
+        );
         let sha = body["record_sha256"].as_str().unwrap();
-        assert!(sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_hexdigit()), "{sha}");
+        assert!(
+            sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{sha}"
+        );
         for list in ["establishes", "does_not_establish"] {
             let lines = body[list].as_array().unwrap();
-            assert!(!lines.is_empty() && lines.iter().all(Value::is_string), "{list}");
+            assert!(
+                !lines.is_empty() && lines.iter().all(Value::is_string),
+                "{list}"
+            );
         }
-        assert!(body["note"].as_str().unwrap().contains("Remove the field to stop"));
-        assert!(body["lookup"].as_str().unwrap().contains("lookup?endpoint="));
+        assert!(
+            body["note"]
+                .as_str()
+                .unwrap()
+                .contains("Remove the field to stop")
+        );
+        assert!(
+            body["lookup"]
+                .as_str()
+                .unwrap()
+                .contains("lookup?endpoint=")
+        );
         assert_eq!(body["changed"], json!(["first walk of this endpoint"]));
-        assert_eq!(body["conduct_record"], Value::Null, "the walk files nothing");
+        assert_eq!(
+            body["conduct_record"],
+            Value::Null,
+            "the walk files nothing"
+        );
         let stored = count(
             &db,
             &format!("SELECT count(*) FROM records WHERE sha256 = '{sha}'"),
         );
         assert_eq!(stored, 1, "record_sha256 is the stored record's identity");
-    }
+        sha.to_string()
+    };
 
     // Half an hour later, after a restart: the endpoint's hour still holds.
-    let metrics = run_once(&config, &clock, "2026-12-06T03:30:00Z", "four settled notifications", || {
-        count(&db, settled) == 4
-    }, Some(metrics_port))
-    .await
-    .unwrap();
+    let pages = [
+        "/metrics".to_string(),
+        format!("/records/{first_sha}"),
+        "/".to_string(),
+        format!("/records/{first_sha}/raw"),
+    ];
+    let fetched = run_once(
+        &config,
+        &clock,
+        "2026-12-06T03:30:00Z",
+        "four settled notifications",
+        || count(&db, settled) == 4,
+        Some(metrics_port),
+        &pages,
+    )
+    .await;
+    let (metrics, record_page, overview, raw) =
+        (&fetched[0], &fetched[1], &fetched[2], &fetched[3]);
+    assert!(
+        raw.starts_with('{') && !raw.contains("notify_status"),
+        "never in the record's bytes"
+    );
+    // Shown beside the record (never in its bytes), and listed on the overview.
+    assert!(
+        record_page.contains("{&quot;sent&quot;:true,&quot;status&quot;:204}"),
+        "{record_page}"
+    );
+    assert!(overview.contains("id=\"notifications\""), "{overview}");
+    assert!(overview.contains("rate limited: one notification per endpoint per hour"));
     assert_eq!(
         statuses(&db, &asking.origin())[1],
         json!({"sent": false, "reason": "rate limited: one notification per endpoint per hour"})
@@ -203,7 +262,11 @@ async fn one_post_per_endpoint_per_hour_across_a_restart_and_never_to_an_ip_lite
         statuses(&db, &literal.origin())[1],
         json!({"sent": false, "reason": "refused: notify URL is an IP literal"})
     );
-    assert_eq!(received.lock().unwrap().len(), 1, "exactly one POST arrived");
+    assert_eq!(
+        received.lock().unwrap().len(),
+        1,
+        "exactly one POST arrived"
+    );
     for line in [
         "conduct_walker_notifications_total{result=\"sent\"} 1",
         "conduct_walker_notifications_total{result=\"refused\"} 2",
@@ -230,16 +293,30 @@ async fn notify_never_sends_nothing() {
     let config = write_config(dir.path(), &[asking.origin()], "never", "off");
     let db = dir.path().join("walker.db");
     let clock = Arc::new(ManualClock::new("2026-12-06T02:59:59Z".parse().unwrap()));
-    run_once(&config, &clock, "2026-12-06T03:00:00Z", "the walk done", || {
-        count(&db, "SELECT count(*) FROM daemon_walks WHERE state = 'done'") == 1
-    }, None)
+    run_once(
+        &config,
+        &clock,
+        "2026-12-06T03:00:00Z",
+        "the walk done",
+        || {
+            count(
+                &db,
+                "SELECT count(*) FROM daemon_walks WHERE state = 'done'",
+            ) == 1
+        },
+        None,
+        &[],
+    )
     .await;
     // The daemon has stopped: a notification would have been decided before its fire ended.
     assert_eq!(count(&db, "SELECT count(*) FROM notifications"), 0);
     assert_eq!(received.lock().unwrap().len(), 0);
     // The consent file's notify was read and kept all the same.
     assert_eq!(
-        count(&db, "SELECT count(*) FROM consent_checks WHERE notify LIKE 'https://localhost:%'"),
+        count(
+            &db,
+            "SELECT count(*) FROM consent_checks WHERE notify LIKE 'https://localhost:%'"
+        ),
         1
     );
 }

@@ -53,10 +53,7 @@ pub enum Decision {
     /// Walk; `notify` is the consent file's string `notify` (§11.5), when it declares one.
     Walk { notify: Option<String> },
     /// Declined; the sha256 of the declining bytes and when they were read.
-    Declined {
-        sha256: String,
-        checked_at: String,
-    },
+    Declined { sha256: String, checked_at: String },
 }
 
 impl ConsentGate {

@@ -107,7 +107,9 @@ pub fn decide(f: &Facts<'_>) -> Decision {
         return refused(OWN_HOST);
     }
     // 6
-    if f.last_attempt.is_some_and(|at| f.now - at < RATE_LIMIT_WINDOW) {
+    if f.last_attempt
+        .is_some_and(|at| f.now - at < RATE_LIMIT_WINDOW)
+    {
         return refused(RATE_LIMITED);
     }
     // 7
@@ -173,15 +175,15 @@ mod tests {
             ..base.clone()
         };
         let cases: Vec<(&str, Facts<'_>, &str)> = vec![
-            (
-                "not https",
-                with_url("http://hooks.a.org/x"),
-                NOT_HTTPS,
-            ),
+            ("not https", with_url("http://hooks.a.org/x"), NOT_HTTPS),
             ("not a URL", with_url("hooks.a.org/x"), NOT_HTTPS),
             ("IPv4 literal", with_url("https://192.0.2.7/x"), IP_LITERAL),
             ("hex IPv4", with_url("https://0x7f.1/x"), IP_LITERAL),
-            ("IPv6 literal", with_url("https://[2001:db8::1]/x"), IP_LITERAL),
+            (
+                "IPv6 literal",
+                with_url("https://[2001:db8::1]/x"),
+                IP_LITERAL,
+            ),
             (
                 "a local name",
                 with_url("https://hooks.lan/x"),

@@ -105,8 +105,8 @@ pub fn decide(
         return Ok(Step::Null);
     }
     let stored = store.get_by_id(walk.record_id)?;
-    let record: Value = serde_json::from_slice(&stored.canonical)
-        .map_err(|_| StoreError::NotCanonical {
+    let record: Value =
+        serde_json::from_slice(&stored.canonical).map_err(|_| StoreError::NotCanonical {
             sha256: stored.row.sha256.clone(),
         })?;
     let endpoint = body::endpoint(&record);
@@ -159,7 +159,9 @@ pub fn decide(
                 origin: &walk.origin,
                 filed_to,
             };
-            let body = body::body(walked, previous.as_ref()).to_string().into_bytes();
+            let body = body::body(walked, previous.as_ref())
+                .to_string()
+                .into_bytes();
             let id = notifications::insert(&tx, &row)?;
             Step::Send {
                 id,

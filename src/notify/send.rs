@@ -137,7 +137,9 @@ mod tests {
             .unwrap()
             .port();
         let url = format!("https://localhost:{port}/hook");
-        let status = notifier(&ca, true).send("localhost", &url, b"{}".to_vec()).await;
+        let status = notifier(&ca, true)
+            .send("localhost", &url, b"{}".to_vec())
+            .await;
         assert_eq!(
             status,
             json!({"sent": false, "reason": "failed: connection failed"})

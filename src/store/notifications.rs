@@ -134,10 +134,12 @@ pub fn status_of_record(
         )?
         .query_row([record_id], |r| r.get(0))
         .optional()?;
-    Ok(status.map(|s| match s.and_then(|s| serde_json::from_str(&s).ok()) {
-        Some(v) => v,
-        None => serde_json::json!({"sent": null, "reason": "in flight"}),
-    }))
+    Ok(
+        status.map(|s| match s.and_then(|s| serde_json::from_str(&s).ok()) {
+            Some(v) => v,
+            None => serde_json::json!({"sent": null, "reason": "in flight"}),
+        }),
+    )
 }
 
 /// One stored notification, for the status pages.
@@ -211,7 +213,11 @@ mod tests {
         .unwrap()
     }
 
-    fn row<'a>(walk_id: i64, wave: &'a str, status: Option<&'a serde_json::Value>) -> NewNotification<'a> {
+    fn row<'a>(
+        walk_id: i64,
+        wave: &'a str,
+        status: Option<&'a serde_json::Value>,
+    ) -> NewNotification<'a> {
         NewNotification {
             walk_id,
             record_id: 7,
@@ -233,11 +239,16 @@ mod tests {
         let walk = walk_row(c, wave);
         let refused = json!({"sent": false, "reason": crate::notify::guard::IP_LITERAL});
         insert(c, &row(walk, wave, Some(&refused))).unwrap();
-        assert_eq!(last_attempt(c, "https://agent.a.example/mcp").unwrap(), None);
+        assert_eq!(
+            last_attempt(c, "https://agent.a.example/mcp").unwrap(),
+            None
+        );
         assert_eq!(attempts_in_wave(c, wave).unwrap(), 0);
         let id = insert(c, &row(walk, wave, None)).unwrap();
         assert_eq!(
-            last_attempt(c, "https://agent.a.example/mcp").unwrap().as_deref(),
+            last_attempt(c, "https://agent.a.example/mcp")
+                .unwrap()
+                .as_deref(),
             Some(wave)
         );
         assert_eq!(attempts_in_wave(c, wave).unwrap(), 1);
@@ -285,10 +296,17 @@ mod tests {
             status_of_record(c, 7).unwrap(),
             Some(json!({"sent": false, "reason": INTERRUPTED}))
         );
-        assert_eq!(INTERRUPTED, "failed: interrupted (the daemon stopped during the POST)");
+        assert_eq!(
+            INTERRUPTED,
+            "failed: interrupted (the daemon stopped during the POST)"
+        );
         // The attempt still holds the endpoint's hour and its place in the wave.
         assert_eq!(attempts_in_wave(c, wave).unwrap(), 1);
-        assert!(last_attempt(c, "https://agent.a.example/mcp").unwrap().is_some());
+        assert!(
+            last_attempt(c, "https://agent.a.example/mcp")
+                .unwrap()
+                .is_some()
+        );
         assert_eq!(by_result(c).unwrap()[4], ("failed", 1));
     }
 
@@ -296,10 +314,22 @@ mod tests {
     fn results_are_named_by_the_reasons_first_word() {
         for (status, result) in [
             (json!({"sent": true, "status": 500}), "sent"),
-            (json!({"sent": false, "reason": "refused: notify URL is not https"}), "refused"),
-            (json!({"sent": false, "reason": crate::notify::guard::RATE_LIMITED}), "rate_limited"),
-            (json!({"sent": false, "reason": crate::notify::guard::DEFERRED}), "deferred"),
-            (json!({"sent": false, "reason": "failed: timeout"}), "failed"),
+            (
+                json!({"sent": false, "reason": "refused: notify URL is not https"}),
+                "refused",
+            ),
+            (
+                json!({"sent": false, "reason": crate::notify::guard::RATE_LIMITED}),
+                "rate_limited",
+            ),
+            (
+                json!({"sent": false, "reason": crate::notify::guard::DEFERRED}),
+                "deferred",
+            ),
+            (
+                json!({"sent": false, "reason": "failed: timeout"}),
+                "failed",
+            ),
         ] {
             assert_eq!(result_of(&status), result, "{status}");
         }

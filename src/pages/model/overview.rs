@@ -7,6 +7,7 @@ use crate::filing::lanes::{Lane, Limits};
 use crate::pages::strips::StripCache;
 use crate::pages::{Context, VerifySummary, WitnessInfo, alerts, ledger};
 use crate::store::StoreError;
+use crate::store::notifications::{self, NotificationRow};
 use crate::store::outbox::{self, Submission};
 use crate::store::status::{self, Fire};
 use crate::store::witness_requests::{self, WitnessRequest};
@@ -23,6 +24,8 @@ pub const TARGETS_PER_PAGE: usize = 100;
 pub const LANE_DAYS: i64 = 14;
 /// The witness face's requests the overview lists.
 pub const WITNESS_REQUESTS: usize = 20;
+/// The §11.5 notifications the overview lists.
+pub const NOTIFICATIONS: usize = 20;
 
 /// The overview page.
 #[derive(Debug, Clone, Default)]
@@ -43,6 +46,8 @@ pub struct OverviewView {
     pub targets: TargetList,
     /// The witness face's latest requests, newest first (none without a face).
     pub witness_requests: Vec<WitnessRequest>,
+    /// The latest §11.5 notifications after scheduled walks, newest first.
+    pub notifications: Vec<NotificationRow>,
 }
 
 /// Accepted today by one intake in one lane, under its cap.
@@ -126,6 +131,7 @@ pub fn overview(
             verify: verify.clone(),
             targets: target_list(conn, ctx, page, now, strips)?,
             witness_requests: witness_requests::recent(conn, WITNESS_REQUESTS)?,
+            notifications: notifications::recent(conn, NOTIFICATIONS)?,
         })
     })
 }

@@ -30,6 +30,9 @@ pub struct RecordView {
     pub ledger: ledger::RecordLife,
     /// conduct-walker's own card-signature check, kept beside the record.
     pub own_card_check: Option<serde_json::Value>,
+    /// The §11.5 notification after the walk (`None`: `notify_status: null`); never part of
+    /// the record's bytes.
+    pub notify_status: Option<serde_json::Value>,
 }
 
 /// The record checked again as the page is read.
@@ -76,6 +79,7 @@ pub fn record(store: &Store, prefix: &str) -> Result<RecordView, StoreError> {
         binding: crate::store::task_bindings::for_record(conn, row.id)?,
         ledger: ledger::record_life(conn, row.id, &row.sha256)?,
         own_card_check: crate::store::beside::get(conn, row.id)?.card_verification,
+        notify_status: crate::store::notifications::status_of_record(conn, row.id)?,
         stored,
     })
 }

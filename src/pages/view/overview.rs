@@ -5,6 +5,7 @@ use crate::pages::links::{endpoint_href, overview_page_href, record_href, target
 use crate::pages::model::key_fingerprint;
 use crate::pages::model::overview::{OverviewView, STRIP, TargetList, TargetRow};
 use crate::pages::{VerifySummary, WitnessInfo, alerts, ledger, svg};
+use crate::store::notifications::NotificationRow;
 use crate::store::witness_requests::WitnessRequest;
 use maud::{Markup, html};
 
@@ -37,6 +38,7 @@ pub fn overview(v: &OverviewView, served_by: &str) -> String {
             }
         }
         (witness_requests_section(&v.witness_requests))
+        (notifications_section(&v.notifications))
         (targets_section(&v.targets))
     };
     layout("Overview", served_by, body)
@@ -59,6 +61,29 @@ fn witness_requests_section(rows: &[WitnessRequest]) -> Markup {
                         td class="reason" { (r.reason.as_deref().unwrap_or("")) }
                         td { @if let Some(e) = &r.endpoint { code { (e) } } }
                         td { @if let Some(sha) = &r.record_sha256 { code title=(sha) { (sha.get(..16).unwrap_or(sha)) } } }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The §11.5 notifications sent (or not, and why) after scheduled walks; nothing without one.
+fn notifications_section(rows: &[NotificationRow]) -> Markup {
+    if rows.is_empty() {
+        return html! {};
+    }
+    html! {
+        section class="box" id="notifications" {
+            h2 { "Notifications" }
+            table {
+                tr { th { "at (UTC)" } th { "endpoint" } th { "URL host" } th { "status" } }
+                @for n in rows {
+                    tr class="notification" {
+                        td { (n.decided_at) }
+                        td { code { (n.endpoint) } }
+                        td { code { (crate::notify::guard::host_of(&n.url).unwrap_or_default()) } }
+                        td class="status" { code { (n.status.as_deref().unwrap_or("in flight")) } }
                     }
                 }
             }

@@ -52,9 +52,15 @@ fn walk_box(v: &RecordView) -> Markup {
                 @if let Some(u) = value["conduct_ext"]["witness_intake"].as_str() { dt { "intake the card names" } dd { code { (u) } } }
                 @if let Some(u) = value["conduct_ext"]["conduct_record"].as_str() { dt { "conduct record the card names" } dd { code { (u) } } }
                 @if let Some((t, at)) = &v.fire { dt { "fired by" } dd { a href=(target_href(t)) { (t) } " at " (at) } }
+                dt { "notify_status" } dd id="notify-status" { code { (notify_status_text(v.notify_status.as_ref())) } }
             }
         }
     }
+}
+
+/// `notify_status` as JSON text (`null` when the walk notified nothing, §7.4 guard 1).
+pub fn notify_status_text(status: Option<&serde_json::Value>) -> String {
+    status.map_or_else(|| "null".to_string(), serde_json::Value::to_string)
 }
 
 fn checks_box(v: &RecordView) -> Markup {

@@ -103,7 +103,7 @@ pub fn decide(f: &Facts<'_>) -> Decision {
         return refused(&format!("refused: {why}"));
     }
     // 5
-    if f.own_hosts.iter().any(|own| *own == host) {
+    if f.own_hosts.contains(&host) {
         return refused(OWN_HOST);
     }
     // 6

@@ -372,8 +372,10 @@ fn a_record_page_says_which_checks_failed() {
         binding: None,
         ledger: Default::default(),
         own_card_check: None,
+        notify_status: None,
     };
     let html = record(&v, "t");
+    assert!(html.contains(r#"<dd id="notify-status"><code>null</code></dd>"#));
     assert!(html.contains("DOES NOT MATCH"));
     assert!(html.contains("INVALID: bad signature"));
     assert!(html.contains("does not follow from the previous row"));

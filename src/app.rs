@@ -330,6 +330,47 @@ pub fn reciprocal_setup(cfg: &Config) -> Result<Option<ReciprocalSetup>, SetupEr
     }))
 }
 
+/// The §11.5 notifier; `None` with `[witness] notify = "never"`. Our own hosts (guard 5): the
+/// face's origin and its card's intake, `key_url`, the daemon's listener (the status pages) and
+/// the face's, and the intake records are filed to (`[witness] intake`; each record's own
+/// intake is added per walk).
+pub fn notifier(cfg: &Config) -> Result<Option<crate::notify::Notifier>, SetupError> {
+    if cfg.notify == crate::notify::Policy::Never {
+        return Ok(None);
+    }
+    let mut settings = crate::notify::Settings {
+        policy: cfg.notify,
+        allow_private_network: cfg.allow_private_network,
+        intake_override: cfg.intake.clone(),
+        ..Default::default()
+    };
+    let mut urls: Vec<&str> = Vec::new();
+    urls.extend(cfg.witness.key_url.as_deref());
+    urls.extend(cfg.intake.as_deref());
+    let mut listeners: Vec<std::net::IpAddr> = cfg.listen.iter().map(|l| l.ip()).collect();
+    if let Some(face) = &cfg.witness_face {
+        urls.push(&face.member.origin);
+        urls.push(&face.member.witness_intake);
+        listeners.push(face.listen.ip());
+    }
+    for url in urls {
+        settings.add_own_host(url);
+    }
+    settings
+        .own_hosts
+        .extend(listeners.iter().map(|ip| ip.to_string()));
+    let roots = extra_roots(cfg).map_err(|source| SetupError::Transport {
+        path: cfg.path.clone(),
+        source,
+    })?;
+    let notifier =
+        crate::notify::Notifier::new(settings, roots).map_err(|e| SetupError::Transport {
+            path: cfg.path.clone(),
+            source: e.into(),
+        })?;
+    Ok(Some(notifier))
+}
+
 /// The key history's `since` for the key in `file`: the UTC day the file was last written
 /// (`keys generate` writes it once), never later than today. Until the store records a key's
 /// creation (the rotation issue) nothing knows the day better; an earlier day only widens what

@@ -125,6 +125,30 @@ pub struct WitnessSection {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<String>")]
     pub caller_card: Option<Spanned<String>>,
+    /// After a scheduled full-mode walk, POST a summary to the `notify` URL the origin's
+    /// consent file declares (`consent`, §11.5), or never (`never`).
+    #[serde(default)]
+    pub notify: NotifyName,
+}
+
+/// `[witness] notify`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum NotifyName {
+    /// Honour a consent file's `notify` (declaring it is consent to receive the POST).
+    #[default]
+    Consent,
+    /// Never notify.
+    Never,
+}
+
+impl From<NotifyName> for crate::notify::Policy {
+    fn from(n: NotifyName) -> crate::notify::Policy {
+        match n {
+            NotifyName::Consent => crate::notify::Policy::Consent,
+            NotifyName::Never => crate::notify::Policy::Never,
+        }
+    }
 }
 
 /// `[network]`: the transport rules every walk, consent read and submission follows.
@@ -743,6 +767,8 @@ pub struct Config {
     pub file_extra_walks: bool,
     /// `witness.task_ledger`, or the spec's default ledger.
     pub task_ledger: String,
+    /// `witness.notify`.
+    pub notify: crate::notify::Policy,
     pub extra_ca: Vec<PathBuf>,
     pub allow_private_network: bool,
     pub allow_hosts: Vec<String>,
@@ -886,6 +912,7 @@ fn validate(file: &ConfigFile, text: &str, base: &Path, problems: &mut Vec<Probl
         intake: w.intake.as_ref().map(|i| i.get_ref().clone()),
         file_extra_walks: w.file_extra_walks,
         task_ledger,
+        notify: w.notify.into(),
         extra_ca: n.extra_ca.iter().map(|p| rel(base, p)).collect(),
         allow_private_network: n.allow_private_network,
         allow_hosts: n.allow_hosts.iter().map(|h| h.get_ref().clone()).collect(),

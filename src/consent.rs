@@ -21,8 +21,13 @@ pub const CONSENT_DEADLINE: Duration = Duration::from_secs(5);
 pub enum Consent {
     /// `"listing": "decline"`: do not walk. `sha256` of the exact bytes served.
     Declined { sha256: String },
-    /// A JSON object that does not decline.
-    Silent { sha256: String },
+    /// A JSON object that does not decline. `notify`: its `notify` member when that is a
+    /// string (§11.5: declaring it asks scheduled measurers to POST a summary there), kept as
+    /// written; whether it may be used is the notifier's to judge.
+    Silent {
+        sha256: String,
+        notify: Option<String>,
+    },
     /// 404 or 410: there is no file.
     Absent { status: u16 },
     /// Transport failure, another status, or not a JSON object.
@@ -76,7 +81,14 @@ pub fn classify(ex: &Exchange) -> Consent {
         Ok(doc) if doc.root().is_object() => {
             match doc.root().get("listing").and_then(|l| l.as_str()) {
                 Some("decline") => Consent::Declined { sha256 },
-                _ => Consent::Silent { sha256 },
+                _ => Consent::Silent {
+                    sha256,
+                    notify: doc
+                        .root()
+                        .get("notify")
+                        .and_then(|n| n.as_str())
+                        .map(str::to_string),
+                },
             }
         }
         Ok(_) => Consent::Unreadable {
@@ -133,6 +145,19 @@ mod tests {
             Consent::Silent { .. }
         ));
         assert!(matches!(classify(&ex(200, "{}")), Consent::Silent { .. }));
+        let asks = r#"{"notify": "https://hooks.a.example/conduct"}"#;
+        assert_eq!(
+            classify(&ex(200, asks)),
+            Consent::Silent {
+                sha256: sha256_hex(asks.as_bytes()),
+                notify: Some("https://hooks.a.example/conduct".into())
+            }
+        );
+        // Only a string is a notify URL; anything else states nothing.
+        assert!(matches!(
+            classify(&ex(200, r#"{"notify": ["https://hooks.a.example/"]}"#)),
+            Consent::Silent { notify: None, .. }
+        ));
         assert!(matches!(
             classify(&ex(200, "[\"decline\"]")),
             Consent::Unreadable { .. }

@@ -27,6 +27,7 @@ pub mod ledger_plan;
 pub mod mcp;
 pub mod mem;
 pub mod net;
+pub mod notify;
 pub mod output;
 pub mod pages;
 pub mod pipeline;

@@ -138,6 +138,7 @@ async fn setup(
             store: store.clone(),
             semaphore: Arc::new(Semaphore::new(concurrency)),
             clock,
+            notifier: None,
         },
         store,
     )

@@ -383,6 +383,7 @@ async fn migration_builds_the_summary_rows_of_an_older_store() {
                     status: Some(200),
                     sha256: None,
                     detail: None,
+                    notify: None,
                 },
             )
             .unwrap();
@@ -396,6 +397,7 @@ async fn migration_builds_the_summary_rows_of_an_older_store() {
                 status: Some(200),
                 sha256: Some("ab".repeat(32)),
                 detail: None,
+                notify: None,
             },
         )
         .unwrap();

@@ -305,6 +305,7 @@ fn show(db: &DbArg, prefix: &str) -> anyhow::Result<ExitCode> {
     let row = &rec.row;
     let binding = crate::store::task_bindings::for_record(store.connection(), row.id)?;
     let beside = crate::store::beside::get(store.connection(), row.id)?;
+    let notify_status = crate::store::notifications::status_of_record(store.connection(), row.id)?;
     let mut out = std::io::BufWriter::new(crate::output::stdout());
     let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
     writeln!(out, "sha256        {}", row.sha256)?;
@@ -330,6 +331,12 @@ fn show(db: &DbArg, prefix: &str) -> anyhow::Result<ExitCode> {
     }
     writeln!(out, "key_url       {}", opt(&row.meta.key_url))?;
     writeln!(out, "bytes         {}", rec.canonical.len())?;
+    // Beside the record, never part of its bytes (§11.5); the reason is our own text.
+    writeln!(
+        out,
+        "notify_status {}",
+        notify_status.map_or_else(|| "null".to_string(), |s| s.to_string())
+    )?;
     if let Some(kept) = &rec.kept_full {
         writeln!(
             out,

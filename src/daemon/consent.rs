@@ -20,9 +20,13 @@ pub const RECHECK_UNREADABLE_AFTER: chrono::Duration = chrono::Duration::hours(1
 fn consent_row(consent: &Consent, origin: &str, checked_at: &str) -> ConsentRow {
     let (status, sha256, detail) = match consent {
         Consent::Declined { sha256 } => (Some(200), Some(sha256.clone()), None),
-        Consent::Silent { sha256 } => (Some(200), Some(sha256.clone()), None),
+        Consent::Silent { sha256, .. } => (Some(200), Some(sha256.clone()), None),
         Consent::Absent { status } => (Some(*status as i64), None, None),
         Consent::Unreadable { status, why } => (Some(*status as i64), None, Some(why.clone())),
+    };
+    let notify = match consent {
+        Consent::Silent { notify, .. } => notify.clone(),
+        _ => None,
     };
     ConsentRow {
         origin: origin.to_string(),
@@ -31,6 +35,7 @@ fn consent_row(consent: &Consent, origin: &str, checked_at: &str) -> ConsentRow 
         status,
         sha256,
         detail,
+        notify,
     }
 }
 
@@ -45,12 +50,10 @@ pub struct ConsentGate {
 /// The gate's answer for one fire.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
-    Walk,
+    /// Walk; `notify` is the consent file's string `notify` (§11.5), when it declares one.
+    Walk { notify: Option<String> },
     /// Declined; the sha256 of the declining bytes and when they were read.
-    Declined {
-        sha256: String,
-        checked_at: String,
-    },
+    Declined { sha256: String, checked_at: String },
 }
 
 impl ConsentGate {
@@ -72,6 +75,7 @@ impl ConsentGate {
                 },
                 "silent" => Consent::Silent {
                     sha256: r.sha256.unwrap_or_default(),
+                    notify: r.notify,
                 },
                 "absent" => Consent::Absent {
                     status: r.status.unwrap_or(404) as u16,
@@ -148,7 +152,8 @@ impl ConsentGate {
                 sha256,
                 checked_at: db::timestamp(at),
             },
-            _ => Decision::Walk,
+            Consent::Silent { notify, .. } => Decision::Walk { notify },
+            _ => Decision::Walk { notify: None },
         })
     }
 }

@@ -32,6 +32,8 @@ pub(super) struct Ingredients {
     pub witness_face: Option<crate::app::WitnessResponder>,
     /// How reciprocal walks are decided and walked; `None` unless `[witness_face] reciprocal`.
     pub reciprocal: Option<crate::app::ReciprocalSetup>,
+    /// Sends §11.5 notifications after scheduled walks; `None` with `[witness] notify = "never"`.
+    pub notifier: Option<Arc<crate::notify::Notifier>>,
 }
 
 /// Build what `config` describes for a daemon whose store is at `db_path`. A transport or a
@@ -65,6 +67,7 @@ pub(super) fn ingredients(
     // cannot be built: at start the daemon does not run, at a reload the running one is kept.
     let witness_face = crate::app::witness_responder(&config)?;
     let reciprocal = crate::app::reciprocal_setup(&config)?;
+    let notifier = crate::app::notifier(&config)?.map(Arc::new);
     Ok(Ingredients {
         config,
         transport,
@@ -75,6 +78,7 @@ pub(super) fn ingredients(
         archive_dir,
         witness_face,
         reciprocal,
+        notifier,
     })
 }
 

@@ -56,6 +56,8 @@ pub struct Snapshot {
     /// (target, finished_at RFC 3339).
     pub last_success: Vec<(String, String)>,
     pub declined: Vec<db::ConsentRow>,
+    /// Settled §11.5 notifications by result (every result, zero included).
+    pub notifications: Vec<(&'static str, u64)>,
     pub runner: Option<RunnerStatus>,
     pub targets: usize,
     pub in_flight: usize,
@@ -70,6 +72,7 @@ impl Snapshot {
             walks_by_state: db::walks_by_state(conn)?,
             last_success: db::last_success(conn)?,
             declined: db::declined_origins(conn)?,
+            notifications: crate::store::notifications::by_result(conn)?,
             ..Snapshot::default()
         })
     }
@@ -85,6 +88,7 @@ impl Snapshot {
                 .into_iter()
                 .filter(|r| r.outcome == "declined")
                 .collect(),
+            notifications: crate::store::notifications::by_result(conn)?,
             ..Snapshot::default()
         })
     }
@@ -104,6 +108,7 @@ pub fn render(s: &Snapshot) -> String {
     render_records(&mut w, &s.tally);
     render_fires(&mut w, s);
     render_consent(&mut w, &s.declined);
+    render_notifications(&mut w, &s.notifications);
     if let Some(r) = &s.runner {
         render_submissions(&mut w, r);
     }
@@ -178,6 +183,19 @@ fn render_consent(w: &mut TextWriter, declined: &[db::ConsentRow]) {
         Kind::Gauge,
         "Number of origins whose consent file declines listing.",
         declined.len(),
+    );
+}
+
+/// §11.5 notifications by how they ended.
+fn render_notifications(w: &mut TextWriter, by_result: &[(&'static str, u64)]) {
+    w.labelled(
+        (
+            "conduct_walker_notifications_total",
+            Kind::Counter,
+            "Notifications (§11.5 notify) after scheduled walks, by result: sent (any HTTP answer), refused, rate_limited, deferred, failed.",
+        ),
+        ["result"],
+        by_result.iter().map(|(result, n)| ([*result], n)),
     );
 }
 

@@ -113,7 +113,8 @@ pub async fn run_with(
     Ok(())
 }
 
-/// Walks the previous run left `running` are recorded as aborted.
+/// Walks the previous run left `running` are recorded as aborted; notifications it left in
+/// flight are settled as interrupted (never sent again: the receiver may have it).
 async fn close_leftovers(store: &DaemonStore, clock: &dyn Clock) -> Result<(), DaemonError> {
     let now = db::timestamp(clock.now());
     let leftovers = store.with(move |c| db::abort_leftovers(c, &now)).await?;
@@ -121,6 +122,15 @@ async fn close_leftovers(store: &DaemonStore, clock: &dyn Clock) -> Result<(), D
         tracing::warn!(
             walks = leftovers,
             "walks the previous run left unfinished are recorded as aborted"
+        );
+    }
+    let interrupted = store
+        .with(crate::store::notifications::settle_interrupted)
+        .await?;
+    if interrupted > 0 {
+        tracing::warn!(
+            notifications = interrupted,
+            "notifications the previous run left in flight are recorded as interrupted, not sent again"
         );
     }
     Ok(())

@@ -28,6 +28,9 @@ pub struct FireContext {
     pub semaphore: Arc<Semaphore>,
     /// The time every `daemon_walks` row is stamped with (the pipeline's clock).
     pub clock: Arc<dyn crate::clock::Clock>,
+    /// Tells an origin that asked (§11.5 `notify`) after its scheduled walks; `None` when
+    /// `[witness] notify = "never"`.
+    pub notifier: Option<Arc<crate::notify::Notifier>>,
 }
 
 /// Targets in flight, by name. A fire of a target already in flight is skipped, not queued:
@@ -242,8 +245,8 @@ async fn fire_in_slot(
     target: Arc<Target>,
     due: DateTime<Utc>,
     ctx: FireContext,
-    _guard: InFlightGuard,
-    _permit: tokio::sync::OwnedSemaphorePermit,
+    guard: InFlightGuard,
+    permit: tokio::sync::OwnedSemaphorePermit,
 ) {
     let endpoint = target
         .request
@@ -254,7 +257,26 @@ async fn fire_in_slot(
     async move {
         let scheduled = db::timestamp(due);
         match ctx.consent.decide(&target.request.origin).await {
-            Ok(Decision::Walk) => walk(&target, scheduled, &ctx).await,
+            Ok(Decision::Walk { notify }) => {
+                let stored = walk(&target, scheduled.clone(), &ctx).await;
+                if let (Some(stored), Some(notifier)) = (stored, ctx.notifier.clone()) {
+                    // The walk's row is finished: its slot and its no-overlap guard go back
+                    // now, so a notification (up to 10 s) never holds up the next fires.
+                    drop(permit);
+                    drop(guard);
+                    let after = crate::notify::AfterWalk {
+                        walk_id: stored.walk_id,
+                        record_id: stored.record_id,
+                        kind: crate::notify::WalkKind::Scheduled,
+                        privacy: target.request.privacy,
+                        origin: target.request.origin.clone(),
+                        notify,
+                        wave: scheduled,
+                        submits: target.submit,
+                    };
+                    notify_after(after, &notifier, &ctx).await;
+                }
+            }
             Ok(Decision::Declined { sha256, checked_at }) => {
                 record_declined(&target, scheduled, &ctx, sha256, checked_at).await
             }
@@ -266,6 +288,45 @@ async fn fire_in_slot(
     }
     .instrument(span)
     .await
+}
+
+/// §11.5: guards 1–7 decided and stored (an attempt before its POST), then guard 8 and the
+/// POST, and the attempt settled with what came of it.
+async fn notify_after(
+    after: crate::notify::AfterWalk,
+    notifier: &crate::notify::Notifier,
+    ctx: &FireContext,
+) {
+    use crate::notify::Step;
+    let settings = notifier.settings.clone();
+    let now = ctx.clock.now();
+    let decided = ctx
+        .store
+        .with_store(move |s| crate::notify::decide(&settings, s, &after, now))
+        .await;
+    match decided {
+        Ok(Step::Null) => {}
+        Ok(Step::Settled(status)) => {
+            tracing::info!(notify_status = %status, "notification not sent")
+        }
+        Ok(Step::Send {
+            id,
+            url,
+            host,
+            body,
+        }) => {
+            let status = notifier.send(&host, &url, body).await;
+            tracing::info!(notify_host = %host, notify_status = %status, "notification");
+            let r = ctx
+                .store
+                .with(move |c| crate::store::notifications::settle(c, id, &status))
+                .await;
+            if let Err(e) = r {
+                tracing::error!(error = %e, "cannot store a notification's result (it reads as interrupted at the next start)");
+            }
+        }
+        Err(e) => tracing::error!(error = %e, "cannot decide a notification: none sent"),
+    }
 }
 
 /// The `daemon_walks` row a fire of `target` opens, stamped `now`.
@@ -350,17 +411,27 @@ struct Ended {
     detail: Option<String>,
 }
 
+/// A walk that stored a record, its `daemon_walks` row finished.
+struct Stored {
+    walk_id: i64,
+    record_id: i64,
+}
+
 /// Consent given: open the fire's row, walk (and store, and file), close the row.
-async fn walk(target: &Arc<Target>, scheduled: String, ctx: &FireContext) {
+async fn walk(target: &Arc<Target>, scheduled: String, ctx: &FireContext) -> Option<Stored> {
     let begin = begin_walk(target, scheduled, db::timestamp(ctx.clock.now()));
     let id = match ctx.store.with_relaxed(begin).await {
         Ok(id) => id,
         Err(e) => {
             tracing::error!(error = %e, "cannot record the walk's start: this fire is skipped");
-            return;
+            return None;
         }
     };
     let ended = run_job(target, ctx).await;
+    let stored = ended.record_id.map(|record_id| Stored {
+        walk_id: id,
+        record_id,
+    });
     let finished = db::timestamp(ctx.clock.now());
     let r = ctx
         .store
@@ -381,7 +452,9 @@ async fn walk(target: &Arc<Target>, scheduled: String, ctx: &FireContext) {
         .await;
     if let Err(e) = r {
         tracing::error!(error = %e, "cannot record the walk's end");
+        return None;
     }
+    stored
 }
 
 /// Run the walk through the runner; log it and note the store's health.

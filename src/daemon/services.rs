@@ -319,6 +319,7 @@ impl Walks {
             store: store.clone(),
             semaphore: semaphore.clone(),
             clock: clock.clone(),
+            notifier: ingredients.notifier.clone(),
         };
         let sched = Scheduler::new(ingredients.config.targets.clone(), ctx, clock.now());
         Ok(Walks {
@@ -343,6 +344,7 @@ impl Walks {
             store: self.store.clone(),
             semaphore: self.semaphore.clone(),
             clock: self.clock.clone(),
+            notifier: ingredients.notifier.clone(),
         };
         self.sched
             .replace(ingredients.config.targets.clone(), ctx, self.clock.now());

@@ -198,6 +198,10 @@ fn witness_walk() -> Tool {
                 },
                 "required": ["ledger_url", "state", "summary"],
             })),
+            "notify_status": {
+                "type": "null",
+                "description": "What the origin's consent-file `notify` (§11.5) got after this walk: always null here, because an on-demand walk never notifies (anyone can cause one); the daemon's scheduled walks show theirs on the record page and in `records show`.",
+            },
             "walks_today": {
                 "type": "object",
                 "description": "The daily cap this walk counted against: filing walks share the lane's cap, store-only walks (submit false) have their own.",
@@ -211,7 +215,7 @@ fn witness_walk() -> Tool {
             },
         },
         "required": ["sha256", "verdict", "assertions", "nodes", "card_signature", "card_verification", "terms", "record",
-                     "record_canonical", "identity", "stored", "submission", "submit_note", "walks_today"],
+                     "record_canonical", "identity", "stored", "submission", "submit_note", "notify_status", "walks_today"],
     });
     Tool::new(
         WITNESS_WALK,

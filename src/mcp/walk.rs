@@ -377,6 +377,8 @@ fn walk_value(state: &State, asked: &Asked, counted: &Counted, filed: Filed) -> 
         "submission": filed.submission,
         "submit_note": filed.submit_note,
         "task_binding": filed.task_binding,
+        // An on-demand walk never notifies (§7.2): anyone can cause one.
+        "notify_status": Value::Null,
         "walks_today": {
             "used": counted.used,
             "cap": counted.cap.limit,

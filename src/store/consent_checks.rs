@@ -14,12 +14,14 @@ pub struct ConsentRow {
     pub status: Option<i64>,
     pub sha256: Option<String>,
     pub detail: Option<String>,
+    /// The file's string `notify` (§11.5), when it had one (migration 17).
+    pub notify: Option<String>,
 }
 
 pub fn insert_consent(conn: &Connection, row: &ConsentRow) -> Result<(), StoreError> {
     conn.prepare_cached(
-        "INSERT INTO consent_checks (origin, checked_at, outcome, status, sha256, detail) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO consent_checks (origin, checked_at, outcome, status, sha256, detail, notify) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?
     .execute(params![
         row.origin,
@@ -27,13 +29,14 @@ pub fn insert_consent(conn: &Connection, row: &ConsentRow) -> Result<(), StoreEr
         row.outcome,
         row.status,
         row.sha256,
-        row.detail
+        row.detail,
+        row.notify
     ])?;
     Ok(())
 }
 
 pub(crate) fn consent_from(r: &rusqlite::Row<'_>) -> rusqlite::Result<ConsentRow> {
     Ok(from_columns!(r => ConsentRow {
-        origin, checked_at, outcome, status, sha256, detail,
+        origin, checked_at, outcome, status, sha256, detail, notify,
     }))
 }

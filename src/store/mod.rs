@@ -45,6 +45,7 @@ pub mod integrity;
 pub mod ledger;
 pub mod mcp_walks;
 pub mod meta;
+pub mod notifications;
 pub mod outbox;
 pub mod pages;
 pub mod reciprocal_walks;

@@ -78,6 +78,10 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("migrations/0016_record_beside_reciprocal.sql"),
     },
     Migration {
+        name: "notifications",
+        sql: include_str!("migrations/0017_notifications.sql"),
+    },
+    Migration {
         name: "reciprocal_walks",
         sql: include_str!("migrations/0018_reciprocal_walks.sql"),
     },

@@ -80,7 +80,7 @@ pub fn latest_consent(conn: &Connection) -> Result<Vec<ConsentRow>, StoreError> 
     summary_or_recount(
         conn,
         recount::latest_consent,
-        "SELECT c.origin, c.checked_at, c.outcome, c.status, c.sha256, c.detail \
+        "SELECT c.origin, c.checked_at, c.outcome, c.status, c.sha256, c.detail, c.notify \
          FROM summary_consent_latest l JOIN consent_checks c ON c.id = l.check_id \
          ORDER BY c.origin",
         super::consent_checks::consent_from,
@@ -234,7 +234,7 @@ pub mod recount {
             return Ok(Vec::new());
         }
         let mut stmt = conn.prepare_cached(
-            "SELECT c.origin, c.checked_at, c.outcome, c.status, c.sha256, c.detail \
+            "SELECT c.origin, c.checked_at, c.outcome, c.status, c.sha256, c.detail, c.notify \
              FROM consent_checks c JOIN (SELECT origin, max(id) AS id FROM consent_checks GROUP BY origin) m \
              ON c.id = m.id ORDER BY c.origin",
         )?;

@@ -137,7 +137,7 @@ async fn surface_in(session: &Session, target: &str, surface: &Surface) -> Value
 
 /// A transport's message reduced to a short text without addresses (§3.4): the transport
 /// names the host and what it resolved to, which must not travel into a signed observation.
-fn short_error(text: &str) -> String {
+pub fn short_error(text: &str) -> String {
     let said = |needle: &str| text.contains(needle);
     let short = if said("timed out") {
         "timeout"

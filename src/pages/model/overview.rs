@@ -7,6 +7,7 @@ use crate::filing::lanes::{Lane, Limits};
 use crate::pages::strips::StripCache;
 use crate::pages::{Context, VerifySummary, WitnessInfo, alerts, ledger};
 use crate::store::StoreError;
+use crate::store::notifications::{self, NotificationRow};
 use crate::store::outbox::{self, Submission};
 use crate::store::reciprocal_walks::{self, ReciprocalWalk};
 use crate::store::status::{self, Fire};
@@ -26,6 +27,8 @@ pub const LANE_DAYS: i64 = 14;
 pub const WITNESS_REQUESTS: usize = 20;
 /// The reciprocal walks the overview lists.
 pub const RECIPROCAL_WALKS: usize = 20;
+/// The §11.5 notifications the overview lists.
+pub const NOTIFICATIONS: usize = 20;
 
 /// The overview page.
 #[derive(Debug, Clone, Default)]
@@ -49,6 +52,8 @@ pub struct OverviewView {
     /// Reciprocal walks asked of this witness (requested, declined, queued, filed), newest
     /// first.
     pub reciprocal_walks: Vec<ReciprocalWalk>,
+    /// The latest §11.5 notifications after scheduled walks, newest first.
+    pub notifications: Vec<NotificationRow>,
 }
 
 /// Accepted today by one intake in one lane, under its cap.
@@ -133,6 +138,7 @@ pub fn overview(
             targets: target_list(conn, ctx, page, now, strips)?,
             witness_requests: witness_requests::recent(conn, WITNESS_REQUESTS)?,
             reciprocal_walks: reciprocal_walks::recent(conn, RECIPROCAL_WALKS)?,
+            notifications: notifications::recent(conn, NOTIFICATIONS)?,
         })
     })
 }

@@ -32,6 +32,9 @@ pub struct RecordView {
     pub own_card_check: Option<serde_json::Value>,
     /// The agent's `EXT/reciprocal` answer to our caller card, kept beside the record.
     pub reciprocal: Option<String>,
+    /// The §11.5 notification after the walk (`None`: `notify_status: null`); never part of
+    /// the record's bytes.
+    pub notify_status: Option<serde_json::Value>,
 }
 
 /// The record checked again as the page is read.
@@ -80,6 +83,7 @@ pub fn record(store: &Store, prefix: &str) -> Result<RecordView, StoreError> {
         ledger: ledger::record_life(conn, row.id, &row.sha256)?,
         own_card_check: beside.card_verification,
         reciprocal: beside.reciprocal,
+        notify_status: crate::store::notifications::status_of_record(conn, row.id)?,
         stored,
     })
 }

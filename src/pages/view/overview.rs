@@ -5,6 +5,7 @@ use crate::pages::links::{endpoint_href, overview_page_href, record_href, target
 use crate::pages::model::key_fingerprint;
 use crate::pages::model::overview::{OverviewView, STRIP, TargetList, TargetRow};
 use crate::pages::{VerifySummary, WitnessInfo, alerts, ledger, svg};
+use crate::store::notifications::NotificationRow;
 use crate::store::reciprocal_walks::ReciprocalWalk;
 use crate::store::witness_requests::WitnessRequest;
 use maud::{Markup, html};
@@ -39,6 +40,7 @@ pub fn overview(v: &OverviewView, served_by: &str) -> String {
         }
         (witness_requests_section(&v.witness_requests))
         (reciprocal_section(&v.reciprocal_walks))
+        (notifications_section(&v.notifications))
         (targets_section(&v.targets))
     };
     layout("Overview", served_by, body)
@@ -88,6 +90,29 @@ fn reciprocal_section(rows: &[ReciprocalWalk]) -> Markup {
                         td { (r.walk_by.as_deref().unwrap_or("")) }
                         td { @if let Some(sha) = &r.record_sha256 { a href=(record_href(sha)) { code title=(sha) { (sha.get(..16).unwrap_or(sha)) } } } }
                         td { @if let Some(i) = &r.intake_url { code { (i) } } }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The §11.5 notifications sent (or not, and why) after scheduled walks; nothing without one.
+fn notifications_section(rows: &[NotificationRow]) -> Markup {
+    if rows.is_empty() {
+        return html! {};
+    }
+    html! {
+        section class="box" id="notifications" {
+            h2 { "Notifications" }
+            table {
+                tr { th { "at (UTC)" } th { "endpoint" } th { "URL host" } th { "status" } }
+                @for n in rows {
+                    tr class="notification" {
+                        td { (n.decided_at) }
+                        td { code { (n.endpoint) } }
+                        td { code { (crate::notify::guard::host_of(&n.url).unwrap_or_default()) } }
+                        td class="status" { code { (n.status.as_deref().unwrap_or("in flight")) } }
                     }
                 }
             }

@@ -53,9 +53,15 @@ fn walk_box(v: &RecordView) -> Markup {
                 @if let Some(u) = value["conduct_ext"]["conduct_record"].as_str() { dt { "conduct record the card names" } dd { code { (u) } } }
                 @if let Some((t, at)) = &v.fire { dt { "fired by" } dd { a href=(target_href(t)) { (t) } " at " (at) } }
                 @if let Some(r) = &v.reciprocal { dt { "walk us back (reciprocal)" } dd id="reciprocal" title="the agent's answer to our caller card; kept beside the record, not in it" { code { (r) } } }
+                dt { "notify_status" } dd id="notify-status" { code { (notify_status_text(v.notify_status.as_ref())) } }
             }
         }
     }
+}
+
+/// `notify_status` as JSON text (`null` when the walk notified nothing, §7.4 guard 1).
+pub fn notify_status_text(status: Option<&serde_json::Value>) -> String {
+    status.map_or_else(|| "null".to_string(), serde_json::Value::to_string)
 }
 
 fn checks_box(v: &RecordView) -> Markup {

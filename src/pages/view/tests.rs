@@ -180,6 +180,36 @@ fn reciprocal_walks_are_listed_with_their_state_reason_and_record() {
 }
 
 #[test]
+fn notifications_are_listed_only_when_there_are_any_with_the_url_host_and_status() {
+    let mut v = OverviewView::default();
+    assert!(!overview(&v, "t").contains("Notifications"));
+    v.notifications = vec![crate::store::notifications::NotificationRow {
+        id: 2,
+        decided_at: "2026-12-06T03:00:00.123Z".into(),
+        endpoint: "https://agent.a.org/<mcp>".into(),
+        url: "https://Hooks.A.org/conduct?k=1".into(),
+        record_sha256: Some("ab".repeat(32)),
+        status: Some(
+            r#"{"reason":"rate limited: one notification per endpoint per hour","sent":false}"#
+                .into(),
+        ),
+    }];
+    let html = overview(&v, "t");
+    let page = scraper::Html::parse_document(&html);
+    let rows = scraper::Selector::parse("#notifications tr.notification td").unwrap();
+    let cells: Vec<String> = page.select(&rows).map(|td| td.text().collect()).collect();
+    assert_eq!(
+        cells,
+        [
+            "2026-12-06T03:00:00.123Z",
+            "https://agent.a.org/<mcp>",
+            "hooks.a.org",
+            r#"{"reason":"rate limited: one notification per endpoint per hour","sent":false}"#,
+        ]
+    );
+}
+
+#[test]
 fn witness_requests_are_listed_only_when_there_are_any_escaped_and_by_reason() {
     let mut v = OverviewView::default();
     assert!(!overview(&v, "t").contains("Witness requests"));
@@ -397,12 +427,14 @@ fn a_record_page_says_which_checks_failed() {
         own_card_check: None,
         // The agent's text, escaped like every stranger's.
         reciprocal: Some("sched<uled>".into()),
+        notify_status: None,
     };
     let html = record(&v, "t");
     assert!(
         html.contains("<code>sched&lt;uled&gt;</code>") && html.contains(r#"id="reciprocal""#),
         "{html}"
     );
+    assert!(html.contains(r#"<dd id="notify-status"><code>null</code></dd>"#));
     assert!(html.contains("DOES NOT MATCH"));
     assert!(html.contains("INVALID: bad signature"));
     assert!(html.contains("does not follow from the previous row"));

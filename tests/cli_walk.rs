@@ -189,11 +189,21 @@ async fn demo_runs_without_network_and_gets_every_expected_verdict() {
         .count();
     // Nine scenarios, the signed card, and the walk whose A2A Task is bound (spec §5.1).
     assert_eq!(records, 11);
-    // Every record was signed, stored and filed with the emulator.
+    // Every record was signed, stored and filed with the emulator: those eleven and the
+    // caller walked back (§11.6), whose card names the emulator as its intake.
     assert_eq!(
         stdout.matches("filed (answer accepted, http 201)").count(),
-        11,
+        12,
         "{stdout}"
+    );
+    let walked_back = stdout
+        .split("\n== ")
+        .find(|s| s.starts_with("reciprocal walk: "))
+        .expect("the reciprocal walk");
+    assert!(
+        walked_back.contains("answered: reciprocal scheduled")
+            && walked_back.contains("filed (answer accepted, http 201)"),
+        "{walked_back}"
     );
     // The signed card verifies the way the reference 1.5.0 checks it (conduct-walk.md §4.3).
     let signed = stdout
@@ -215,7 +225,8 @@ async fn demo_runs_without_network_and_gets_every_expected_verdict() {
             .lines()
             .filter(|l| l.ends_with("signed"))
             .count(),
-        11
+        12,
+        "the eleven and the caller walked back, every one signed"
     );
     let verify = bin()
         .args(["records", "verify", "--db"])
@@ -226,14 +237,14 @@ async fn demo_runs_without_network_and_gets_every_expected_verdict() {
     // The demo ends with the whole loop (issue 23): anchored by the operator batch, inclusion
     // verified by the follower, and `ledger status` says so from the store.
     assert!(
-        stdout.contains("the intake's operator batch anchored 11 record(s) as ledger entry 1"),
+        stdout.contains("the intake's operator batch anchored 12 record(s) as ledger entry 1"),
         "{stdout}"
     );
     assert_eq!(
         stdout
             .matches("anchored at entry 1, inclusion verified")
             .count(),
-        11,
+        12,
         "{stdout}"
     );
     let status = bin()
@@ -243,7 +254,7 @@ async fn demo_runs_without_network_and_gets_every_expected_verdict() {
         .unwrap();
     assert_eq!(status.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&status.stdout).contains(
-        "11 filed, 0 pending, 11 anchored (11 inclusion verified), 0 overdue, 0 finding(s)"
+        "12 filed, 0 pending, 12 anchored (12 inclusion verified), 0 overdue, 0 finding(s)"
     ));
 }
 

@@ -848,12 +848,11 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         profile,
     )
     .await?;
+    demo_reciprocal(&ca, &pipeline, &db, &emulator, profile).await?;
     pipeline.checkpoint().await?;
     demo_ledger(&emulator, &ca, &db).await?;
     let measured = agents.first().map(|(_, agent, _)| agent.origin());
     demo_witness_pool(&ca, &measured.context("no demo agent")?).await?;
-    demo_reciprocal(&ca, &pipeline, &db, &emulator, profile).await?;
-    pipeline.checkpoint().await?;
     crate::outln!(
         "demo finished: {} scenarios walked, each verdict as expected; records signed, stored, filed, anchored and their inclusion verified; one A2A Task bound to the task ledger; one witness request answered and verified; one caller walked back and filed to its intake",
         DEMO.len() + 1

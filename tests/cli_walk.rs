@@ -189,11 +189,12 @@ async fn demo_runs_without_network_and_gets_every_expected_verdict() {
         .count();
     // Nine scenarios, the signed card, and the walk whose A2A Task is bound (spec §5.1).
     assert_eq!(records, 11);
-    // Every record was signed, stored and filed with the emulator: those eleven and the
-    // caller walked back (§11.6), whose card names the emulator as its intake.
+    // Every record was signed, stored and filed with the emulator: those eleven, the caller
+    // walked back (§11.6), whose card names the emulator as its intake, and the origin told of
+    // its walk (§11.5).
     assert_eq!(
         stdout.matches("filed (answer accepted, http 201)").count(),
-        12,
+        13,
         "{stdout}"
     );
     let walked_back = stdout
@@ -204,6 +205,15 @@ async fn demo_runs_without_network_and_gets_every_expected_verdict() {
         walked_back.contains("answered: reciprocal scheduled")
             && walked_back.contains("filed (answer accepted, http 201)"),
         "{walked_back}"
+    );
+    let told = stdout
+        .split("\n== ")
+        .find(|s| s.starts_with("notify: "))
+        .expect("the notify walk");
+    assert!(
+        told.contains(r#"notify_status: {"sent":true,"status":202}"#)
+            && told.contains(r#"received by the origin: event "measured", status "PASS""#),
+        "{told}"
     );
     // The signed card verifies the way the reference 1.5.0 checks it (conduct-walk.md §4.3).
     let signed = stdout
@@ -225,8 +235,8 @@ async fn demo_runs_without_network_and_gets_every_expected_verdict() {
             .lines()
             .filter(|l| l.ends_with("signed"))
             .count(),
-        12,
-        "the eleven and the caller walked back, every one signed"
+        13,
+        "the eleven, the caller walked back and the origin told, every one signed"
     );
     let verify = bin()
         .args(["records", "verify", "--db"])
@@ -237,14 +247,14 @@ async fn demo_runs_without_network_and_gets_every_expected_verdict() {
     // The demo ends with the whole loop (issue 23): anchored by the operator batch, inclusion
     // verified by the follower, and `ledger status` says so from the store.
     assert!(
-        stdout.contains("the intake's operator batch anchored 12 record(s) as ledger entry 1"),
+        stdout.contains("the intake's operator batch anchored 13 record(s) as ledger entry 1"),
         "{stdout}"
     );
     assert_eq!(
         stdout
             .matches("anchored at entry 1, inclusion verified")
             .count(),
-        12,
+        13,
         "{stdout}"
     );
     let status = bin()
@@ -254,7 +264,7 @@ async fn demo_runs_without_network_and_gets_every_expected_verdict() {
         .unwrap();
     assert_eq!(status.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&status.stdout).contains(
-        "12 filed, 0 pending, 12 anchored (12 inclusion verified), 0 overdue, 0 finding(s)"
+        "13 filed, 0 pending, 13 anchored (13 inclusion verified), 0 overdue, 0 finding(s)"
     ));
 }
 

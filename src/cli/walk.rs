@@ -771,7 +771,17 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         .context("demo scenario missing")?
         .clone();
     let task_agent = SandboxAgent::start(&ca, task_scenario.behaviour.clone()).await?;
+    let receiver = crate::sandbox::notify::NotifyReceiver::start(&ca).await?;
+    let honest = all
+        .iter()
+        .find(|s| s.name == "honest-a2a")
+        .context("demo scenario missing")?
+        .clone();
+    let asking =
+        crate::sandbox::notify::asking_agent(&ca, honest.behaviour.clone(), &receiver.url())
+            .await?;
     let mut policy = NetPolicy::new(true);
+    policy.allow_url(&asking.origin());
     policy.allow_url(&emulator.url());
     for (_, agent, _) in &agents {
         policy.allow_url(&agent.origin());
@@ -849,12 +859,19 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     )
     .await?;
     demo_reciprocal(&ca, &pipeline, &db, &emulator, profile).await?;
+    let notify = NotifyDemo {
+        scenario: &honest,
+        agent: &asking,
+        receiver: &receiver,
+        intake: &emulator.url(),
+    };
+    demo_notify(&ca, &pipeline, &db, &notify, profile).await?;
     pipeline.checkpoint().await?;
     demo_ledger(&emulator, &ca, &db).await?;
     let measured = agents.first().map(|(_, agent, _)| agent.origin());
     demo_witness_pool(&ca, &measured.context("no demo agent")?).await?;
     crate::outln!(
-        "demo finished: {} scenarios walked, each verdict as expected; records signed, stored, filed, anchored and their inclusion verified; one A2A Task bound to the task ledger; one witness request answered and verified; one caller walked back and filed to its intake",
+        "demo finished: {} scenarios walked, each verdict as expected; records signed, stored, filed, anchored and their inclusion verified; one A2A Task bound to the task ledger; one witness request answered and verified; one caller walked back and filed to its intake; one origin told of its measurement (notify)",
         DEMO.len() + 1
     );
     crate::outln!("next: conduct-walker records list --db {}", db.display());
@@ -935,6 +952,67 @@ async fn demo_reciprocal(
         Some(sub) => crate::outln!("{}", submission_line(sub)),
         None => bail!("the reciprocal walk was not filed"),
     }
+    crate::outln!();
+    Ok(())
+}
+
+/// What the demo's §11.5 step needs.
+struct NotifyDemo<'a> {
+    scenario: &'a crate::sandbox::Scenario,
+    agent: &'a SandboxAgent,
+    receiver: &'a crate::sandbox::notify::NotifyReceiver,
+    intake: &'a str,
+}
+
+/// §11.5 notify (issue 44): an agent whose consent file declares `notify` is walked as a
+/// scheduled target is, and is told; the demo fails unless the POST arrived and was answered.
+async fn demo_notify(
+    ca: &SandboxCa,
+    pipeline: &Pipeline,
+    db: &std::path::Path,
+    d: &NotifyDemo<'_>,
+    profile: RequestProfile,
+) -> anyhow::Result<()> {
+    let mut settings = crate::notify::Settings {
+        allow_private_network: true,
+        ..Default::default()
+    };
+    // Our own hosts (guard 5): the intake's. The daemon counts the key_url's host too; here
+    // the witness's "domain" and the origin told are the same machine, both `localhost`
+    // (an agent at 127.0.0.1 is told at `localhost`, because guard 3 refuses an IP literal).
+    settings.add_own_host(d.intake);
+    let notifier = crate::notify::Notifier::new(settings, vec![ca.cert_der()])?;
+    crate::outln!(
+        "== notify: {} declares notify = {} in its consent file; walked as a scheduled target",
+        d.agent.origin(),
+        d.receiver.url()
+    );
+    let fired = crate::sandbox::notify::scheduled_fire(
+        pipeline,
+        db,
+        "asks-notify",
+        demo_request(d.scenario, &d.agent.origin(), profile),
+        Some(d.receiver.url()),
+        &notifier,
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("notify: {e}"))?;
+    crate::out!("{}", human_summary(&fired.report.outcome, None));
+    if let Some(sub) = &fired.report.submission {
+        crate::outln!("{}", submission_line(sub));
+    }
+    crate::outln!("   notify_status: {}", fired.notify_status);
+    let received = d.receiver.received();
+    let Some(body) = received.first() else {
+        bail!("the notification did not arrive: {}", fired.notify_status);
+    };
+    crate::outln!(
+        "   received by the origin: event {}, status {}, record_sha256 {}, changed {}",
+        body["event"],
+        body["status"],
+        body["record_sha256"],
+        body["changed"]
+    );
     crate::outln!();
     Ok(())
 }

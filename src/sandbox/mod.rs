@@ -2,6 +2,7 @@
 
 pub mod agent;
 pub mod https;
+pub mod notify;
 pub mod pool;
 
 pub use agent::{

@@ -10,6 +10,7 @@ mod daemon_support;
 use conduct_walker::intake_emulator::{Emulator, EmulatorConfig};
 use conduct_walker::net::{NetPolicy, Transport, TransportConfig};
 use conduct_walker::sandbox::HttpsServer;
+use conduct_walker::sandbox::notify::NotifyReceiver;
 use conduct_walker::sandbox::{Behaviour, Resp, SandboxAgent, SandboxCa, handler};
 use conduct_walker::store::reciprocal_walks::{self, ReciprocalWalk};
 use daemon_support::{Daemon, free_port, metric, runtime};
@@ -147,9 +148,12 @@ fn a_caller_is_walked_back_and_filed_to_its_intake_across_a_restart() {
         ))
         .unwrap();
 
-    // The caller: its card trickles (the walk hangs on it) until the flag flips.
+    // The caller: its card trickles (the walk hangs on it) until the flag flips. Its consent
+    // file asks to be told of measurements (§11.5): a reciprocal walk never tells (§6.3).
+    let receiver = rt.block_on(NotifyReceiver::start(&ca)).unwrap();
     let honest = Behaviour {
         witness_intake: Some(emulator.url()),
+        consent: Some(json!({"notify": receiver.url()})),
         ..Behaviour::default()
     };
     let hanging = Behaviour {
@@ -280,6 +284,15 @@ fn a_caller_is_walked_back_and_filed_to_its_intake_across_a_restart() {
         conduct_walker::walk::spec::BODY_A2A_1_0.as_bytes(),
     ));
     assert_eq!(n3["request"]["body_sha256"], plain.as_str(), "{n3}");
+
+    // Never a notification after a reciprocal walk, though the caller's consent asks for them.
+    assert!(receiver.received().is_empty(), "{:?}", receiver.received());
+    let store = d.store().unwrap();
+    assert!(
+        conduct_walker::store::notifications::recent(store.connection(), 10)
+            .unwrap()
+            .is_empty()
+    );
 
     // A caller whose consent file declines listing is declined, and nothing is walked.
     let (_, declined) = post_a2a(

@@ -56,7 +56,8 @@ fn sandbox_prints_origins_and_a_config_the_daemon_and_walk_accept() {
     let text = String::from_utf8_lossy(&check.stdout);
     assert_eq!(check.status.code(), Some(0), "{text}");
     // The demo's ten agents, and the one whose conduct changes on a schedule.
-    assert!(text.contains("targets: 11"), "{text}");
+    // ... and the one whose consent file asks to be told of its walks (§11.5).
+    assert!(text.contains("targets: 12"), "{text}");
     let changing = printed
         .lines()
         .find(|l| l.trim_start().starts_with("changes-conduct "))
@@ -134,4 +135,113 @@ fn sandbox_drop_answers_is_announced() {
             && printed.contains("/emulator/posts"),
         "{printed}"
     );
+}
+
+/// The sandbox's config run by the daemon (issue 44): its caller agent asks the daemon's
+/// witness face to walk it back and is walked and filed; its asking origin is told of its
+/// first scheduled walk, once. Both printed by the sandbox as they happen.
+#[test]
+fn the_sandbox_daemon_walks_its_caller_back_and_tells_the_asking_origin() {
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+    };
+    let (face, listen) = (free(), free());
+    let dir = tempfile::tempdir().unwrap();
+    let mut sandbox = Command::new(BIN)
+        .args(["sandbox", "--schedule", "*/2 * * * * *", "--face-listen"])
+        .arg(face.to_string())
+        .arg("--out-dir")
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (lines, seen) = std::sync::mpsc::channel::<String>();
+    let stdout = sandbox.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut printed = String::new();
+    let wait_for = |printed: &mut String, what: &str, until: Instant| {
+        while !printed.contains(what) {
+            let left = until.saturating_duration_since(Instant::now());
+            match seen.recv_timeout(left) {
+                Ok(line) => {
+                    printed.push_str(&line);
+                    printed.push('\n');
+                }
+                Err(_) => panic!("no {what:?} in\n{printed}"),
+            }
+        }
+    };
+    wait_for(
+        &mut printed,
+        "Serving until",
+        Instant::now() + Duration::from_secs(60),
+    );
+    let config = dir.path().join("walker.toml");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("127.0.0.1:9464", &listen.to_string());
+    std::fs::write(&config, text).unwrap();
+    let mut daemon = Command::new(BIN)
+        .args(["run", "--config"])
+        .arg(&config)
+        .env_remove("CREDENTIALS_DIRECTORY")
+        .env_remove("NOTIFY_SOCKET")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(90);
+    wait_for(&mut printed, "reciprocal walk: scheduled", until);
+    wait_for(&mut printed, "asks-notify: notification received", until);
+    let db = dir.path().canonicalize().unwrap().join("walker.db");
+    let filed = loop {
+        let store = conduct_walker::store::Store::open_read_only(&db).unwrap();
+        let rows = conduct_walker::store::reciprocal_walks::recent(store.connection(), 10).unwrap();
+        if let Some(row) = rows.into_iter().find(|r| r.state == "filed") {
+            break row;
+        }
+        assert!(Instant::now() < until, "the caller was not walked back");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        filed
+            .intake_url
+            .as_deref()
+            .is_some_and(|u| u.starts_with("https://127.0.0.1:")),
+        "filed to the sandbox's intake, which the caller's card names: {filed:?}"
+    );
+    let told = printed
+        .lines()
+        .find(|l| l.starts_with("asks-notify: notification received"))
+        .unwrap();
+    assert!(
+        told.contains(r#"event "measured""#) && told.contains(r#"status "PASS""#),
+        "{told}"
+    );
+    // Two more scheduled walks of the asking origin, inside its hour: nothing more is sent.
+    std::thread::sleep(Duration::from_secs(4));
+    while let Ok(line) = seen.recv_timeout(Duration::from_millis(500)) {
+        printed.push_str(&line);
+        printed.push('\n');
+    }
+    for child in [&mut daemon, &mut sandbox] {
+        let pid = child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let _ = child.wait();
+    }
+    // Told once: the walks every two seconds after the first are inside its hour.
+    let notifications = printed
+        .matches("asks-notify: notification received")
+        .count();
+    assert_eq!(notifications, 1, "{printed}");
 }

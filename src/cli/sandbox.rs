@@ -32,6 +32,10 @@ pub struct SandboxArgs {
     /// then failing as long, and so on (what an alert opens and resolves on).
     #[arg(long, value_name = "SECS", default_value_t = 300)]
     pub conduct_period: u64,
+    /// Where the written config's witness face listens (plain HTTP): the sandbox's caller agent
+    /// asks it to be walked back (§11.6) once the daemon runs.
+    #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:9466")]
+    pub face_listen: std::net::SocketAddr,
 }
 
 /// The sandbox agent whose conduct changes on a schedule, walked beside the demo's.
@@ -54,13 +58,19 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
     ca.write_pem(&ca_path)
         .with_context(|| format!("cannot write {}", ca_path.display()))?;
 
-    // The emulator fetches no key_url here: records signed without one are checked by their
-    // signature alone, and unsigned ones are taken on the address lane.
+    // The witness's own domain: a key the daemon signs with, its key document served over
+    // HTTPS (the key_url the intake fetches for every record), the origin of the witness face.
+    let witness = WitnessDomain::start(&ca, &dir).await?;
+    // The emulator may fetch that key_url, and nothing else private.
+    let mut emulator_policy = NetPolicy::new(true);
+    emulator_policy.allow_url(&witness.origin);
+    let mut emulator_net = TransportConfig::new(emulator_policy);
+    emulator_net.extra_roots = vec![ca.cert_der()];
     let emulator_config = EmulatorConfig {
         clock: Arc::new(SystemClock),
         ..EmulatorConfig::new(
             dir.join("intake-emulator.sqlite"),
-            Transport::new(TransportConfig::new(NetPolicy::new(false)))?,
+            Transport::new(emulator_net)?,
         )
     };
     let emulator = Emulator::start(emulator_config, &ca, "127.0.0.1:0".parse()?).await?;
@@ -111,6 +121,31 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
         ),
         about: "an A2A agent whose conduct changes on a schedule: try alerts with it".into(),
     });
+    // An origin that asks to be told of its measurements (§11.5), and where it is told.
+    let receiver = crate::sandbox::notify::NotifyReceiver::start(&ca).await?;
+    let asking =
+        crate::sandbox::notify::asking_agent(&ca, honest_behaviour(&all)?, &receiver.url()).await?;
+    targets.push(Target {
+        name: ASKS_NOTIFY.to_string(),
+        origin: asking.origin(),
+        endpoint: None,
+        mode: "a2a",
+        wire: "1.0",
+        expect: "PASS, and a notification at its first walk (then at most one an hour)".into(),
+        about: format!(
+            "an A2A agent whose consent file declares notify = {}",
+            receiver.url()
+        ),
+    });
+    // A caller that asks the daemon's face to walk it back (§11.6), filed to the emulator.
+    let caller = SandboxAgent::start(
+        &ca,
+        crate::sandbox::Behaviour {
+            witness_intake: Some(emulator.url()),
+            ..honest_behaviour(&all)?
+        },
+    )
+    .await?;
     let pool_member = crate::sandbox::pool::PoolMember::start(&ca).await?;
     let snippet = config_snippet(&ca_path, &emulator.url(), &targets, &args.schedule);
     let config_path = dir.join("walker.toml");
@@ -120,7 +155,14 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
          [witness]\n\
          name = \"sandbox trial\"\n\
          vantage = \"loopback sandbox on this machine\"\n\
-         intake = \"{}\"\n\n\
+         intake = \"{}\"\n\
+         key = {}\n\
+         key_url = \"{}/keys/witness.json\"\n\n\
+         [witness_face]\n\
+         listen = \"{}\"\n\
+         origin = \"{}\"\n\
+         reciprocal = true\n\
+         reciprocal_within = \"5m\"\n\n\
          [daemon]\n\
          database = \"{}\"\n\
          listen = \"127.0.0.1:9464\"\n\
@@ -128,6 +170,10 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
          drain_interval_secs = 10\n\n{snippet}",
         config_path.display(),
         emulator.url(),
+        toml::Value::String(witness.key_path.display().to_string()),
+        witness.origin,
+        args.face_listen,
+        witness.origin,
         dir.join("walker.db").display(),
     );
     std::fs::write(&config_path, &whole)
@@ -141,18 +187,128 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
         config_path: &config_path,
         pool_a2a: &pool_member.a2a_url(),
         snippet: &snippet,
+        caller: &caller.origin(),
+        face: args.face_listen,
     });
+    let asking_face = tokio::spawn(ask_to_be_walked_back(caller.origin(), args.face_listen));
+    let telling = tokio::spawn(print_notifications(receiver));
 
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = sigterm.recv() => {}
     }
+    asking_face.abort();
+    telling.abort();
     drop(agents);
     drop(changing);
+    drop((asking, caller, witness));
     drop(pool_member);
     drop(emulator);
     Ok(ExitCode::from(super::EXIT_OK))
+}
+
+/// The sandbox's agent whose consent file asks for notifications.
+pub const ASKS_NOTIFY: &str = "asks-notify";
+
+fn honest_behaviour(all: &[crate::sandbox::Scenario]) -> anyhow::Result<crate::sandbox::Behaviour> {
+    all.iter()
+        .find(|s| s.name == "honest-a2a")
+        .map(|s| s.behaviour.clone())
+        .context("sandbox scenario missing")
+}
+
+/// The witness's domain on loopback: its key (kept in the out dir, mode 0600, made once) and
+/// an HTTPS server at [`crate::sandbox::WITNESS_ADDRESS`] serving the key document, whose origin the face claims.
+struct WitnessDomain {
+    key_path: PathBuf,
+    origin: String,
+    _server: crate::sandbox::HttpsServer,
+}
+
+impl WitnessDomain {
+    async fn start(ca: &SandboxCa, dir: &Path) -> anyhow::Result<WitnessDomain> {
+        use crate::witness::keys;
+        let key_path = dir.join("witness.pem");
+        let key = if key_path.exists() {
+            keys::load_signing_key(&key_path)?
+        } else {
+            keys::generate_key_file(&key_path)?
+        };
+        let document = crate::witness_pool::publish::key_document(
+            &keys::public_key_b64(&key),
+            crate::sandbox::WITNESS_ADDRESS,
+        );
+        let server = crate::sandbox::HttpsServer::start_on(
+            std::net::SocketAddr::new(crate::sandbox::WITNESS_ADDRESS.parse()?, 0),
+            ca,
+            &[crate::sandbox::WITNESS_ADDRESS],
+            crate::sandbox::handler(move |req| match req.path.as_str() {
+                crate::witness_pool::publish::KEY_PATH => {
+                    crate::sandbox::Resp::json(200, &document)
+                }
+                _ => crate::sandbox::Resp::json(404, &serde_json::json!({"error": "not found"})),
+            }),
+        )
+        .await?;
+        Ok(WitnessDomain {
+            key_path,
+            origin: server.base(),
+            _server: server,
+        })
+    }
+}
+
+/// The caller agent's side of §11.6: ask the face to walk it back, every few seconds until a
+/// daemon on the written config answers, and print the answer.
+async fn ask_to_be_walked_back(caller: String, face: std::net::SocketAddr) {
+    let card = format!("{caller}/.well-known/agent-card.json");
+    let body = serde_json::json!({
+        "jsonrpc": "2.0", "id": "sandbox-caller", "method": "message/send",
+        "params": {"message": {
+            "role": "user", "messageId": "sandbox-caller",
+            "parts": [{"kind": "text", "text": "please walk me back"}],
+            "metadata": {format!("{}/caller_card", crate::walk::spec::EXT): card},
+        }},
+    });
+    let client = reqwest::Client::new();
+    loop {
+        let sent = client
+            .post(format!("http://{face}/a2a"))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .timeout(std::time::Duration::from_secs(30))
+            .send()
+            .await;
+        if let Ok(answer) = sent
+            && let Ok(bytes) = answer.bytes().await
+            && let Ok(answer) = serde_json::from_slice::<serde_json::Value>(&bytes)
+            && let Some(text) = answer["result"]["parts"][0]["text"].as_str()
+        {
+            crate::outln!("caller {caller}: asked the witness face at {face}: {text}");
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    }
+}
+
+/// Print each notification the asking origin receives, as it arrives.
+async fn print_notifications(receiver: crate::sandbox::notify::NotifyReceiver) {
+    let mut seen = 0;
+    loop {
+        let received = receiver.received();
+        for body in &received[seen..] {
+            crate::outln!(
+                "{ASKS_NOTIFY}: notification received: event {}, status {}, record_sha256 {}, changed {}",
+                body["event"],
+                body["status"],
+                body["record_sha256"],
+                body["changed"]
+            );
+        }
+        seen = received.len();
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
 }
 
 struct Target {
@@ -205,6 +361,8 @@ struct Announced<'a> {
     config_path: &'a std::path::Path,
     pool_a2a: &'a str,
     snippet: &'a str,
+    caller: &'a str,
+    face: std::net::SocketAddr,
 }
 
 /// Print what runs where, and the commands to try with it.
@@ -249,6 +407,17 @@ fn announce(a: &Announced) {
         a.targets[0].origin,
         a.pool_a2a,
         a.ca_path.display()
+    );
+    crate::outln!(
+        "\nWith that config the daemon's witness face listens at http://{}/a2a and walks callers back:",
+        a.face
+    );
+    crate::outln!(
+        "  caller agent            {}  (asks the face to walk it back once the daemon answers; filed to the intake emulator)",
+        a.caller
+    );
+    crate::outln!(
+        "  {ASKS_NOTIFY} is told of its scheduled walks (at most once an hour); what it receives is printed here"
     );
     crate::outln!(
         "\nOr add these lines to your own walker.toml (and intake = \"{}\" under [witness] to file with the emulator):\n",

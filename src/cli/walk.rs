@@ -736,11 +736,16 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     // A throw-away witness key, served at a key_url on a loopback "witness domain".
     let key = ed25519_dalek::SigningKey::from_bytes(&rand::random::<[u8; 32]>());
     let key_doc = crate::witness::keys::key_document(&key);
-    let key_server = HttpsServer::start(&ca, handler(move |_| Resp::json(200, &key_doc))).await?;
-    let key_url = format!(
-        "https://localhost:{}/.well-known/nenrin-witness-key.json",
-        key_server.addr().port()
-    );
+    // At a loopback address of its own (crate::sandbox::WITNESS_ADDRESS says why).
+    let witness_ip = crate::sandbox::WITNESS_ADDRESS;
+    let key_server = HttpsServer::start_on(
+        std::net::SocketAddr::new(witness_ip.parse()?, 0),
+        &ca,
+        &[witness_ip],
+        handler(move |_| Resp::json(200, &key_doc)),
+    )
+    .await?;
+    let key_url = format!("{}/.well-known/nenrin-witness-key.json", key_server.base());
 
     // The intake emulator may fetch that key_url (and nothing else private).
     let mut emulator_policy = NetPolicy::new(true);
@@ -863,6 +868,7 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         scenario: &honest,
         agent: &asking,
         receiver: &receiver,
+        key_url: &key_url,
         intake: &emulator.url(),
     };
     demo_notify(&ca, &pipeline, &db, &notify, profile).await?;
@@ -961,6 +967,7 @@ struct NotifyDemo<'a> {
     scenario: &'a crate::sandbox::Scenario,
     agent: &'a SandboxAgent,
     receiver: &'a crate::sandbox::notify::NotifyReceiver,
+    key_url: &'a str,
     intake: &'a str,
 }
 
@@ -977,9 +984,8 @@ async fn demo_notify(
         allow_private_network: true,
         ..Default::default()
     };
-    // Our own hosts (guard 5): the intake's. The daemon counts the key_url's host too; here
-    // the witness's "domain" and the origin told are the same machine, both `localhost`
-    // (an agent at 127.0.0.1 is told at `localhost`, because guard 3 refuses an IP literal).
+    // Our own hosts (guard 5), as the daemon counts them: the key_url's and the intake's.
+    settings.add_own_host(d.key_url);
     settings.add_own_host(d.intake);
     let notifier = crate::notify::Notifier::new(settings, vec![ca.cert_der()])?;
     crate::outln!(

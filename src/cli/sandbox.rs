@@ -148,36 +148,7 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
     .await?;
     let pool_member = crate::sandbox::pool::PoolMember::start(&ca).await?;
     let snippet = config_snippet(&ca_path, &emulator.url(), &targets, &args.schedule);
-    let config_path = dir.join("walker.toml");
-    let whole = format!(
-        "# Written by `conduct-walker sandbox`: a daemon config that walks the sandbox's agents.\n\
-         # Run it with: conduct-walker run --config {}\n\
-         [witness]\n\
-         name = \"sandbox trial\"\n\
-         vantage = \"loopback sandbox on this machine\"\n\
-         intake = \"{}\"\n\
-         key = {}\n\
-         key_url = \"{}/keys/witness.json\"\n\n\
-         [witness_face]\n\
-         listen = \"{}\"\n\
-         origin = \"{}\"\n\
-         reciprocal = true\n\
-         reciprocal_within = \"5m\"\n\n\
-         [daemon]\n\
-         database = \"{}\"\n\
-         listen = \"127.0.0.1:9464\"\n\
-         jitter_secs = 0\n\
-         drain_interval_secs = 10\n\n{snippet}",
-        config_path.display(),
-        emulator.url(),
-        toml::Value::String(witness.key_path.display().to_string()),
-        witness.origin,
-        args.face_listen,
-        witness.origin,
-        dir.join("walker.db").display(),
-    );
-    std::fs::write(&config_path, &whole)
-        .with_context(|| format!("cannot write {}", config_path.display()))?;
+    let config_path = write_config(&dir, &emulator.url(), &witness, &args, &snippet)?;
 
     announce(&Announced {
         ca_path: &ca_path,
@@ -206,6 +177,49 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
     drop(pool_member);
     drop(emulator);
     Ok(ExitCode::from(super::EXIT_OK))
+}
+
+/// Write the daemon config that walks the sandbox (`walker.toml` in `dir`): our witness with
+/// its key and face, the emulator as intake, and `snippet`'s network and targets.
+fn write_config(
+    dir: &Path,
+    intake: &str,
+    witness: &WitnessDomain,
+    args: &SandboxArgs,
+    snippet: &str,
+) -> anyhow::Result<PathBuf> {
+    let config_path = dir.join("walker.toml");
+    let whole = format!(
+        "# Written by `conduct-walker sandbox`: a daemon config that walks the sandbox's agents.\n\
+         # Run it with: conduct-walker run --config {}\n\
+         [witness]\n\
+         name = \"sandbox trial\"\n\
+         vantage = \"loopback sandbox on this machine\"\n\
+         intake = \"{}\"\n\
+         key = {}\n\
+         key_url = \"{}/keys/witness.json\"\n\n\
+         [witness_face]\n\
+         listen = \"{}\"\n\
+         origin = \"{}\"\n\
+         reciprocal = true\n\
+         reciprocal_within = \"5m\"\n\n\
+         [daemon]\n\
+         database = \"{}\"\n\
+         listen = \"127.0.0.1:9464\"\n\
+         jitter_secs = 0\n\
+         drain_interval_secs = 10\n\n{snippet}",
+        config_path.display(),
+        intake,
+        toml::Value::String(witness.key_path.display().to_string()),
+        witness.origin,
+        args.face_listen,
+        witness.origin,
+        dir.join("walker.db").display(),
+    );
+    std::fs::write(&config_path, &whole)
+        .with_context(|| format!("cannot write {}", config_path.display()))?;
+
+    Ok(config_path)
 }
 
 /// The sandbox's agent whose consent file asks for notifications.

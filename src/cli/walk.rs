@@ -722,9 +722,6 @@ pub(crate) const DEMO_TASK_BINDING: &str = "task-reply";
 /// Start loopback sandbox agents, a key server and an intake emulator; walk an honest agent and
 /// a few misbehaving ones; sign each record with a throw-away key, store it and file it.
 pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
-    use crate::intake_emulator::{Emulator, EmulatorConfig};
-    use crate::sandbox::{HttpsServer, Resp, handler};
-
     let dir = match &args.out_dir {
         Some(d) => d.clone(),
         None => std::env::temp_dir().join(format!("conduct-walker-demo-{}", std::process::id())),
@@ -733,31 +730,7 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let db = args.db.clone().unwrap_or_else(|| dir.join("walker.db"));
     let ca = SandboxCa::generate();
 
-    // A throw-away witness key, served at a key_url on a loopback "witness domain".
-    let key = ed25519_dalek::SigningKey::from_bytes(&rand::random::<[u8; 32]>());
-    let key_doc = crate::witness::keys::key_document(&key);
-    // At a loopback address of its own (crate::sandbox::WITNESS_ADDRESS says why).
-    let witness_ip = crate::sandbox::WITNESS_ADDRESS;
-    let key_server = HttpsServer::start_on(
-        std::net::SocketAddr::new(witness_ip.parse()?, 0),
-        &ca,
-        &[witness_ip],
-        handler(move |_| Resp::json(200, &key_doc)),
-    )
-    .await?;
-    let key_url = format!("{}/.well-known/nenrin-witness-key.json", key_server.base());
-
-    // The intake emulator may fetch that key_url (and nothing else private).
-    let mut emulator_policy = NetPolicy::new(true);
-    emulator_policy.allow_url(&key_url);
-    let mut emulator_net = TransportConfig::new(emulator_policy);
-    emulator_net.extra_roots = vec![ca.cert_der()];
-    let mut emulator_config = EmulatorConfig::new(
-        dir.join("intake-emulator.sqlite"),
-        Transport::new(emulator_net)?,
-    );
-    emulator_config.clock = Arc::new(SystemClock);
-    let emulator = Emulator::start(emulator_config, &ca, "127.0.0.1:0".parse()?).await?;
+    let (key, key_url, _key_server, emulator) = demo_witness_and_intake(&ca, &dir).await?;
 
     let all = scenarios();
     let mut agents = Vec::new();
@@ -960,6 +933,48 @@ async fn demo_reciprocal(
     }
     crate::outln!();
     Ok(())
+}
+
+/// A throw-away witness key served at a key_url on a loopback "witness domain", and the intake
+/// emulator that fetches it: (key, key_url, the key's server, the emulator).
+async fn demo_witness_and_intake(
+    ca: &SandboxCa,
+    dir: &std::path::Path,
+) -> anyhow::Result<(
+    ed25519_dalek::SigningKey,
+    String,
+    crate::sandbox::HttpsServer,
+    crate::intake_emulator::RunningEmulator,
+)> {
+    use crate::intake_emulator::{Emulator, EmulatorConfig};
+    use crate::sandbox::{HttpsServer, Resp, handler};
+    // A throw-away witness key, served at a key_url on a loopback "witness domain".
+    let key = ed25519_dalek::SigningKey::from_bytes(&rand::random::<[u8; 32]>());
+    let key_doc = crate::witness::keys::key_document(&key);
+    // At a loopback address of its own (crate::sandbox::WITNESS_ADDRESS says why).
+    let witness_ip = crate::sandbox::WITNESS_ADDRESS;
+    let key_server = HttpsServer::start_on(
+        std::net::SocketAddr::new(witness_ip.parse()?, 0),
+        ca,
+        &[witness_ip],
+        handler(move |_| Resp::json(200, &key_doc)),
+    )
+    .await?;
+    let key_url = format!("{}/.well-known/nenrin-witness-key.json", key_server.base());
+
+    // The intake emulator may fetch that key_url (and nothing else private).
+    let mut emulator_policy = NetPolicy::new(true);
+    emulator_policy.allow_url(&key_url);
+    let mut emulator_net = TransportConfig::new(emulator_policy);
+    emulator_net.extra_roots = vec![ca.cert_der()];
+    let mut emulator_config = EmulatorConfig::new(
+        dir.join("intake-emulator.sqlite"),
+        Transport::new(emulator_net)?,
+    );
+    emulator_config.clock = Arc::new(SystemClock);
+    let emulator = Emulator::start(emulator_config, ca, "127.0.0.1:0".parse()?).await?;
+
+    Ok((key, key_url, key_server, emulator))
 }
 
 /// What the demo's §11.5 step needs.

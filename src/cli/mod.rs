@@ -84,6 +84,10 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_FINDING: u8 = 1;
 /// Exit code for usage and I/O errors.
 pub const EXIT_ERROR: u8 = 2;
+/// Exit code of `card verify` for a card whose signature verifies while members a client acts
+/// on are outside what it covers: neither "yes" nor "no", and a script must not read it as
+/// either.
+pub const EXIT_UNCOVERED: u8 = 3;
 
 /// The exit of a completed run: [`EXIT_OK`] when its answer is "yes", else [`EXIT_FINDING`].
 pub fn exit_answer(yes: bool) -> ExitCode {

@@ -361,11 +361,20 @@ fn card_verify() -> Tool {
                 "anyOf": [{ "type": "boolean" }, { "type": "null" }],
                 "description": "true: a signature verifies; false: every checked signature failed; null: nothing could be checked",
             },
+            "verdict": {
+                "type": "string",
+                "enum": ["verified", "verified_with_uncovered_members", "not_verified", "not_checked", "unsigned"],
+                "description": "verified only when a signature verifies and every member a client acts on is covered",
+            },
+            "acted_on_uncovered": {
+                "type": "array",
+                "description": "members a client acts on (url, supportedInterfaces, securitySchemes, a snake_case twin with another value) that the verifying signature does not cover",
+            },
             "card_signature": { "type": "object" },
             "verified_reason": { "type": "string" },
             "does_not_establish": { "type": "string" },
         },
-        "required": ["url", "valid", "verified", "card_signature", "verified_reason", "does_not_establish"],
+        "required": ["url", "valid", "verified", "verdict", "acted_on_uncovered", "card_signature", "verified_reason", "does_not_establish"],
     });
     Tool::new(
         CARD_VERIFY,

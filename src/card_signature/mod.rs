@@ -297,6 +297,14 @@ impl ReadCard {
         url.has_host().then(|| url.origin().ascii_serialization())
     }
 
+    /// The card's payload under `profile` (none when the bytes are not I-JSON).
+    pub fn canonical(&self, profile: Profile) -> Result<Canonical, CardInvalid> {
+        match &self.forced {
+            Some(e) => Err(e.clone()),
+            None => canonicalize_card(&self.card, profile),
+        }
+    }
+
     /// Verify every entry, trying `profiles` in order (empty: every profile).
     pub async fn verify(
         &self,

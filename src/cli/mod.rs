@@ -4,6 +4,7 @@
 pub mod alerts;
 pub mod app;
 pub mod bench;
+pub mod canonical;
 pub mod card;
 pub mod daemon;
 pub mod docs;
@@ -66,6 +67,7 @@ pub async fn run(command: Command) -> anyhow::Result<Ran> {
         Command::Ring(cmd) => ring::run(cmd).await,
         Command::Alerts(cmd) => alerts::run(cmd).await,
         Command::Card(cmd) => card::run(cmd).await,
+        Command::Canonical(args) => canonical::run(args),
         Command::Terms(cmd) => terms::run(cmd).await,
         Command::Witness(cmd) => witness::run(cmd).await,
         Command::Config(cmd) => daemon::config_command(cmd),

@@ -34,6 +34,7 @@ fn serves(command: &Command) -> bool {
         | Command::Alerts(_)
         | Command::Card(_)
         | Command::Canonical(_)
+        | Command::Inspect(_)
         | Command::Terms(_)
         | Command::Witness(_)
         | Command::Config(_)

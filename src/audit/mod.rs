@@ -2,11 +2,14 @@
 //!
 //! - [`forms`]: the canonical bytes of any JSON under the NENRIN form, RFC 8785, or a card
 //!   profile, with the reason when the form has none.
+//! - [`inspect`]: what a file is (record, intake body line, observation, ring, key history, gate
+//!   verdict), its sha256 as given and canonical, its signature and what it establishes.
 //!
 //! Pure except where a function says otherwise: the faces read the files (under
 //! [`MAX_FILE_BYTES`]) and print.
 
 pub mod forms;
+pub mod inspect;
 
 /// The largest file the bench reads: a record, ring or card is far smaller, and a parsed tree
 /// costs a few times its text, so this bounds memory whatever a stranger hands over.

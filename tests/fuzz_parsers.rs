@@ -354,7 +354,19 @@ fn auditor_bench_readers_never_panic_and_forms_are_fixed_points() {
     use conduct_walker::card_signature::{self, Profile};
     let mut all = vec![forms::Form::Nenrin, forms::Form::Rfc8785];
     all.extend(Profile::ALL.iter().map(|p| forms::Form::Card(*p)));
-    runner()
+    // 10,000 cases per run (about 2 s in a dev build): the bench reads every stranger's file.
+    let mut runner = runner();
+    if std::env::var("FUZZ_CASES").is_err() {
+        runner = TestRunner::new_with_rng(
+            Config {
+                cases: 10_000,
+                failure_persistence: None,
+                ..Config::default()
+            },
+            runner.new_rng(),
+        );
+    }
+    runner
         .run(&json_ish(), |bytes| {
             for form in &all {
                 if let Ok(c) = forms::canonicalise(*form, &bytes)

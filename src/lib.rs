@@ -7,6 +7,7 @@
 
 pub mod alerts;
 pub mod app;
+pub mod audit;
 pub mod background;
 pub mod canonical;
 pub mod card_signature;

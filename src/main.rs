@@ -33,6 +33,8 @@ fn serves(command: &Command) -> bool {
         | Command::Ring(_)
         | Command::Alerts(_)
         | Command::Card(_)
+        | Command::Canonical(_)
+        | Command::Inspect(_)
         | Command::Terms(_)
         | Command::Witness(_)
         | Command::Config(_)

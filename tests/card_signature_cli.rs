@@ -69,7 +69,7 @@ async fn file_with_pinned_keys_verifies_every_entry() {
         "{out}"
     );
 
-    // --json prints the record block.
+    // --json prints the verdict beside the record block.
     let (code, out, _) = run(&[
         "card",
         "verify",
@@ -83,9 +83,10 @@ async fn file_with_pinned_keys_verifies_every_entry() {
     ])
     .await;
     assert_eq!(code, 0);
-    let block: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(block["verified"], true);
-    assert_eq!(block["count"], 4);
+    let answer: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(answer["verdict"], "verified");
+    assert_eq!(answer["card_signature"]["verified"], true);
+    assert_eq!(answer["card_signature"]["count"], 4);
 }
 
 #[tokio::test]
@@ -133,9 +134,22 @@ async fn usage_and_io_errors_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, "{not json").unwrap();
-    let (code, _, err) = run(&["card", "verify", "--file", bad.to_str().unwrap()]).await;
+    // A file that is read but is not a card is a verdict (1), not an error, and --json says so.
+    let (code, out, _) = run(&["card", "verify", "--file", bad.to_str().unwrap()]).await;
+    assert_eq!(code, 1);
+    assert!(out.contains("not JSON"), "{out}");
+    let (code, out, _) = run(&["card", "verify", "--json", "--file", bad.to_str().unwrap()]).await;
+    assert_eq!(code, 1);
+    let answer: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(answer["verdict"], "refused");
+    assert!(
+        answer["reason"].as_str().unwrap().contains("not JSON"),
+        "{out}"
+    );
+    // Usage errors stay 2: an unknown profile.
+    let (code, _, err) = run(&["card", "verify", "--file", "x", "--profile", "nope"]).await;
     assert_eq!(code, 2);
-    assert!(err.contains("not JSON"), "{err}");
+    assert!(err.contains("sdk"), "{err}");
     let (code, _, err) = run(&["card", "verify", "--url", "http://agent.example"]).await;
     assert_eq!(code, 2);
     assert!(err.contains("https"), "{err}");
@@ -325,5 +339,127 @@ async fn every_fetching_command_takes_the_same_network_flags() {
         let (code, _, err) = run(&args).await;
         assert_eq!(code, 2, "{command:?}: {err}");
         assert!(err.contains("--body-cap-bytes"), "{command:?}: {err}");
+    }
+}
+
+/// A card signed under the SDK profile with a pinned Ed25519 key whose header names a jku on
+/// `https://edited.example`, and the JWK Set to pin: `--file` without `--origin` is judged
+/// against the jku's origin.
+fn signed_then_edited(card: &Value, edit: impl FnOnce(&mut Value)) -> (Value, Value) {
+    use base64::Engine;
+    use ed25519_dalek::pkcs8::EncodePrivateKey;
+    let sk = ed25519_dalek::SigningKey::from_bytes(&[7u8; 32]);
+    let x = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sk.verifying_key().as_bytes());
+    let jwks = json!({"keys": [{"kty": "OKP", "crv": "Ed25519", "x": x, "kid": "k1"}]});
+    let der = sk.to_pkcs8_der().unwrap();
+    let key = jsonwebtoken::EncodingKey::from_ed_der(der.as_bytes());
+    let header =
+        r#"{"alg":"EdDSA","typ":"JOSE","kid":"k1","jku":"https://edited.example/jwks.json"}"#;
+    let entry = sign_entry(card, Profile::Sdk, header, &key, JwsAlg::EdDSA).unwrap();
+    let mut signed = with_signature(card, entry);
+    edit(&mut signed);
+    (signed, jwks)
+}
+
+fn interface_card() -> Value {
+    let mut card = sandbox_card();
+    card["supportedInterfaces"] = json!([{"url": "https://edited.example/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]);
+    card["url"] = json!("https://edited.example/a2a");
+    card
+}
+
+#[tokio::test]
+async fn cards_edited_after_signing_in_members_a_client_acts_on_do_not_exit_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let verify = |card: &Path, jwks: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "card".to_string(),
+            "verify".into(),
+            "--file".into(),
+            card.to_str().unwrap().into(),
+            "--jwks".into(),
+            jwks.to_str().unwrap().into(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            run(&args).await
+        }
+    };
+
+    // Unedited, with a top-level url equal to the signed interface's: verified, exit 0, the
+    // origin taken from the jku.
+    let (card, jwks) = signed_then_edited(&interface_card(), |_| {});
+    let (card_path, jwks_path) = (
+        write(dir.path(), "good.json", &card),
+        write(dir.path(), "jwks.json", &jwks),
+    );
+    let (code, out, err) = verify(&card_path, &jwks_path, &[]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.starts_with("origin: https://edited.example (from the first signature's jku"),
+        "{out}"
+    );
+    assert!(out.contains("\nverified\n"), "{out}");
+
+    // A snake_case twin with another value: exit 3, the twin named.
+    let (card, _) = signed_then_edited(&interface_card(), |c| {
+        c["default_input_modes"] = json!(["image/png"]);
+    });
+    let path = write(dir.path(), "twin.json", &card);
+    let (code, out, err) = verify(&path, &jwks_path, &[]).await;
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(
+        out.contains("acted on, not covered: /default_input_modes (name_shadowed)"),
+        "{out}"
+    );
+    assert!(out.contains("verified, with uncovered members"), "{out}");
+    // The same twin with the same value is harmless.
+    let (card, _) = signed_then_edited(&interface_card(), |c| {
+        c["default_input_modes"] = json!(["text/plain"]);
+    });
+    let path = write(dir.path(), "twin-same.json", &card);
+    let (code, out, err) = verify(&path, &jwks_path, &[]).await;
+    assert_eq!(code, 0, "{out}{err}");
+
+    // The top-level url changed after signing: exit 3, and --json says why.
+    let (card, _) = signed_then_edited(&interface_card(), |c| {
+        c["url"] = json!("https://attacker.example/a2a");
+    });
+    let path = write(dir.path(), "url.json", &card);
+    let (code, out, err) = verify(&path, &jwks_path, &[]).await;
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(
+        out.contains("acted on, not covered: /url (outside_schema)"),
+        "{out}"
+    );
+    let (code, out, _) = verify(&path, &jwks_path, &["--json"]).await;
+    assert_eq!(code, 3);
+    let answer: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(answer["verdict"], "verified_with_uncovered_members");
+    assert_eq!(answer["acted_on_uncovered"][0]["member"], "/url");
+    assert_eq!(answer["origin"]["origin"], "https://edited.example");
+    // The record's own block is unchanged by the verdict: it says verified.
+    assert_eq!(answer["card_signature"]["verified"], true);
+
+    // --profile asks one reading: the SDK-signed card does not verify under js-1.0.0 alone.
+    let (code, out, err) = verify(&card_path, &jwks_path, &["--profile", "js-1.0.0"]).await;
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("over the js-1.0.0 payload"), "{out}");
+    let (code, out, err) = verify(&card_path, &jwks_path, &["--profile", "sdk"]).await;
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+#[tokio::test]
+async fn help_lists_the_exit_codes() {
+    let (code, out, _) = run(&["card", "verify", "--help"]).await;
+    assert_eq!(code, 0);
+    for line in [
+        "0  verified",
+        "1  not verified",
+        "2  error",
+        "3  verified, with uncovered",
+    ] {
+        assert!(out.contains(line), "{line}: {out}");
     }
 }

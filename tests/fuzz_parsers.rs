@@ -344,3 +344,53 @@ fn terms_documents_declarations_and_nkeys_never_panic() {
         )
         .unwrap();
 }
+
+/// The auditor's bench (issue 46): every canonical form, `inspect`'s kind reading and key
+/// parsing, and the card verdict's acted-on reading take any bytes without panicking; a form's
+/// bytes are a fixed point of the form, and `inspect` hashes the bytes it was given.
+#[test]
+fn auditor_bench_readers_never_panic_and_forms_are_fixed_points() {
+    use conduct_walker::audit::{forms, inspect};
+    use conduct_walker::card_signature::{self, Profile};
+    let mut all = vec![forms::Form::Nenrin, forms::Form::Rfc8785];
+    all.extend(Profile::ALL.iter().map(|p| forms::Form::Card(*p)));
+    // 10,000 cases per run (about 2 s in a dev build): the bench reads every stranger's file.
+    let mut runner = runner();
+    if std::env::var("FUZZ_CASES").is_err() {
+        runner = TestRunner::new_with_rng(
+            Config {
+                cases: 10_000,
+                failure_persistence: None,
+                ..Config::default()
+            },
+            runner.new_rng(),
+        );
+    }
+    runner
+        .run(&json_ish(), |bytes| {
+            for form in &all {
+                if let Ok(c) = forms::canonicalise(*form, &bytes)
+                    && matches!(form, forms::Form::Nenrin | forms::Form::Rfc8785)
+                {
+                    let again = forms::canonicalise(*form, &c.bytes).unwrap();
+                    prop_assert_eq!(again.bytes, c.bytes);
+                }
+            }
+            let report = inspect::inspect(&bytes, &inspect::Given::default());
+            prop_assert_eq!(
+                &report.sha256_given,
+                &conduct_walker::digest::sha256_hex(&bytes)
+            );
+            let _ = report.to_json();
+            if let Ok((key, _)) = inspect::parse_key(&String::from_utf8_lossy(&bytes)) {
+                prop_assert_eq!(key.len(), 44);
+            }
+            if let Ok(read) = card_signature::read_card_bytes(&bytes)
+                && let Ok(c) = read.canonical(Profile::Sdk)
+            {
+                let _ = card_signature::acted_on_gaps(&read.card, &c.uncovered);
+            }
+            Ok(())
+        })
+        .unwrap();
+}

@@ -104,7 +104,7 @@ fn inspector_strict_finds_no_schema_problem_and_the_readme_stdio_form_works() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{}: {stderr}", out.status);
     let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(listed["tools"].as_array().unwrap().len(), 7, "{listed:#}");
+    assert_eq!(listed["tools"].as_array().unwrap().len(), 9, "{listed:#}");
     let found = problems(&stderr);
     assert!(found.is_empty(), "{} problems:\n{stderr}", found.len());
 
@@ -193,7 +193,7 @@ async fn inspector_over_http_with_the_token() {
     assert!(out.status.success(), "{}: {stderr}", out.status);
     assert!(problems(&stderr).is_empty(), "{stderr}");
     let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(listed["tools"].as_array().unwrap().len(), 7);
+    assert_eq!(listed["tools"].as_array().unwrap().len(), 9);
     // Without the token the Inspector is refused.
     let out = tokio::task::spawn_blocking(move || {
         run(

@@ -66,7 +66,9 @@ async fn the_python_sdk_lists_tools_walks_and_validates_the_output_schema() {
     assert_eq!(
         v["tools"],
         serde_json::json!([
+            "canonical_form",
             "card_verify",
+            "inspect_document",
             "records_list",
             "records_show",
             "records_verify",
@@ -154,8 +156,8 @@ async fn the_python_sdk_over_http_with_the_token_walks_and_ends_its_session_clea
     assert_eq!(v["warnings"], serde_json::json!([]), "{stderr}");
     assert_eq!(
         v["tools"].as_array().unwrap().len(),
-        7,
-        "the six walker tools and ring_verify"
+        9,
+        "the six walker tools, ring_verify, inspect_document and canonical_form"
     );
     let walk = &v["answers"]["legacy witness_walk"];
     assert_eq!(walk["structured"]["verdict"]["outcome"], "PASS");

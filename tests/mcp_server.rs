@@ -250,7 +250,9 @@ async fn tools_are_listed_with_input_and_output_schemas() {
             "records_verify",
             "card_verify",
             "terms_verify",
-            "ring_verify"
+            "ring_verify",
+            "inspect_document",
+            "canonical_form"
         ]
     );
     for t in &tools {
@@ -1109,5 +1111,52 @@ async fn ring_verify_rebuilds_a_published_ring_from_its_texts() {
     .await;
     assert!(error_text(&odd).contains("witnesses[0] must be a string"));
     // Nothing was written: the tool reads its arguments only.
+    assert_eq!(w.records_in_store(), 0);
+}
+
+/// `inspect_document` and `canonical_form` (issue 46): the bench's checks over texts, offline;
+/// a refusal is a tool error naming the reason; a document past the bound is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_auditors_bench_tools_answer_from_texts() {
+    let w = World::new().await;
+    let client = w.connect(&[], "").await;
+    let dir = conduct_walker::sandbox::test_vectors("rings").join("real");
+    let ring =
+        std::fs::read_to_string(dir.join("rings/mcp-horizonshield-dev-mcp/2026-08.json")).unwrap();
+    let r = call(&client, "inspect_document", json!({"document": ring})).await;
+    let v = ok(&r);
+    assert_eq!(v["kind"], "ring", "{v:#}");
+    assert_eq!(v["canonical_agrees"], true);
+    assert_eq!(v["holds"], true);
+    let r = call(
+        &client,
+        "inspect_document",
+        json!({"document": "{}", "public_key": "AAAA"}),
+    )
+    .await;
+    assert!(error_text(&r).contains("32"));
+
+    let r = call(
+        &client,
+        "canonical_form",
+        json!({"document": "{\"b\":1.0,\"a\":\"é\"}", "form": "nenrin"}),
+    )
+    .await;
+    assert_eq!(ok(&r)["canonical"], "{\"a\":\"é\",\"b\":1.0}");
+    let r = call(
+        &client,
+        "canonical_form",
+        json!({"document": "[NaN]", "form": "rfc8785"}),
+    )
+    .await;
+    assert!(error_text(&r).contains("the rfc8785 form refuses"));
+    let huge = "x".repeat(4 * 1024 * 1024 + 1);
+    let r = call(
+        &client,
+        "canonical_form",
+        json!({"document": huge, "form": "nenrin"}),
+    )
+    .await;
+    assert!(error_text(&r).contains("document"));
     assert_eq!(w.records_in_store(), 0);
 }

@@ -14,6 +14,7 @@
 //! It does not bind the key to the organisation in the card's `provider` (A2A leaves that to the
 //! client), and it covers nothing the profile dropped; both are said in the record.
 
+pub mod acted_on;
 mod es256;
 pub mod fetch;
 mod header;
@@ -26,6 +27,7 @@ pub mod signing;
 mod verify;
 pub mod walk_block;
 
+pub use acted_on::{ACTED_ON_MEMBERS, ActedOnGap, acted_on_gaps};
 pub use header::{REASON_ABSENT, REASON_READ_NOT_VERIFIED, absent_block, read_header};
 pub use jws::{EntryError, JwsAlg};
 pub use keys::{
@@ -193,7 +195,16 @@ pub async fn verify_card(
     transport: Option<&Transport>,
     trust: &TrustStore,
 ) -> CardVerification {
-    verify::verify(card, origin, transport, trust, now_unix(), None).await
+    verify::verify(
+        card,
+        origin,
+        transport,
+        trust,
+        now_unix(),
+        None,
+        &Profile::ALL,
+    )
+    .await
 }
 
 /// [`verify_card`] at a given unix time (key expiry is judged against it).
@@ -204,7 +215,16 @@ pub async fn verify_card_at(
     trust: &TrustStore,
     now_unix: i64,
 ) -> CardVerification {
-    verify::verify(card, origin, transport, trust, now_unix, None).await
+    verify::verify(
+        card,
+        origin,
+        transport,
+        trust,
+        now_unix,
+        None,
+        &Profile::ALL,
+    )
+    .await
 }
 
 /// The card bytes are not JSON at all.
@@ -226,16 +246,197 @@ pub async fn verify_card_bytes(
     transport: Option<&Transport>,
     trust: &TrustStore,
 ) -> Result<CardVerification, CardNotJson> {
-    let (card, forced) = match crate::json::parse_strict(bytes) {
-        Ok(v) => (v, None),
+    verify_card_bytes_under(bytes, origin, transport, trust, &Profile::ALL).await
+}
+
+/// [`verify_card_bytes`] trying only `profiles`, in order (`card verify --profile` asks one
+/// reading). An empty list tries every profile.
+pub async fn verify_card_bytes_under(
+    bytes: &[u8],
+    origin: &str,
+    transport: Option<&Transport>,
+    trust: &TrustStore,
+    profiles: &[Profile],
+) -> Result<CardVerification, CardNotJson> {
+    let read = read_card_bytes(bytes)?;
+    Ok(read.verify(origin, transport, trust, profiles).await)
+}
+
+/// Card bytes read for verification: the card, and the refusal every profile shares when the
+/// bytes are JSON but not I-JSON.
+#[derive(Debug, Clone)]
+pub struct ReadCard {
+    pub card: Value,
+    forced: Option<CardInvalid>,
+}
+
+/// Read card bytes: a card with duplicate member names is read (last one wins, as the walk
+/// reads it) but has no canonical form under any profile, since RFC 8785 needs I-JSON.
+pub fn read_card_bytes(bytes: &[u8]) -> Result<ReadCard, CardNotJson> {
+    match crate::json::parse_strict(bytes) {
+        Ok(card) => Ok(ReadCard { card, forced: None }),
         Err(crate::json::StrictJsonError::DuplicateKey(name)) => {
-            let v = crate::json::parse_lenient(bytes).map_err(|e| CardNotJson(e.to_string()))?;
+            let card = crate::json::parse_lenient(bytes).map_err(|e| CardNotJson(e.to_string()))?;
             let why = format!("duplicate member name {name:?}");
-            (v, Some(CardInvalid::NotIJson(why)))
+            Ok(ReadCard {
+                card,
+                forced: Some(CardInvalid::NotIJson(why)),
+            })
         }
-        Err(e) => return Err(CardNotJson(e.to_string())),
-    };
-    Ok(verify::verify(&card, origin, transport, trust, now_unix(), forced).await)
+        Err(e) => Err(CardNotJson(e.to_string())),
+    }
+}
+
+impl ReadCard {
+    /// The origin (`https://host[:port]`) of the first entry's `jku`, when it has one: what a
+    /// card read from a file is judged against when no origin is given.
+    pub fn jku_origin(&self) -> Option<String> {
+        let block = read_header(Some(&self.card), "");
+        let jku = block.get("jku")?.as_str()?;
+        let url = url::Url::parse(jku).ok()?;
+        url.has_host().then(|| url.origin().ascii_serialization())
+    }
+
+    /// The card's payload under `profile` (none when the bytes are not I-JSON).
+    pub fn canonical(&self, profile: Profile) -> Result<Canonical, CardInvalid> {
+        match &self.forced {
+            Some(e) => Err(e.clone()),
+            None => canonicalize_card(&self.card, profile),
+        }
+    }
+
+    /// Verify every entry, trying `profiles` in order (empty: every profile).
+    pub async fn verify(
+        &self,
+        origin: &str,
+        transport: Option<&Transport>,
+        trust: &TrustStore,
+        profiles: &[Profile],
+    ) -> CardVerification {
+        let profiles = if profiles.is_empty() {
+            &Profile::ALL[..]
+        } else {
+            profiles
+        };
+        let forced = self.forced.clone();
+        verify::verify(
+            &self.card,
+            origin,
+            transport,
+            trust,
+            now_unix(),
+            forced,
+            profiles,
+        )
+        .await
+    }
+
+    /// [`ReadCard::verify`], and the verdict a script can trust: verified only when no member a
+    /// client acts on is outside the payload that verified.
+    pub async fn audit(
+        &self,
+        origin: &str,
+        transport: Option<&Transport>,
+        trust: &TrustStore,
+        profiles: &[Profile],
+    ) -> CardAudit {
+        let verification = self.verify(origin, transport, trust, profiles).await;
+        CardAudit::of(&self.card, verification)
+    }
+}
+
+/// conduct-walker's own answer about a card, beside the record's `card_signature` block (which
+/// stays the reference's shape and is not changed by it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CardVerdict {
+    /// A signature verifies and every member a client acts on is inside its payload.
+    Verified,
+    /// A signature verifies, but members a client acts on are outside its payload.
+    VerifiedUncovered,
+    /// Entries were checked against a key and none verifies (or the card has no payload).
+    NotVerified,
+    /// No entry could be checked (no key, refused or unreadable entries).
+    NotChecked,
+    /// The card carries no signatures.
+    Unsigned,
+    /// The bytes are not a card at all (not JSON).
+    Refused,
+}
+
+impl CardVerdict {
+    pub fn code(self) -> &'static str {
+        match self {
+            CardVerdict::Verified => "verified",
+            CardVerdict::VerifiedUncovered => "verified_with_uncovered_members",
+            CardVerdict::NotVerified => "not_verified",
+            CardVerdict::NotChecked => "not_checked",
+            CardVerdict::Unsigned => "unsigned",
+            CardVerdict::Refused => "refused",
+        }
+    }
+
+    /// The line a person reads.
+    pub fn text(self) -> &'static str {
+        match self {
+            CardVerdict::Verified => "verified",
+            CardVerdict::VerifiedUncovered => {
+                "verified, with uncovered members a client acts on: the signature does not vouch for them"
+            }
+            CardVerdict::NotVerified => "not verified",
+            CardVerdict::NotChecked => "not checked",
+            CardVerdict::Unsigned => "not verified (unsigned)",
+            CardVerdict::Refused => "refused: not a card",
+        }
+    }
+}
+
+/// A verification, the uncovered members that matter, and the verdict.
+#[derive(Debug, Clone)]
+pub struct CardAudit {
+    pub verification: CardVerification,
+    pub gaps: Vec<ActedOnGap>,
+    pub verdict: CardVerdict,
+}
+
+impl CardAudit {
+    pub fn of(card: &Value, verification: CardVerification) -> Self {
+        let gaps = if verification.valid {
+            acted_on_gaps(card, &verification.uncovered)
+        } else {
+            Vec::new()
+        };
+        let verdict = if !verification.present() {
+            CardVerdict::Unsigned
+        } else if verification.valid && gaps.is_empty() {
+            CardVerdict::Verified
+        } else if verification.valid {
+            CardVerdict::VerifiedUncovered
+        } else if verification.verified() == Some(false) || verification.card_invalid.is_some() {
+            CardVerdict::NotVerified
+        } else {
+            CardVerdict::NotChecked
+        };
+        CardAudit {
+            verification,
+            gaps,
+            verdict,
+        }
+    }
+
+    /// The JSON answer: the verdict, the members that matter, and the record's block as is.
+    pub fn to_json(&self) -> Value {
+        let v = &self.verification;
+        json!({
+            "verdict": self.verdict.code(),
+            "reason": v.verified_reason(false),
+            "profile": v.profile.map(Profile::name),
+            "acted_on_uncovered": self.gaps.iter().map(|g| json!({
+                "member": g.pointer, "why": g.why.code(), "matters": g.matters,
+            })).collect::<Vec<_>>(),
+            "does_not_establish": v.attribution_line(),
+            "card_signature": v.record_block(false),
+        })
+    }
 }
 
 fn cut(s: &str) -> String {

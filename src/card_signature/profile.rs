@@ -55,6 +55,11 @@ impl Profile {
         }
     }
 
+    /// The profile of this [`Profile::name`], for `--profile` and `--form card-NAME`.
+    pub fn from_name(name: &str) -> Option<Profile> {
+        Profile::ALL.into_iter().find(|p| p.name() == name)
+    }
+
     /// What the profile signs, in one clause (used in `verified_reason`).
     pub fn description(self) -> &'static str {
         match self {

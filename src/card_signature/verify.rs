@@ -45,6 +45,7 @@ pub(crate) async fn verify(
     trust: &TrustStore,
     now_unix: i64,
     forced: Option<CardInvalid>,
+    profiles: &[Profile],
 ) -> CardVerification {
     let Some(entries) = signatures_of(Some(card)) else {
         return CardVerification::unsigned();
@@ -93,6 +94,7 @@ pub(crate) async fn verify(
             now_unix,
             &mut payloads,
             &mut fetched,
+            profiles,
         )
         .await;
         results.push(r);
@@ -119,7 +121,15 @@ pub(crate) async fn verify(
             .as_ref()
             .map(|c| c.uncovered.clone())
             .unwrap_or_default(),
-        None => sdk.map(|c| c.uncovered).unwrap_or_default(),
+        // Nothing verified: the first profile asked says what a signature would not cover.
+        None => match profiles.first() {
+            Some(&Profile::Sdk) | None => sdk.map(|c| c.uncovered).unwrap_or_default(),
+            Some(&p) => payloads
+                .get(p)
+                .as_ref()
+                .map(|c| c.uncovered.clone())
+                .unwrap_or_default(),
+        },
     };
     CardVerification {
         summary: Some(summary),
@@ -143,6 +153,7 @@ async fn check_entry(
     now_unix: i64,
     payloads: &mut Payloads<'_>,
     fetched: &mut HashMap<String, Result<Arc<Vec<Value>>, JwksFetchError>>,
+    profiles: &[Profile],
 ) -> SignatureResult {
     let mut result = entry_facts(index, parsed);
     // 1. Keys: pinned for this origin first, else the header's jku.
@@ -165,7 +176,7 @@ async fn check_entry(
             return result;
         }
     };
-    verify_over_payloads(parsed, &usable, source, payloads, result)
+    verify_over_payloads(parsed, &usable, source, payloads, profiles, result)
 }
 
 /// What the entry's header says, before any key is looked for (status `NoKey` until one is).
@@ -292,17 +303,18 @@ fn verify_over_payloads(
     usable: &[UsableKey],
     source: KeySource,
     payloads: &mut Payloads<'_>,
+    profiles: &[Profile],
     mut result: SignatureResult,
 ) -> SignatureResult {
     let kid = parsed.header.kid.as_str();
     let mut tried: Vec<&'static str> = Vec::new();
     let mut no_payload: Vec<String> = Vec::new();
     let mut wrong_length = None;
-    for profile in Profile::ALL {
+    for &profile in profiles {
         let payload = match payloads.get(profile) {
             Ok(c) => c.bytes.clone(),
             Err(e) => {
-                if profile == Profile::Sdk {
+                if profile == profiles[0] {
                     no_payload.push(e.to_string());
                 }
                 continue;

@@ -41,6 +41,15 @@ pub enum Command {
     /// Verify an Agent Card's JWS signatures.
     #[command(subcommand)]
     Card(super::card::CardCommand),
+    /// Print the canonical bytes of a JSON file under the NENRIN form, RFC 8785 or a card
+    /// signature profile (or their sha256), refusing what the form refuses.
+    #[command(after_help = super::canonical::EXIT_CODES)]
+    Canonical(super::canonical::CanonicalArgs),
+    /// Say what each file is (walk record, intake body line, witness observation, ring, key
+    /// history, gate verdict), its sha256 as given and canonical, its signature's verdict and
+    /// what it establishes.
+    #[command(after_help = super::inspect::EXIT_CODES)]
+    Inspect(super::inspect::InspectArgs),
     /// Verify the standing proposals a card publishes (A2A Terms extension).
     #[command(subcommand)]
     Terms(super::terms::TermsCommand),

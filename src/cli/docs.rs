@@ -133,6 +133,10 @@ const EXIT_STATUS: &[(&str, &str)] = &[
         "2",
         "An error: bad usage, an invalid config, an unreadable key or store, a network or I/O failure. The message names what was wrong.",
     ),
+    (
+        "3",
+        "card verify only: a signature verifies, but members a client acts on are outside what it covers (see conduct-walker-card-verify(1)).",
+    ),
 ];
 
 const ENVIRONMENT: &[(&str, &str)] = &[

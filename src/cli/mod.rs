@@ -4,9 +4,11 @@
 pub mod alerts;
 pub mod app;
 pub mod bench;
+pub mod canonical;
 pub mod card;
 pub mod daemon;
 pub mod docs;
+pub mod inspect;
 pub mod intake;
 pub mod keys;
 pub mod ledger;
@@ -66,6 +68,8 @@ pub async fn run(command: Command) -> anyhow::Result<Ran> {
         Command::Ring(cmd) => ring::run(cmd).await,
         Command::Alerts(cmd) => alerts::run(cmd).await,
         Command::Card(cmd) => card::run(cmd).await,
+        Command::Canonical(args) => canonical::run(args),
+        Command::Inspect(args) => inspect::run(args),
         Command::Terms(cmd) => terms::run(cmd).await,
         Command::Witness(cmd) => witness::run(cmd).await,
         Command::Config(cmd) => daemon::config_command(cmd),
@@ -84,6 +88,10 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_FINDING: u8 = 1;
 /// Exit code for usage and I/O errors.
 pub const EXIT_ERROR: u8 = 2;
+/// Exit code of `card verify` for a card whose signature verifies while members a client acts
+/// on are outside what it covers: neither "yes" nor "no", and a script must not read it as
+/// either.
+pub const EXIT_UNCOVERED: u8 = 3;
 
 /// The exit of a completed run: [`EXIT_OK`] when its answer is "yes", else [`EXIT_FINDING`].
 pub fn exit_answer(yes: bool) -> ExitCode {

@@ -204,6 +204,8 @@ impl ServerHandler for WitnessServer {
             tools::CARD_VERIFY => reads::card_verify(state, args).await,
             tools::TERMS_VERIFY => reads::terms_verify(state, args).await,
             tools::RING_VERIFY => rings::ring_verify(args).await,
+            tools::INSPECT_DOCUMENT => rings::inspect_document(args).await,
+            tools::CANONICAL_FORM => rings::canonical_form(args).await,
             other => {
                 return Err(ErrorData::invalid_params(
                     format!("no tool named {}", tools::quote(other)),

@@ -198,30 +198,23 @@ pub(super) async fn card_verify(
     args: Option<JsonObject>,
 ) -> Result<CallToolResult, String> {
     let (url, origin, bytes) = card(state, args, tools::CARD_VERIFY).await?;
-    let v = crate::card_signature::verify_card_bytes(
-        &bytes,
-        &origin,
-        Some(&state.jwks_transport),
-        &state.trust,
-    )
-    .await
-    .map_err(|e| format!("the card at {url} cannot be checked: {e}"))?;
+    let read = crate::card_signature::read_card_bytes(&bytes)
+        .map_err(|e| format!("the card at {url} cannot be checked: {e}"))?;
+    let audit = read
+        .audit(&origin, Some(&state.jwks_transport), &state.trust, &[])
+        .await;
+    let v = &audit.verification;
     // Three-valued like the record's `verified`: "not checked" must not read as "bad".
-    let summary = format!(
-        "{}: {}",
-        match v.verified() {
-            Some(true) => "verified",
-            Some(false) => "not verified",
-            None => "not checked",
-        },
-        v.verified_reason(false)
-    );
+    let summary = format!("{}: {}", audit.verdict.text(), v.verified_reason(false));
+    let audit_json = audit.to_json();
     Ok(answer(
         summary,
         json!({
             "url": url,
             "valid": v.valid,
             "verified": v.verified(),
+            "verdict": audit.verdict.code(),
+            "acted_on_uncovered": audit_json["acted_on_uncovered"],
             "card_signature": v.record_block(false),
             "verified_reason": v.verified_reason(false),
             "does_not_establish": v.attribution_line(),

@@ -1,5 +1,6 @@
 //! `ring_verify` (issue 37): rebuild a NENRIN ring from the texts given and compare it with the
-//! claimed one. Read-only and offline: it reads no file and no network, only its arguments.
+//! claimed one; `inspect_document` and `canonical_form` (issue 46): the auditor's bench over a
+//! document's text. Read-only and offline: they read no file and no network, only their arguments.
 
 use super::answer;
 use super::tools::{self, Args};
@@ -85,6 +86,53 @@ fn verify(
             "claimed_sha256": claimed_sha256,
             "rebuilt_sha256": built.sha256,
             "differing_keys": diffs,
+        }),
+    ))
+}
+
+/// `inspect_document`: the bench's `inspect` over a document's text (bounded by the schema).
+pub(super) async fn inspect_document(args: Option<JsonObject>) -> Result<CallToolResult, String> {
+    use crate::audit::inspect;
+    let a = Args::new(args, tools::INSPECT_DOCUMENT)?;
+    let document = a.required("document")?;
+    let mut given = inspect::Given {
+        signature: a.string("signature")?,
+        ..inspect::Given::default()
+    };
+    if let Some(key) = a.string("public_key")? {
+        let (key, doc) = inspect::parse_key(&key).map_err(|why| format!("public_key: {why}"))?;
+        given.public_key = Some(key);
+        given.key_doc = doc;
+    }
+    let report = tokio::task::spawn_blocking(move || inspect::inspect(document.as_bytes(), &given))
+        .await
+        .map_err(|e| format!("the inspect_document task failed: {e}"))?;
+    let summary = format!(
+        "{}: {}",
+        report.kind.description(),
+        if report.holds() { "OK" } else { "NOT OK" }
+    );
+    Ok(answer(summary, report.to_json()))
+}
+
+/// `canonical_form`: a document's canonical bytes under one form.
+pub(super) async fn canonical_form(args: Option<JsonObject>) -> Result<CallToolResult, String> {
+    use crate::audit::forms;
+    let a = Args::new(args, tools::CANONICAL_FORM)?;
+    let document = a.required("document")?;
+    let form = forms::Form::parse(&a.required("form")?)?;
+    let c = tokio::task::spawn_blocking(move || forms::canonicalise(form, document.as_bytes()))
+        .await
+        .map_err(|e| format!("the canonical_form task failed: {e}"))?
+        .map_err(|refusal| refusal.to_string())?;
+    let sha256 = crate::digest::sha256_hex(&c.bytes);
+    Ok(answer(
+        format!("{} form, sha256 {sha256}", form.name()),
+        serde_json::json!({
+            "form": form.name(),
+            "canonical": String::from_utf8_lossy(&c.bytes),
+            "sha256": sha256,
+            "uncovered": c.uncovered.iter().map(|u| serde_json::json!({"member": u.pointer, "why": u.why.code()})).collect::<Vec<_>>(),
         }),
     ))
 }

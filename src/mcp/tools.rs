@@ -15,6 +15,14 @@ pub const RECORDS_VERIFY: &str = "records_verify";
 pub const CARD_VERIFY: &str = "card_verify";
 pub const TERMS_VERIFY: &str = "terms_verify";
 pub const RING_VERIFY: &str = "ring_verify";
+pub const INSPECT_DOCUMENT: &str = "inspect_document";
+pub const CANONICAL_FORM: &str = "canonical_form";
+
+/// The longest document `inspect_document` and `canonical_form` take: a record, observation,
+/// ring or card is far smaller, and a parsed tree costs a few times its text.
+pub const DOCUMENT_MAX_CHARS: usize = 4 * 1024 * 1024;
+/// A key or signature in any spelling, or a key_url document.
+const KEY_MAX_CHARS: usize = 4096;
 
 fn object(v: Value) -> Arc<JsonObject> {
     match v {
@@ -361,11 +369,20 @@ fn card_verify() -> Tool {
                 "anyOf": [{ "type": "boolean" }, { "type": "null" }],
                 "description": "true: a signature verifies; false: every checked signature failed; null: nothing could be checked",
             },
+            "verdict": {
+                "type": "string",
+                "enum": ["verified", "verified_with_uncovered_members", "not_verified", "not_checked", "unsigned"],
+                "description": "verified only when a signature verifies and every member a client acts on is covered",
+            },
+            "acted_on_uncovered": {
+                "type": "array",
+                "description": "members a client acts on (url, supportedInterfaces, securitySchemes, a snake_case twin with another value) that the verifying signature does not cover",
+            },
             "card_signature": { "type": "object" },
             "verified_reason": { "type": "string" },
             "does_not_establish": { "type": "string" },
         },
-        "required": ["url", "valid", "verified", "card_signature", "verified_reason", "does_not_establish"],
+        "required": ["url", "valid", "verified", "verdict", "acted_on_uncovered", "card_signature", "verified_reason", "does_not_establish"],
     });
     Tool::new(
         CARD_VERIFY,
@@ -475,7 +492,78 @@ pub fn all() -> Vec<Tool> {
         card_verify(),
         terms_verify(),
         ring_verify(),
+        inspect_document(),
+        canonical_form(),
     ]
+}
+
+fn inspect_document() -> Tool {
+    let input = json!({
+        "type": "object",
+        "properties": {
+            "document": string_input(DOCUMENT_MAX_CHARS, "The file's exact text: a walk record, an intake body line, a witness observation, a ring, a key-history document or a gate verdict, pretty or compact."),
+            "public_key": string_input(KEY_MAX_CHARS, "An Ed25519 public key to check signatures with: base64, base64url, 64 hex digits, or the key_url document's text."),
+            "signature": string_input(KEY_MAX_CHARS, "A record's detached signature (base64), for a record that does not carry one."),
+        },
+        "required": ["document"],
+        "additionalProperties": false,
+    });
+    let output = json!({
+        "type": "object",
+        "properties": {
+            "kind": { "type": "string", "enum": ["walk_record", "commitment_record", "intake_body", "witness_observation", "ring", "key_history", "gate_verdict", "unknown", "not_json"] },
+            "what": { "type": "string" },
+            "sha256_given": { "type": "string", "pattern": "^[0-9a-f]{64}$" },
+            "canonical_form": nullable("string"),
+            "sha256_canonical": nullable("string"),
+            "canonical_agrees": nullable("boolean"),
+            "checks": { "type": "array", "description": "each check with holds true, false, or null when it could not be made" },
+            "establishes": { "type": "array", "items": { "type": "string" } },
+            "does_not_establish": { "type": "array", "items": { "type": "string" } },
+            "notes": { "type": "array", "items": { "type": "string" } },
+            "holds": { "type": "boolean", "description": "a known kind and no check failed" },
+        },
+        "required": ["kind", "what", "sha256_given", "checks", "establishes", "does_not_establish", "notes", "holds"],
+    });
+    Tool::new(
+        INSPECT_DOCUMENT,
+        "Say what a document is (walk record, intake body line, witness observation, ring, key \
+         history, gate verdict), its sha256 as given and canonical, its signature's verdict and \
+         what it establishes. Offline: nothing is fetched.",
+        object(input),
+    )
+    .with_raw_output_schema(object(output))
+    .with_annotations(read_only())
+}
+
+fn canonical_form() -> Tool {
+    let input = json!({
+        "type": "object",
+        "properties": {
+            "document": string_input(DOCUMENT_MAX_CHARS, "The JSON text."),
+            "form": { "type": "string", "enum": crate::audit::forms::Form::names(), "description": "nenrin (records), rfc8785 (I-JSON), or a card signature profile." },
+        },
+        "required": ["document", "form"],
+        "additionalProperties": false,
+    });
+    let output = json!({
+        "type": "object",
+        "properties": {
+            "form": { "type": "string" },
+            "canonical": { "type": "string" },
+            "sha256": { "type": "string", "pattern": "^[0-9a-f]{64}$" },
+            "uncovered": { "type": "array", "description": "card forms: the members the payload leaves out" },
+        },
+        "required": ["form", "canonical", "sha256", "uncovered"],
+    });
+    Tool::new(
+        CANONICAL_FORM,
+        "The canonical bytes of a JSON document under the NENRIN form, RFC 8785 or a card \
+         signature profile, and their sha256; refused with the reason when the form has none.",
+        object(input),
+    )
+    .with_raw_output_schema(object(output))
+    .with_annotations(read_only())
 }
 
 /// The tool's input schema, which [`Args`] reads its argument names and bounds from.

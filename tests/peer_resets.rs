@@ -392,7 +392,8 @@ async fn a_jwks_server_that_resets_ends_card_verify_with_1_naming_the_jku() {
             reached(&peer, shape);
             if !closed {
                 // The reason names the jku and what met the fetch, whichever part failed.
-                let block: Value = serde_json::from_str(&ran.stdout).unwrap();
+                let answer: Value = serde_json::from_str(&ran.stdout).unwrap();
+                let block = &answer["card_signature"];
                 let sig = &block["signatures"][0];
                 assert_eq!(sig["jku"], jku.as_str(), "{block}");
                 assert_eq!(sig["result"], "no_key", "{block}");

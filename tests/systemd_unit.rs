@@ -371,10 +371,11 @@ fn the_unit_under_real_systemd() {
         c.run(&["test", "-s", "/run/cw-sandbox/walker.toml"]).ok
     });
     let sandbox_config = c.run(&["cat", "/run/cw-sandbox/walker.toml"]).stdout;
-    // The service's store is its StateDirectory, and its key the credential.
+    // The service's store is its StateDirectory, and its key the credential (in place of the
+    // key file the sandbox wrote).
     let config: String = sandbox_config
         .lines()
-        .filter(|l| !l.starts_with("database = "))
+        .filter(|l| !l.starts_with("database = ") && !l.starts_with("key = "))
         .map(|l| format!("{l}\n"))
         .collect::<String>()
         .replace(

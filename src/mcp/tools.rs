@@ -376,6 +376,7 @@ fn card_verify() -> Tool {
             },
             "acted_on_uncovered": {
                 "type": "array",
+                "items": { "type": "object" },
                 "description": "members a client acts on (url, supportedInterfaces, securitySchemes, a snake_case twin with another value) that the verifying signature does not cover",
             },
             "card_signature": { "type": "object" },
@@ -517,7 +518,7 @@ fn inspect_document() -> Tool {
             "canonical_form": nullable("string"),
             "sha256_canonical": nullable("string"),
             "canonical_agrees": nullable("boolean"),
-            "checks": { "type": "array", "description": "each check with holds true, false, or null when it could not be made" },
+            "checks": { "type": "array", "items": { "type": "object" }, "description": "each check with holds true, false, or null when it could not be made" },
             "establishes": { "type": "array", "items": { "type": "string" } },
             "does_not_establish": { "type": "array", "items": { "type": "string" } },
             "notes": { "type": "array", "items": { "type": "string" } },
@@ -552,7 +553,7 @@ fn canonical_form() -> Tool {
             "form": { "type": "string" },
             "canonical": { "type": "string" },
             "sha256": { "type": "string", "pattern": "^[0-9a-f]{64}$" },
-            "uncovered": { "type": "array", "description": "card forms: the members the payload leaves out" },
+            "uncovered": { "type": "array", "items": { "type": "object" }, "description": "card forms: the members the payload leaves out" },
         },
         "required": ["form", "canonical", "sha256", "uncovered"],
     });

@@ -320,19 +320,7 @@ fn record(
             detail: format!("the embedded key {embedded} against the key given {given}"),
         });
     }
-    let strings = |name: &str| -> Vec<String> {
-        record
-            .get(name)
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    report.establishes = strings("establishes");
-    report.does_not_establish = strings("does_not_establish");
+    (report.establishes, report.does_not_establish) = what_it_says(record);
     if report.establishes.is_empty() {
         report.notes.push("the record lists no establishes / does_not_establish (an older record version): only the bench's lines below apply".into());
     }
@@ -407,8 +395,13 @@ fn observation(report: &mut Report, record: &Value, given: &Given) {
             format!("refused: {}", codes.join(", "))
         },
     });
+    (report.establishes, report.does_not_establish) = what_it_says(record);
+}
+
+/// A document's own `establishes` and `does_not_establish` lines (its strings only).
+fn what_it_says(document: &Value) -> (Vec<String>, Vec<String>) {
     let strings = |name: &str| -> Vec<String> {
-        record
+        document
             .get(name)
             .and_then(Value::as_array)
             .map(|a| {
@@ -418,8 +411,7 @@ fn observation(report: &mut Report, record: &Value, given: &Given) {
             })
             .unwrap_or_default()
     };
-    report.establishes = strings("establishes");
-    report.does_not_establish = strings("does_not_establish");
+    (strings("establishes"), strings("does_not_establish"))
 }
 
 #[cfg(test)]

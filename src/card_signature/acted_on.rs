@@ -112,7 +112,7 @@ pub fn acted_on_gaps(card: &Value, uncovered: &[Uncovered]) -> Vec<ActedOnGap> {
 fn acted_on_member(pointer: &str) -> Option<&'static str> {
     let first = pointer.strip_prefix('/')?.split('/').next()?;
     let first = unescape(first);
-    let camel = snake_to_camel(&first);
+    let camel = super::walk_block::snake_to_camel(&first);
     ACTED_ON_MEMBERS
         .iter()
         .find(|(name, _)| *name == first || *name == camel)
@@ -122,7 +122,7 @@ fn acted_on_member(pointer: &str) -> Option<&'static str> {
 /// For a shadowed snake_case member: the camelCase twin's pointer when the values differ.
 fn twin_differs(card: &Value, pointer: &str) -> Option<String> {
     let (parent, last) = pointer.rsplit_once('/')?;
-    let camel = snake_to_camel(&unescape(last));
+    let camel = super::walk_block::snake_to_camel(&unescape(last));
     let twin = format!("{parent}/{}", escape(&camel));
     let differs = card.pointer(pointer) != card.pointer(&twin);
     differs.then_some(twin)
@@ -143,22 +143,6 @@ fn url_mirrors_covered_interface(card: &Value, uncovered: &[Uncovered]) -> bool 
             .any(|u| at == u.pointer || at.starts_with(&format!("{}/", u.pointer)));
         covered && entry.get("url").and_then(Value::as_str) == Some(url)
     })
-}
-
-fn snake_to_camel(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut upper = false;
-    for c in name.chars() {
-        if c == '_' {
-            upper = true;
-        } else if upper {
-            out.extend(c.to_uppercase());
-            upper = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// RFC 6901 reference token decoding.

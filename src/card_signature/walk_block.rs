@@ -306,7 +306,7 @@ fn sdk_input(value: JsonRef<'_>) -> Value {
 }
 
 /// protobuf's JSON name of a field name (`default_input_modes` → `defaultInputModes`).
-fn snake_to_camel(name: &str) -> String {
+pub(super) fn snake_to_camel(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     let mut upper = false;
     for c in name.chars() {

@@ -152,16 +152,7 @@ fn reciprocal_walks_are_listed_with_their_state_reason_and_record() {
         row("declined", Some("not_card_url"), None),
     ];
     let html = overview(&v, "t");
-    let page = scraper::Html::parse_document(&html);
-    let rows = scraper::Selector::parse("#reciprocal-walks tr.reciprocal-walk").unwrap();
-    let cells: Vec<Vec<String>> = page
-        .select(&rows)
-        .map(|tr| {
-            tr.select(&scraper::Selector::parse("td").unwrap())
-                .map(|td| td.text().collect())
-                .collect()
-        })
-        .collect();
+    let cells = row_cells(&html, "#reciprocal-walks tr.reciprocal-walk");
     assert_eq!(cells[0][2], "filed");
     assert_eq!(cells[0][5], "abababababababab");
     assert_eq!(
@@ -229,16 +220,7 @@ fn witness_requests_are_listed_only_when_there_are_any_escaped_and_by_reason() {
         row("answered", None, Some("ab".repeat(32))),
     ];
     let html = overview(&v, "t");
-    let page = scraper::Html::parse_document(&html);
-    let rows = scraper::Selector::parse("#witness-requests tr.witness-request").unwrap();
-    let cells: Vec<Vec<String>> = page
-        .select(&rows)
-        .map(|tr| {
-            tr.select(&scraper::Selector::parse("td").unwrap())
-                .map(|td| td.text().collect())
-                .collect()
-        })
-        .collect();
+    let cells = row_cells(&html, "#witness-requests tr.witness-request");
     assert_eq!(
         cells,
         [
@@ -452,4 +434,14 @@ fn a_record_page_says_which_checks_failed() {
         !html.contains(r#"id="ledger""#),
         "a store without the ledger's tables shows none"
     );
+}
+
+/// The text of every `td` of each row `rows` selects, row by row.
+fn row_cells(html: &str, rows: &str) -> Vec<Vec<String>> {
+    let page = scraper::Html::parse_document(html);
+    let rows = scraper::Selector::parse(rows).unwrap();
+    let cell = scraper::Selector::parse("td").unwrap();
+    page.select(&rows)
+        .map(|tr| tr.select(&cell).map(|td| td.text().collect()).collect())
+        .collect()
 }

@@ -111,7 +111,8 @@ pub fn host_of(url: &str) -> Option<String> {
 pub struct OriginNow {
     /// A reciprocal walk of this origin that is queued or running: its row id.
     pub pending: Option<i64>,
-    /// A reciprocal walk of this origin was filed today (UTC).
+    /// A reciprocal walk of this origin was walked today (UTC): its record is on its way to the
+    /// intake, which counts one per identity, endpoint and day.
     pub filed_today: bool,
 }
 
@@ -148,16 +149,16 @@ pub mod state {
     pub const JOINED: &str = "joined";
     pub const QUEUED: &str = "queued";
     pub const RUNNING: &str = "running";
-    /// Walked; its record stored with its outbox row (the submission's own state is the
-    /// outbox's).
-    pub const FILED: &str = "filed";
+    /// Walked: its record stored with its outbox row (how its filing stands is the outbox's
+    /// state, not this one).
+    pub const WALKED: &str = "walked";
     /// The origin's consent file declined listing when the walk was to start.
     pub const CANCELLED: &str = "cancelled";
     /// The walk produced no record (a store or setup error; an agent's failure is a record).
     pub const FAILED: &str = "failed";
     /// Whether a row in this state counts against the day's budget.
     pub fn counts_against_budget(state: &str) -> bool {
-        matches!(state, QUEUED | RUNNING | FILED | CANCELLED | FAILED)
+        matches!(state, QUEUED | RUNNING | WALKED | CANCELLED | FAILED)
     }
 }
 

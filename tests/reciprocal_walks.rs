@@ -229,10 +229,10 @@ fn a_caller_is_walked_back_and_filed_to_its_intake_across_a_restart() {
     d.wait_for(
         "the walk filed",
         Duration::from_secs(WITHIN_SECS as u64),
-        |d| row_for(d, &caller_origin).is_some_and(|r| r.state == "filed"),
+        |d| row_for(d, &caller_origin).is_some_and(|r| r.state == "walked"),
     );
     let walked = rows(&d);
-    let filed: Vec<_> = walked.iter().filter(|r| r.state == "filed").collect();
+    let filed: Vec<_> = walked.iter().filter(|r| r.state == "walked").collect();
     assert_eq!(
         filed.len(),
         1,
@@ -342,7 +342,7 @@ fn a_caller_is_walked_back_and_filed_to_its_intake_across_a_restart() {
     let ends = metric(&metrics, "conduct_walker_reciprocal_walks_total");
     assert!(
         ends.iter()
-            .any(|(l, v)| l == "state=\"filed\"" && *v == 1.0),
+            .any(|(l, v)| l == "state=\"walked\"" && *v == 1.0),
         "{ends:?}"
     );
     d.stop();

@@ -207,7 +207,7 @@ fn the_sandbox_daemon_walks_its_caller_back_and_tells_the_asking_origin() {
     let filed = loop {
         let store = conduct_walker::store::Store::open_read_only(&db).unwrap();
         let rows = conduct_walker::store::reciprocal_walks::recent(store.connection(), 10).unwrap();
-        if let Some(row) = rows.into_iter().find(|r| r.state == "filed") {
+        if let Some(row) = rows.into_iter().find(|r| r.state == "walked") {
             break row;
         }
         assert!(Instant::now() < until, "the caller was not walked back");

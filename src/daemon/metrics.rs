@@ -322,7 +322,11 @@ const RECIPROCAL_LABELS: [(&str, &str); 8] = [
 ];
 
 /// How a reciprocal walk ended (`reciprocal::state`), in `/metrics` order.
-const RECIPROCAL_ENDS: [&str; 3] = ["filed", "cancelled", "failed"];
+const RECIPROCAL_ENDS: [&str; 3] = [
+    crate::reciprocal::state::WALKED,
+    crate::reciprocal::state::CANCELLED,
+    crate::reciprocal::state::FAILED,
+];
 
 impl FaceOutcome {
     pub fn labels(self) -> (&'static str, &'static str) {
@@ -416,7 +420,7 @@ impl WitnessMetrics {
             (
                 "conduct_walker_reciprocal_walks_total",
                 Kind::Counter,
-                "Reciprocal walks that ended, by state (filed: record stored and queued for the caller's intake; cancelled: the consent file declined when the walk was to start; failed: no record), since the daemon started.",
+                "Reciprocal walks that ended, by state (walked: record stored and queued for the caller's intake; cancelled: the consent file declined when the walk was to start; failed: no record), since the daemon started.",
             ),
             ["state"],
             RECIPROCAL_ENDS
@@ -486,7 +490,7 @@ mod tests {
         m.count_reciprocal(None);
         m.count_reciprocal(Some(crate::reciprocal::Decline::Budget));
         m.count_reciprocal(Some(crate::reciprocal::Decline::Budget));
-        m.count_reciprocal_end("filed");
+        m.count_reciprocal_end(crate::reciprocal::state::WALKED);
         let mut text = String::new();
         m.render(&mut text);
         assert!(text.contains(
@@ -495,7 +499,7 @@ mod tests {
         assert!(text.contains(
             "conduct_walker_reciprocal_requests_total{answer=\"scheduled\",reason=\"\"} 1\n"
         ));
-        assert!(text.contains("conduct_walker_reciprocal_walks_total{state=\"filed\"} 1\n"));
+        assert!(text.contains("conduct_walker_reciprocal_walks_total{state=\"walked\"} 1\n"));
         assert!(text.contains("conduct_walker_reciprocal_walks_total{state=\"failed\"} 0\n"));
     }
 

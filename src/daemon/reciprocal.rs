@@ -290,7 +290,7 @@ impl WalkLoop {
                 tracing::info!(sha = %done.sha256, outcome = done.outcome.as_deref().unwrap_or("-"),
                     intake = done.intake_url.as_deref().unwrap_or("-"), "reciprocal walk stored");
                 Owned {
-                    state: state::FILED,
+                    state: state::WALKED,
                     record_id: Some(done.record_id),
                     record_sha256: Some(done.sha256),
                     intake_url: done.intake_url,

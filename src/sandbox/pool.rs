@@ -266,7 +266,7 @@ pub async fn walk_back(
         store.connection(),
         row.id,
         &Ended {
-            state: state::FILED,
+            state: state::WALKED,
             record_id: Some(report.record_id),
             record_sha256: Some(&report.outcome.sha256),
             intake_url: intake,

@@ -146,7 +146,7 @@ fn origin_now(conn: &Connection, origin: &str, day: &str) -> Result<OriginNow, S
         .optional()?;
     let filed_today = conn
         .prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM reciprocal_walks WHERE origin = ?1 AND state = 'filed' \
+            "SELECT EXISTS (SELECT 1 FROM reciprocal_walks WHERE origin = ?1 AND state = 'walked' \
              AND substr(finished_at, 1, 10) = ?2)",
         )?
         .query_row([origin, day], |r| r.get(0))?;
@@ -302,7 +302,7 @@ mod tests {
             c,
             first.id,
             &Ended {
-                state: state::FILED,
+                state: state::WALKED,
                 record_id: Some(1),
                 ..Ended::default()
             },
@@ -328,7 +328,7 @@ mod tests {
         assert_eq!(
             states,
             [
-                "queued", "declined", "queued", "declined", "joined", "filed"
+                "queued", "declined", "queued", "declined", "joined", "walked"
             ]
         );
         assert_eq!(rows[1].reason.as_deref(), Some("budget"));

@@ -148,12 +148,16 @@ fn reciprocal_walks_are_listed_with_their_state_reason_and_record() {
         }
     };
     v.reciprocal_walks = vec![
-        row("filed", None, Some("ab".repeat(32))),
+        row(
+            crate::reciprocal::state::WALKED,
+            None,
+            Some("ab".repeat(32)),
+        ),
         row("declined", Some("not_card_url"), None),
     ];
     let html = overview(&v, "t");
     let cells = row_cells(&html, "#reciprocal-walks tr.reciprocal-walk");
-    assert_eq!(cells[0][2], "filed");
+    assert_eq!(cells[0][2], crate::reciprocal::state::WALKED);
     assert_eq!(cells[0][5], "abababababababab");
     assert_eq!(
         cells[1][..4],

@@ -11,9 +11,9 @@ CREATE TABLE reciprocal_walks (
     caller_card   TEXT NOT NULL,
     -- `https://host[:port]`; NULL when steps 1–2 refused the value.
     origin        TEXT,
-    -- reciprocal::state: declined, joined, queued, running, filed, cancelled, failed.
+    -- reciprocal::state: declined, joined, queued, running, walked, cancelled, failed.
     state         TEXT NOT NULL CHECK (state IN
-                      ('declined', 'joined', 'queued', 'running', 'filed', 'cancelled', 'failed')),
+                      ('declined', 'joined', 'queued', 'running', 'walked', 'cancelled', 'failed')),
     -- A decline or cancel reason (reciprocal::Decline).
     reason        TEXT,
     detail        TEXT,

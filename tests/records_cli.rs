@@ -778,3 +778,70 @@ fn import_takes_what_inspect_takes_and_a_refusal_names_file_line_and_shape() {
     );
     assert_eq!(Store::open_read_only(&target).unwrap().count().unwrap(), 2);
 }
+
+#[test]
+fn verify_file_prints_both_sha256s_without_a_key_and_takes_the_key_as_inspect_does() {
+    use base64::Engine as _;
+    let dir = tempfile::tempdir().unwrap();
+    let k = key(6);
+    let bytes = record_bytes(1, true);
+    let sha = sha256_hex(&bytes);
+    let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    let pretty = dir.path().join("pretty.json");
+    std::fs::write(&pretty, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    let pretty_sha = sha256_hex(std::fs::read(&pretty).unwrap());
+    // No signature, no key: both sha256s, the canonical one being the record's.
+    let o = run(&["records", "verify-file", pretty.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with(&pretty_sha), "{out}");
+    assert!(
+        out.contains(&format!("{sha}  canonical (NENRIN) form, different")),
+        "{out}"
+    );
+    assert!(out.contains("signature not checked"), "{out}");
+
+    // The key as hex, base64url without padding, or a key_url document file.
+    let canonical = dir.path().join("walk.json");
+    std::fs::write(&canonical, &bytes).unwrap();
+    let raw = k.verifying_key().to_bytes();
+    let doc = dir.path().join("key.json");
+    let doc_text = serde_json::json!({"public_key_ed25519_b64": public_key_b64(&k)});
+    std::fs::write(&doc, doc_text.to_string()).unwrap();
+    let sig = sign_b64(&k, &bytes);
+    for key in [
+        hex::encode(raw),
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw),
+        doc.to_str().unwrap().to_string(),
+    ] {
+        let args = ["records", "verify-file", canonical.to_str().unwrap()];
+        let o = run(&[&args[..], &["--signature", &sig, "--public-key", &key]].concat());
+        assert_eq!(code(&o), 0, "{key}: {}", stderr(&o));
+        let out = stdout(&o);
+        assert!(
+            out.contains("canonical (NENRIN) form, the same") && out.contains("signature valid"),
+            "{out}"
+        );
+    }
+    // A signature without a key is a usage error; a key of the wrong length names its length.
+    let o = run(&[
+        "records",
+        "verify-file",
+        canonical.to_str().unwrap(),
+        "--signature",
+        &sig,
+    ]);
+    assert_eq!(code(&o), 2);
+    let o = run(&[
+        "records",
+        "verify-file",
+        canonical.to_str().unwrap(),
+        "--signature",
+        &sig,
+        "--public-key",
+        "AAAA",
+    ]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("3 bytes"), "{}", stderr(&o));
+    assert!(o.stdout.is_empty(), "no half answer");
+}

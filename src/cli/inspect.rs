@@ -43,15 +43,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
         ..Given::default()
     };
     if let Some(key) = &args.public_key {
-        let path = std::path::Path::new(key);
-        let text = if path.is_file() {
-            String::from_utf8(crate::audit::read_file(path)?)
-                .map_err(|_| anyhow::anyhow!("--public-key {key}: not UTF-8"))?
-        } else {
-            key.clone()
-        };
-        let (key, doc) =
-            inspect::parse_key(&text).map_err(|why| anyhow::anyhow!("--public-key: {why}"))?;
+        let (key, doc) = public_key(key)?;
         given.public_key = Some(key);
         given.key_doc = doc;
     }
@@ -69,6 +61,20 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(super::exit_answer(all_hold))
+}
+
+/// A `--public-key` argument: the key as standard padded base64, and the key_url document it
+/// came from when it was one. The text, or a file holding it, in any form
+/// [`inspect::parse_key`] reads (`records verify-file` takes it the same way).
+pub fn public_key(arg: &str) -> anyhow::Result<(String, Option<serde_json::Value>)> {
+    let path = std::path::Path::new(arg);
+    let text = if path.is_file() {
+        String::from_utf8(crate::audit::read_file(path)?)
+            .map_err(|_| anyhow::anyhow!("--public-key {arg}: not UTF-8"))?
+    } else {
+        arg.to_string()
+    };
+    inspect::parse_key(&text).map_err(|why| anyhow::anyhow!("--public-key: {why}"))
 }
 
 /// The human report of one file.

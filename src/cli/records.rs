@@ -181,16 +181,23 @@ pub enum RecordsCommand {
         #[arg(long, value_name = "DIR")]
         rings: Option<PathBuf>,
     },
-    /// Check an Ed25519 signature over a file's exact bytes and print the file's sha256.
+    /// Print a record file's sha256 (of its bytes as given, and of their NENRIN canonical form,
+    /// the record's identity) and, given --signature and --public-key, check the Ed25519
+    /// signature over the file's exact bytes.
+    ///
+    /// Exit codes: 0 the sha256 printed and the signature, when given, valid; 1 signature
+    /// INVALID; 2 the file cannot be read, the signature is not base64 of 64 bytes, or the key
+    /// cannot be read.
     VerifyFile {
         /// The record file (exact canonical bytes, e.g. from `records raw`).
         file: PathBuf,
         /// Standard padded base64 of the 64-byte signature.
-        #[arg(long, value_name = "B64")]
-        signature: String,
-        /// Standard padded base64 of the raw 32-byte Ed25519 public key.
-        #[arg(long, value_name = "B64")]
-        public_key: String,
+        #[arg(long, value_name = "B64", requires = "public_key")]
+        signature: Option<String>,
+        /// The Ed25519 public key: base64 (padded or not), base64url, 64 hex digits, or a file
+        /// holding any of those or the key_url document `pubkey` prints (as `inspect` takes it).
+        #[arg(long, value_name = "KEY", requires = "signature")]
+        public_key: Option<String>,
     },
 }
 
@@ -242,7 +249,7 @@ fn run_blocking(command: RecordsCommand) -> anyhow::Result<ExitCode> {
             file,
             signature,
             public_key,
-        } => verify_file(&file, &signature, &public_key),
+        } => verify_file(&file, signature.zip(public_key)),
         RecordsCommand::Serve { .. } => unreachable!("served by run"),
     };
     match result {
@@ -740,18 +747,46 @@ fn count(n: usize, noun: &str) -> String {
     format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
-fn verify_file(file: &Path, signature: &str, public_key: &str) -> anyhow::Result<ExitCode> {
+fn verify_file(file: &Path, check: Option<(String, String)>) -> anyhow::Result<ExitCode> {
     let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
     let sha = crate::digest::sha256_hex(&bytes);
-    match store::check_signature(&bytes, signature.trim(), public_key.trim()) {
-        Ok(()) => {
-            crate::outln!("{sha}  {}", file.display());
+    // Every input is checked before anything is printed: a signature or key that cannot be
+    // read is a usage error (exit 2), never half an answer.
+    let verdict = match check {
+        None => None,
+        Some((signature, key)) => {
+            let (key, _) = super::inspect::public_key(&key)?;
+            match store::check_signature(&bytes, signature.trim(), &key) {
+                Err(e) if e.is_malformed() => return Err(e.into()),
+                other => Some(other),
+            }
+        }
+    };
+    crate::outln!("{sha}  {}", file.display());
+    // A pretty-printed or re-encoded copy hashes differently from the record: say which sha256
+    // is the record's identity.
+    match crate::json::read(&bytes, crate::json::ReadOptions::LENIENT) {
+        Ok(doc) => {
+            let canonical = crate::digest::sha256_hex(doc.root().canonical_string().as_bytes());
+            let agrees = if canonical == sha {
+                "the same: the file is in canonical form"
+            } else {
+                "different: the file is not in canonical form; a signature covers the canonical bytes"
+            };
+            crate::outln!("{canonical}  canonical (NENRIN) form, {agrees}");
+        }
+        Err(e) => crate::outln!("not JSON ({e}): no canonical form"),
+    }
+    match verdict {
+        None => {
+            crate::outln!("signature not checked: give --signature and --public-key");
+            Ok(ExitCode::from(EXIT_OK))
+        }
+        Some(Ok(())) => {
             crate::outln!("signature valid");
             Ok(ExitCode::from(EXIT_OK))
         }
-        Err(e) if e.is_malformed() => Err(e.into()),
-        Err(e) => {
-            crate::outln!("{sha}  {}", file.display());
+        Some(Err(e)) => {
             crate::outln!("signature INVALID: {e}");
             Ok(ExitCode::from(EXIT_FINDING))
         }

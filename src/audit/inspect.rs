@@ -186,6 +186,28 @@ pub fn kind_of(root: crate::json::JsonRef<'_>) -> Kind {
     }
 }
 
+/// Where the record a file holds says its witness serves its key (`witness.key_url` of a walk
+/// record, of an intake body's record, or of an observation), for `inspect --fetch-key`.
+pub fn key_url(bytes: &[u8]) -> Option<String> {
+    let doc = crate::json::read(bytes, crate::json::ReadOptions::LENIENT).ok()?;
+    let root = doc.root();
+    let url = |root: crate::json::JsonRef<'_>| {
+        root.get("witness")?
+            .get("key_url")?
+            .as_str()
+            .map(String::from)
+    };
+    match kind_of(root) {
+        Kind::IntakeBody => {
+            let text = root.get("record_canonical")?.as_str()?;
+            let inner =
+                crate::json::read(text.as_bytes(), crate::json::ReadOptions::LENIENT).ok()?;
+            url(inner.root())
+        }
+        _ => url(root),
+    }
+}
+
 /// Inspect one file's bytes.
 pub fn inspect(bytes: &[u8], given: &Given) -> Report {
     let mut report = Report {

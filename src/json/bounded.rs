@@ -40,6 +40,9 @@ pub enum Input {
     ImportDocument,
     /// A standing proposal (Agent SoW document) a card lists: the body cap of any answer.
     TermsDocument,
+    /// A witness's key_url document (`{"public_key_ed25519_b64": ...}`), fetched by
+    /// `inspect --fetch-key`: a key and a few names.
+    KeyDocument,
     /// A JWK Set named by a signed card (`jku`), or pinned from a file.
     Jwks,
     /// An intake's answer to a submission, a lookup or `GET /witness`.
@@ -73,7 +76,7 @@ impl Input {
         let bytes = match self {
             Input::ImportLine | Input::ImportDocument => MIB,
             Input::TermsDocument => MIB,
-            Input::Jwks => 64 * 1024,
+            Input::Jwks | Input::KeyDocument => 64 * 1024,
             Input::IntakeAnswer => MIB,
             Input::LedgerAnswer => MIB,
             Input::TaskLedgerAnswer => MIB,
@@ -95,6 +98,7 @@ impl Input {
             Input::ImportDocument => "an import document",
             Input::TermsDocument => "a terms document",
             Input::Jwks => "a JWK Set",
+            Input::KeyDocument => "a key document",
             Input::IntakeAnswer => "an intake's answer",
             Input::LedgerAnswer => "a ledger's answer",
             Input::TaskLedgerAnswer => "a task ledger's answer",
@@ -230,6 +234,7 @@ mod tests {
         for input in [
             Input::ImportLine,
             Input::ImportDocument,
+            Input::KeyDocument,
             Input::TermsDocument,
             Input::Jwks,
             Input::IntakeAnswer,

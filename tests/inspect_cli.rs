@@ -189,3 +189,91 @@ fn unknown_files_exit_1_and_usage_exits_2() {
     let (code, _, _) = inspect(&[]);
     assert_eq!(code, 2);
 }
+
+#[test]
+fn fetch_key_checks_a_record_with_the_key_its_key_url_serves() {
+    use conduct_walker::sandbox::{HttpsServer, Resp, SandboxCa, handler};
+    use ed25519_dalek::Signer;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let ca = SandboxCa::generate();
+    let dir = tempfile::tempdir().unwrap();
+    let ca_pem = dir.path().join("ca.pem");
+    ca.write_pem(&ca_pem).unwrap();
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let key = ed25519_dalek::SigningKey::from_bytes(&[47u8; 32]);
+    let other = ed25519_dalek::SigningKey::from_bytes(&[48u8; 32]);
+    // Two key servers: the witness's own key, and another.
+    let serve = |k: &ed25519_dalek::SigningKey| {
+        let doc = json!({"public_key_ed25519_b64": b64.encode(k.verifying_key().to_bytes())});
+        rt.block_on(HttpsServer::start(
+            &ca,
+            handler(move |_| Resp::json(200, &doc)),
+        ))
+        .unwrap()
+    };
+    let (right, wrong) = (serve(&key), serve(&other));
+    let body_naming = |server: &HttpsServer| {
+        let mut record: Value =
+            serde_json::from_slice(&std::fs::read(vector("walks/walk_97b7e4883e8b.json")).unwrap())
+                .unwrap();
+        let port = server.addr().port();
+        record["witness"]["key_url"] = json!(format!("https://localhost:{port}/key"));
+        let bytes = conduct_walker::canonical::to_bytes(&record);
+        let body = json!({"record_canonical": String::from_utf8(bytes.clone()).unwrap(),
+            "signature_ed25519_b64": b64.encode(key.sign(&bytes).to_bytes()),
+            "public_key_ed25519_b64": b64.encode(key.verifying_key().to_bytes())});
+        let name = format!("body-{port}.json");
+        (
+            write(dir.path(), &name, body.to_string().as_bytes()),
+            format!("localhost:{port}"),
+        )
+    };
+    let ca_arg = ca_pem.to_str().unwrap();
+    let fetch = |file: &str, host: &str| {
+        let args = [
+            file,
+            "--fetch-key",
+            "--ca-cert",
+            ca_arg,
+            "--allow-private-network",
+        ];
+        inspect(&[&args[..], &["--allow-host", host, "--json"]].concat())
+    };
+
+    let (file, host) = body_naming(&right);
+    let (code, out, err) = fetch(&file, &host);
+    assert_eq!(code, 0, "{out}{err}");
+    let r = &json_reports(&out)[0];
+    let notes = r["notes"].to_string();
+    assert!(notes.contains("key fetched from https://localhost:"), "{r}");
+    let check = |name: &str| {
+        r["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["check"] == name)
+            .cloned()
+    };
+    assert_eq!(check("signature").unwrap()["holds"], true, "{r}");
+    assert_eq!(check("expected_key").unwrap()["holds"], true, "{r}");
+
+    // A key_url serving another key: the embedded key is not the served one (exit 1).
+    let (file, host) = body_naming(&wrong);
+    let (code, out, err) = fetch(&file, &host);
+    assert_eq!(code, 1, "{out}{err}");
+    // The file's own URL admits no private address: without --allow-host, nothing is fetched
+    // and the run is an error (exit 2), not a verdict.
+    let (code, _, err) = inspect(&[
+        &file,
+        "--fetch-key",
+        "--ca-cert",
+        ca_arg,
+        "--allow-private-network",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--fetch-key: https://localhost:"), "{err}");
+    // Without --fetch-key nothing is fetched: the embedded key alone, not tied to anyone.
+    let (code, out, _) = inspect(&[&file, "--json"]);
+    assert_eq!(code, 0);
+    assert!(!out.contains("key fetched"), "{out}");
+}

@@ -681,3 +681,167 @@ fn an_import_killed_midway_leaves_a_store_that_verifies() {
         "no import was still running when killed: {outcomes:?}"
     );
 }
+
+#[test]
+fn import_takes_what_inspect_takes_and_a_refusal_names_file_line_and_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("t.db");
+    let file = |name: &str, bytes: &[u8]| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let pretty = |bytes: &[u8]| {
+        let v: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+        serde_json::to_vec_pretty(&v).unwrap()
+    };
+    let (one, two, three) = (
+        record_bytes(1, true),
+        record_bytes(2, false),
+        record_bytes(3, true),
+    );
+    let k = key(5);
+    // A pretty-printed record enters as its canonical bytes; a pretty intake body with its
+    // signature and key enters signed.
+    let record = file("record.json", &pretty(&one));
+    let body = serde_json::json!({
+        "record_canonical": String::from_utf8(two.clone()).unwrap(),
+        "signature_ed25519_b64": sign_b64(&k, &two),
+        "public_key_ed25519_b64": public_key_b64(&k),
+    });
+    let body = file("body.json", &serde_json::to_vec_pretty(&body).unwrap());
+    // JSON lines whose third non-blank line is a gate verdict: the whole file is refused.
+    let mut lines = three.clone();
+    lines.extend_from_slice(b"\n\n");
+    lines.extend_from_slice(&record_bytes(4, true));
+    lines.extend_from_slice(b"\n{\"at\":\"x\",\"record_sha256\":\"ab\",\"status\":\"pass\"}\n");
+    let jsonl = file("a.jsonl", &lines);
+    let o = run(&[
+        "records",
+        "import",
+        &record,
+        &jsonl,
+        &body,
+        "--db",
+        db(&target),
+    ]);
+    assert_eq!(
+        code(&o),
+        2,
+        "a refused file is said by the exit: {}",
+        stdout(&o)
+    );
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("{jsonl}: line 4: a gate verdict"))
+            && err.contains("records import takes jidec-path-v1 walk records or intake bodies")
+            && err.contains("1 file of 3 refused"),
+        "{err}"
+    );
+    // The files before and after the refused one are in; nothing of it is.
+    let store = Store::open_read_only(&target).unwrap();
+    assert_eq!(store.count().unwrap(), 2);
+    assert!(store.get_by_sha256(&sha256_hex(&one)).unwrap().is_some());
+    let signed = store.get_by_sha256(&sha256_hex(&two)).unwrap().unwrap();
+    assert!(signed.signature_b64.is_some());
+    assert!(store.get_by_sha256(&sha256_hex(&three)).unwrap().is_none());
+    drop(store);
+    let o = run(&["records", "verify", "--db", db(&target)]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+
+    // More than layout differs (a character escaped): refused by the store's rule, named.
+    let text = String::from_utf8(pretty(&three)).unwrap();
+    assert!(text.contains("agent.example"));
+    let escaped = file(
+        "escaped.json",
+        text.replace("agent.example", "agent\\u002eexample")
+            .as_bytes(),
+    );
+    let o = run(&["records", "import", &escaped, "--db", db(&target)]);
+    assert_eq!(code(&o), 2);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("{escaped}: ")) && err.contains("not in NENRIN canonical form"),
+        "{err}"
+    );
+    // An observation is named as one, even as a lone pretty file.
+    let obs = file(
+        "obs.json",
+        b"{\n  \"schema\": \"nenrin-witness-observation-v1\"\n}\n",
+    );
+    let o = run(&["records", "import", &obs, "--db", db(&target)]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains(&format!("{obs}: a witness observation")),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(Store::open_read_only(&target).unwrap().count().unwrap(), 2);
+}
+
+#[test]
+fn verify_file_prints_both_sha256s_without_a_key_and_takes_the_key_as_inspect_does() {
+    use base64::Engine as _;
+    let dir = tempfile::tempdir().unwrap();
+    let k = key(6);
+    let bytes = record_bytes(1, true);
+    let sha = sha256_hex(&bytes);
+    let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    let pretty = dir.path().join("pretty.json");
+    std::fs::write(&pretty, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    let pretty_sha = sha256_hex(std::fs::read(&pretty).unwrap());
+    // No signature, no key: both sha256s, the canonical one being the record's.
+    let o = run(&["records", "verify-file", pretty.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with(&pretty_sha), "{out}");
+    assert!(
+        out.contains(&format!("{sha}  canonical (NENRIN) form, different")),
+        "{out}"
+    );
+    assert!(out.contains("signature not checked"), "{out}");
+
+    // The key as hex, base64url without padding, or a key_url document file.
+    let canonical = dir.path().join("walk.json");
+    std::fs::write(&canonical, &bytes).unwrap();
+    let raw = k.verifying_key().to_bytes();
+    let doc = dir.path().join("key.json");
+    let doc_text = serde_json::json!({"public_key_ed25519_b64": public_key_b64(&k)});
+    std::fs::write(&doc, doc_text.to_string()).unwrap();
+    let sig = sign_b64(&k, &bytes);
+    for key in [
+        hex::encode(raw),
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw),
+        doc.to_str().unwrap().to_string(),
+    ] {
+        let args = ["records", "verify-file", canonical.to_str().unwrap()];
+        let o = run(&[&args[..], &["--signature", &sig, "--public-key", &key]].concat());
+        assert_eq!(code(&o), 0, "{key}: {}", stderr(&o));
+        let out = stdout(&o);
+        assert!(
+            out.contains("canonical (NENRIN) form, the same") && out.contains("signature valid"),
+            "{out}"
+        );
+    }
+    // A signature without a key is a usage error; a key of the wrong length names its length.
+    let o = run(&[
+        "records",
+        "verify-file",
+        canonical.to_str().unwrap(),
+        "--signature",
+        &sig,
+    ]);
+    assert_eq!(code(&o), 2);
+    let o = run(&[
+        "records",
+        "verify-file",
+        canonical.to_str().unwrap(),
+        "--signature",
+        &sig,
+        "--public-key",
+        "AAAA",
+    ]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("3 bytes"), "{}", stderr(&o));
+    assert!(o.stdout.is_empty(), "no half answer");
+}

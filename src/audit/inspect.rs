@@ -168,6 +168,46 @@ pub fn parse_key(text: &str) -> Result<(String, Option<Value>), String> {
     }
 }
 
+/// What a parsed document is, by its shape (the `schema` member where there is one). Shared
+/// with `records import`, so a file is told apart the same way wherever an auditor hands it.
+pub fn kind_of(root: crate::json::JsonRef<'_>) -> Kind {
+    let schema = root.get("schema").and_then(|s| s.as_str());
+    match schema {
+        Some(crate::wire::SCHEMA) if root.get("commitment").is_some() => Kind::CommitmentRecord,
+        Some(crate::wire::SCHEMA) => Kind::WalkRecord,
+        Some(OBSERVATION_SCHEMA) => Kind::Observation,
+        Some(crate::rings::spec::SCHEMA) => Kind::Ring,
+        Some(key_history::SCHEMA) => Kind::KeyHistory,
+        _ if root.get("record_canonical").is_some_and(|v| v.is_string()) => Kind::IntakeBody,
+        _ if root.get("record_sha256").is_some() && root.get("status").is_some() => {
+            Kind::GateVerdict
+        }
+        _ => Kind::Unknown,
+    }
+}
+
+/// Where the record a file holds says its witness serves its key (`witness.key_url` of a walk
+/// record, of an intake body's record, or of an observation), for `inspect --fetch-key`.
+pub fn key_url(bytes: &[u8]) -> Option<String> {
+    let doc = crate::json::read(bytes, crate::json::ReadOptions::LENIENT).ok()?;
+    let root = doc.root();
+    let url = |root: crate::json::JsonRef<'_>| {
+        root.get("witness")?
+            .get("key_url")?
+            .as_str()
+            .map(String::from)
+    };
+    match kind_of(root) {
+        Kind::IntakeBody => {
+            let text = root.get("record_canonical")?.as_str()?;
+            let inner =
+                crate::json::read(text.as_bytes(), crate::json::ReadOptions::LENIENT).ok()?;
+            url(inner.root())
+        }
+        _ => url(root),
+    }
+}
+
 /// Inspect one file's bytes.
 pub fn inspect(bytes: &[u8], given: &Given) -> Report {
     let mut report = Report {
@@ -188,19 +228,7 @@ pub fn inspect(bytes: &[u8], given: &Given) -> Report {
         }
     };
     let root = doc.root();
-    let schema = root.get("schema").and_then(|s| s.as_str());
-    report.kind = match schema {
-        Some(crate::wire::SCHEMA) if root.get("commitment").is_some() => Kind::CommitmentRecord,
-        Some(crate::wire::SCHEMA) => Kind::WalkRecord,
-        Some(OBSERVATION_SCHEMA) => Kind::Observation,
-        Some(crate::rings::spec::SCHEMA) => Kind::Ring,
-        Some(key_history::SCHEMA) => Kind::KeyHistory,
-        _ if root.get("record_canonical").is_some_and(|v| v.is_string()) => Kind::IntakeBody,
-        _ if root.get("record_sha256").is_some() && root.get("status").is_some() => {
-            Kind::GateVerdict
-        }
-        _ => Kind::Unknown,
-    };
+    report.kind = kind_of(root);
     if doc.has_lone_surrogates() {
         report.notes.push(
             "a string holds a lone surrogate: the NENRIN form has no bytes for it".to_string(),

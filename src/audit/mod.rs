@@ -4,11 +4,14 @@
 //!   profile, with the reason when the form has none.
 //! - [`inspect`]: what a file is (record, intake body line, observation, ring, key history, gate
 //!   verdict), its sha256 as given and canonical, its signature and what it establishes.
+//! - [`import`]: the same inputs read as records for `records import`, each refusal naming
+//!   the line and what was there instead.
 //!
 //! Pure except where a function says otherwise: the faces read the files (under
 //! [`MAX_FILE_BYTES`]) and print.
 
 pub mod forms;
+pub mod import;
 pub mod inspect;
 
 /// The largest file the bench reads: a record, ring or card is far smaller, and a parsed tree

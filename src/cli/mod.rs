@@ -69,7 +69,7 @@ pub async fn run(command: Command) -> anyhow::Result<Ran> {
         Command::Alerts(cmd) => alerts::run(cmd).await,
         Command::Card(cmd) => card::run(cmd).await,
         Command::Canonical(args) => canonical::run(args),
-        Command::Inspect(args) => inspect::run(args),
+        Command::Inspect(args) => inspect::run(args).await,
         Command::Terms(cmd) => terms::run(cmd).await,
         Command::Witness(cmd) => witness::run(cmd).await,
         Command::Config(cmd) => daemon::config_command(cmd),

@@ -96,21 +96,33 @@ pub enum RecordsCommand {
         #[arg(long)]
         with_kept: bool,
     },
-    /// Import an export file (either line form; "-" reads stdin) into the store at --db.
-    /// Records already present are skipped; new rows are chained in the target store.
+    /// Import records into the store at --db: export files (either line form), a walk record
+    /// or intake body line as a file, compact or pretty-printed, or JSON lines of any of
+    /// those ("-" reads stdin). Records already present are skipped; new rows are chained in
+    /// the target store. A record enters as its canonical bytes: a copy that differs from
+    /// them only in whitespace (pretty-printed) is taken as them, any other difference is
+    /// refused.
     ///
     /// An archive segment (a file `records archive` wrote) is put back in place instead: the
     /// whole segment is checked against its cut first (every sha256, signature and chain link),
     /// then its rows return under their old row numbers and the cut is removed. A segment of
     /// another store is imported as new records.
     ///
-    /// All or nothing: every line is checked before anything is written (JSON, canonical form,
-    /// the record's fields, its signature, a kept record's commitment), and one bad line,
-    /// named by its line number, refuses the whole import. The new rows go in one transaction,
-    /// so an import that is killed leaves the store as it was.
+    /// All or nothing for each file: every line is checked before anything is written (JSON,
+    /// its kind, canonical form, the record's fields, its signature, a kept record's
+    /// commitment), and one bad line refuses the whole file, named with its line number and
+    /// what was there instead (a gate verdict, an observation, ...). Each file's rows go in one
+    /// transaction, so an import that is killed leaves the store as the last whole file left
+    /// it. A refused file loses nothing the files before it imported, and the files after it
+    /// are still tried.
+    ///
+    /// Exit codes: 0 every file imported (records already present are skipped); 2 a file was
+    /// refused (each named on stderr, nothing of it written, the others imported), or the
+    /// store cannot be opened or written (nothing of the file being imported was written).
     Import {
-        /// The file written by `records export`.
-        file: PathBuf,
+        /// The files: `records export` output, record or intake body files, archive segments.
+        #[arg(value_name = "FILE", required = true)]
+        files: Vec<PathBuf>,
         #[command(flatten)]
         db: DbArg,
     },
@@ -169,16 +181,23 @@ pub enum RecordsCommand {
         #[arg(long, value_name = "DIR")]
         rings: Option<PathBuf>,
     },
-    /// Check an Ed25519 signature over a file's exact bytes and print the file's sha256.
+    /// Print a record file's sha256 (of its bytes as given, and of their NENRIN canonical form,
+    /// the record's identity) and, given --signature and --public-key, check the Ed25519
+    /// signature over the file's exact bytes.
+    ///
+    /// Exit codes: 0 the sha256 printed and the signature, when given, valid; 1 signature
+    /// INVALID; 2 the file cannot be read, the signature is not base64 of 64 bytes, or the key
+    /// cannot be read.
     VerifyFile {
         /// The record file (exact canonical bytes, e.g. from `records raw`).
         file: PathBuf,
         /// Standard padded base64 of the 64-byte signature.
-        #[arg(long, value_name = "B64")]
-        signature: String,
-        /// Standard padded base64 of the raw 32-byte Ed25519 public key.
-        #[arg(long, value_name = "B64")]
-        public_key: String,
+        #[arg(long, value_name = "B64", requires = "public_key")]
+        signature: Option<String>,
+        /// The Ed25519 public key: base64 (padded or not), base64url, 64 hex digits, or a file
+        /// holding any of those or the key_url document `pubkey` prints (as `inspect` takes it).
+        #[arg(long, value_name = "KEY", requires = "signature")]
+        public_key: Option<String>,
     },
 }
 
@@ -216,7 +235,7 @@ fn run_blocking(command: RecordsCommand) -> anyhow::Result<ExitCode> {
             with_signatures,
             with_kept,
         } => export(&db, since, with_signatures, with_kept),
-        RecordsCommand::Import { file, db } => import(&db, &file),
+        RecordsCommand::Import { files, db } => import(&db, &files),
         RecordsCommand::Verify { db, archives } => verify(&db, archives.as_deref()),
         RecordsCommand::Archive {
             db,
@@ -230,7 +249,7 @@ fn run_blocking(command: RecordsCommand) -> anyhow::Result<ExitCode> {
             file,
             signature,
             public_key,
-        } => verify_file(&file, &signature, &public_key),
+        } => verify_file(&file, signature.zip(public_key)),
         RecordsCommand::Serve { .. } => unreachable!("served by run"),
     };
     match result {
@@ -415,10 +434,109 @@ fn export(
     Ok(ExitCode::from(EXIT_OK))
 }
 
-fn import(db: &DbArg, file: &Path) -> anyhow::Result<ExitCode> {
-    if file != Path::new("-") && store::archive::is_zstd_file(file) {
-        return import_segment(db, file);
+/// `records import FILE...`: each file in its own transaction, so a refused file loses
+/// nothing the files before it brought, and the files after it are still tried (as ripgrep
+/// goes on past a file it cannot read); the exit is 2 when any was refused.
+fn import(db: &DbArg, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
+    let path = db.path()?;
+    let existed = path.exists();
+    let mut store: Option<Store> = None;
+    let (mut inserted, mut refused) = (0u64, 0usize);
+    for file in files {
+        let name = file.display();
+        let outcome = if file != Path::new("-") && store::archive::is_zstd_file(file) {
+            import_segment(db, file).map(|()| 0)
+        } else {
+            import_file(&path, &mut store, file)
+        };
+        match outcome {
+            Ok(n) => inserted += n,
+            Err(Refused::Input(why)) => {
+                refused += 1;
+                crate::errln!(
+                    "conduct-walker: error: {name}: {why}; nothing was imported from {name}"
+                );
+            }
+            Err(Refused::Store(e)) => {
+                if !existed && inserted == 0 {
+                    discard(store, &path);
+                }
+                return Err(e.context(format!("{name}: nothing was imported from it")));
+            }
+        }
     }
+    // An import that brought nothing into a store it created leaves no empty store behind.
+    if !existed && inserted == 0 {
+        discard(store, &path);
+        if refused == 0 {
+            crate::outln!(
+                "imported nothing (no new records); no store was created at {}",
+                path.display()
+            );
+        }
+    } else {
+        let held = match &store {
+            Some(store) => store.count()?,
+            None => Store::open_read_only(&path)?.count()?,
+        };
+        crate::outln!("{} now holds {held} records", path.display());
+    }
+    if refused > 0 && files.len() > 1 {
+        crate::errln!(
+            "conduct-walker: {} of {} refused (each named above); the others were imported",
+            count(refused, "file"),
+            files.len()
+        );
+    }
+    if refused > 0 {
+        return Ok(ExitCode::from(crate::cli::EXIT_ERROR));
+    }
+    Ok(ExitCode::from(EXIT_OK))
+}
+
+/// Why one file of an import brought nothing.
+enum Refused {
+    /// The file: unreadable, or a line or document that is not a record the store takes.
+    Input(String),
+    /// The store: it cannot be opened or written, so no later file can be either.
+    Store(anyhow::Error),
+}
+
+/// One file's records, in one transaction; returns how many were new.
+fn import_file(path: &Path, store: &mut Option<Store>, file: &Path) -> Result<u64, Refused> {
+    let bytes = read_input(file).map_err(|e| Refused::Input(crate::cli::one_line(&e)))?;
+    let found = crate::audit::import::read(&bytes).map_err(|r| Refused::Input(r.to_string()))?;
+    let (lines, records): (Vec<Option<usize>>, Vec<NewRecord>) =
+        found.into_iter().map(|f| (f.line, f.record)).unzip();
+    if store.is_none() {
+        *store = Some(Store::open(path).map_err(|e| Refused::Store(e.into()))?);
+    }
+    let Some(store) = store.as_ref() else {
+        unreachable!("opened above")
+    };
+    let summary = match store.insert_many(&records) {
+        Ok(s) => s,
+        Err(StoreError::InBatch { index, source })
+            if source.unwritable_reason().is_none() && !source.is_busy() =>
+        {
+            let at = lines[index]
+                .map(|n| format!("line {n}: "))
+                .unwrap_or_default();
+            return Err(Refused::Input(format!("{at}{source}")));
+        }
+        Err(e) => return Err(Refused::Store(e.into())),
+    };
+    crate::outln!(
+        "{}: imported {} records, {} already present",
+        file.display(),
+        summary.inserted,
+        summary.already_present
+    );
+    Ok(summary.inserted as u64)
+}
+
+/// A file's bytes, or stdin's for "-".
+fn read_input(file: &Path) -> anyhow::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     if file == Path::new("-") {
         std::io::stdin()
@@ -427,64 +545,25 @@ fn import(db: &DbArg, file: &Path) -> anyhow::Result<ExitCode> {
     } else {
         bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
     }
-    let mut records: Vec<NewRecord> = Vec::new();
-    let mut line_numbers = Vec::new();
-    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
-        if let Some(rec) = transfer::parse_line(line, i + 1)? {
-            records.push(rec);
-            line_numbers.push(i + 1);
-        }
+    Ok(bytes)
+}
+
+/// Remove the store an import created and brought nothing into (closed first).
+fn discard(store: Option<Store>, path: &Path) {
+    drop(store);
+    for suffix in ["", "-wal", "-shm"] {
+        let mut name = path.to_path_buf().into_os_string();
+        name.push(suffix);
+        let _ = std::fs::remove_file(name);
     }
-    let path = db.path()?;
-    let existed = path.exists();
-    let store = Store::open(&path)?;
-    // An import that brings nothing into a store it created leaves no empty store behind.
-    let discard_if_new = |store: Store| {
-        if !existed {
-            drop(store);
-            for suffix in ["", "-wal", "-shm"] {
-                let mut name = path.clone().into_os_string();
-                name.push(suffix);
-                let _ = std::fs::remove_file(name);
-            }
-        }
-    };
-    let summary = match store.insert_many(&records) {
-        Ok(s) => s,
-        Err(StoreError::InBatch { index, source }) => {
-            discard_if_new(store);
-            anyhow::bail!(
-                "{} line {}: {source}; nothing was imported",
-                file.display(),
-                line_numbers[index]
-            )
-        }
-        Err(e) => {
-            discard_if_new(store);
-            return Err(e.into());
-        }
-    };
-    if summary.inserted == 0 && !existed {
-        discard_if_new(store);
-        crate::outln!(
-            "imported nothing ({} records already present, none new); no store was created at {}",
-            summary.already_present,
-            path.display()
-        );
-        return Ok(ExitCode::from(EXIT_OK));
-    }
-    crate::outln!(
-        "imported {} records, {} already present; {} now holds {} records",
-        summary.inserted,
-        summary.already_present,
-        store.path().display(),
-        store.count()?
-    );
-    Ok(ExitCode::from(EXIT_OK))
 }
 
 /// `records import SEGMENT`.
-fn import_segment(db: &DbArg, file: &Path) -> anyhow::Result<ExitCode> {
+fn import_segment(db: &DbArg, file: &Path) -> Result<(), Refused> {
+    import_segment_into(db, file).map_err(|e| Refused::Input(crate::cli::one_line(&e)))
+}
+
+fn import_segment_into(db: &DbArg, file: &Path) -> anyhow::Result<()> {
     let path = db.path()?;
     if !path.exists() {
         anyhow::bail!(
@@ -508,7 +587,7 @@ fn import_segment(db: &DbArg, file: &Path) -> anyhow::Result<ExitCode> {
             file.display()
         ),
     }
-    Ok(ExitCode::from(EXIT_OK))
+    Ok(())
 }
 
 /// `records archive`.
@@ -668,18 +747,46 @@ fn count(n: usize, noun: &str) -> String {
     format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
-fn verify_file(file: &Path, signature: &str, public_key: &str) -> anyhow::Result<ExitCode> {
+fn verify_file(file: &Path, check: Option<(String, String)>) -> anyhow::Result<ExitCode> {
     let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
     let sha = crate::digest::sha256_hex(&bytes);
-    match store::check_signature(&bytes, signature.trim(), public_key.trim()) {
-        Ok(()) => {
-            crate::outln!("{sha}  {}", file.display());
+    // Every input is checked before anything is printed: a signature or key that cannot be
+    // read is a usage error (exit 2), never half an answer.
+    let verdict = match check {
+        None => None,
+        Some((signature, key)) => {
+            let (key, _) = super::inspect::public_key(&key)?;
+            match store::check_signature(&bytes, signature.trim(), &key) {
+                Err(e) if e.is_malformed() => return Err(e.into()),
+                other => Some(other),
+            }
+        }
+    };
+    crate::outln!("{sha}  {}", file.display());
+    // A pretty-printed or re-encoded copy hashes differently from the record: say which sha256
+    // is the record's identity.
+    match crate::json::read(&bytes, crate::json::ReadOptions::LENIENT) {
+        Ok(doc) => {
+            let canonical = crate::digest::sha256_hex(doc.root().canonical_string().as_bytes());
+            let agrees = if canonical == sha {
+                "the same: the file is in canonical form"
+            } else {
+                "different: the file is not in canonical form; a signature covers the canonical bytes"
+            };
+            crate::outln!("{canonical}  canonical (NENRIN) form, {agrees}");
+        }
+        Err(e) => crate::outln!("not JSON ({e}): no canonical form"),
+    }
+    match verdict {
+        None => {
+            crate::outln!("signature not checked: give --signature and --public-key");
+            Ok(ExitCode::from(EXIT_OK))
+        }
+        Some(Ok(())) => {
             crate::outln!("signature valid");
             Ok(ExitCode::from(EXIT_OK))
         }
-        Err(e) if e.is_malformed() => Err(e.into()),
-        Err(e) => {
-            crate::outln!("{sha}  {}", file.display());
+        Some(Err(e)) => {
             crate::outln!("signature INVALID: {e}");
             Ok(ExitCode::from(EXIT_FINDING))
         }

@@ -35,8 +35,14 @@ pub enum Input {
     /// 65,536 characters to an intake (conduct-walk.md §5); the cap leaves room for a kept
     /// full record beside it.
     ImportLine,
+    /// A whole `records import` file read as one document (a pretty-printed record or intake
+    /// body): the same cap as a line, which a record's indentation cannot approach.
+    ImportDocument,
     /// A standing proposal (Agent SoW document) a card lists: the body cap of any answer.
     TermsDocument,
+    /// A witness's key_url document (`{"public_key_ed25519_b64": ...}`), fetched by
+    /// `inspect --fetch-key`: a key and a few names.
+    KeyDocument,
     /// A JWK Set named by a signed card (`jku`), or pinned from a file.
     Jwks,
     /// An intake's answer to a submission, a lookup or `GET /witness`.
@@ -68,9 +74,9 @@ impl Input {
     /// Every stranger's document's caps, in one table.
     pub const fn caps(self) -> Caps {
         let bytes = match self {
-            Input::ImportLine => MIB,
+            Input::ImportLine | Input::ImportDocument => MIB,
             Input::TermsDocument => MIB,
-            Input::Jwks => 64 * 1024,
+            Input::Jwks | Input::KeyDocument => 64 * 1024,
             Input::IntakeAnswer => MIB,
             Input::LedgerAnswer => MIB,
             Input::TaskLedgerAnswer => MIB,
@@ -89,8 +95,10 @@ impl Input {
     pub const fn name(self) -> &'static str {
         match self {
             Input::ImportLine => "an import line",
+            Input::ImportDocument => "an import document",
             Input::TermsDocument => "a terms document",
             Input::Jwks => "a JWK Set",
+            Input::KeyDocument => "a key document",
             Input::IntakeAnswer => "an intake's answer",
             Input::LedgerAnswer => "a ledger's answer",
             Input::TaskLedgerAnswer => "a task ledger's answer",
@@ -159,8 +167,9 @@ pub fn read(input: Input, bytes: &[u8], options: ReadOptions) -> Result<Doc, Ref
     super::read(bytes, options).map_err(Refused::NotJson)
 }
 
-/// Refuse a document whose `Value` tree would pass the cap.
-fn check_tree(input: Input, doc: &Doc) -> Result<(), Refused> {
+/// Refuse a document whose `Value` tree would pass the cap (for a caller that reads the
+/// [`Doc`] first and builds the tree later, or lets the store build it).
+pub fn check_tree(input: Input, doc: &Doc) -> Result<(), Refused> {
     let estimate = doc.estimated_value_bytes();
     let cap = input.caps().tree_bytes;
     if estimate > cap {
@@ -224,6 +233,8 @@ mod tests {
     fn every_input_is_capped_below_what_a_card_may_cost() {
         for input in [
             Input::ImportLine,
+            Input::ImportDocument,
+            Input::KeyDocument,
             Input::TermsDocument,
             Input::Jwks,
             Input::IntakeAnswer,

@@ -100,29 +100,44 @@ pub fn parse_line(line: &[u8], line_no: usize) -> Result<Option<NewRecord>, Tran
             kept_full: None,
         }));
     };
-    let get = |key: &'static str| -> Result<Option<String>, TransferError> {
+    record_of_body(obj).map(Some).map_err(|e| match e {
+        BodyError::NotAString(key) => TransferError::NotAString { line: line_no, key },
+        BodyError::HalfKept => TransferError::HalfKept { line: line_no },
+    })
+}
+
+/// Why a submission body (an object with `record_canonical`) does not make a record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BodyError {
+    #[error("`{0}` must be a string")]
+    NotAString(&'static str),
+    #[error("has kept_full_canonical without kept_salt_hex, or the reverse")]
+    HalfKept,
+}
+
+/// The record a submission body carries (either export line form's wrapper, or an intake body
+/// an auditor copied), unchecked: the store checks bytes, signature and kept record.
+pub fn record_of_body(obj: &Map<String, Value>) -> Result<NewRecord, BodyError> {
+    let get = |key: &'static str| -> Result<Option<String>, BodyError> {
         match obj.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(TransferError::NotAString { line: line_no, key }),
+            Some(_) => Err(BodyError::NotAString(key)),
         }
     };
-    let canonical = get(RECORD)?.ok_or(TransferError::NotAString {
-        line: line_no,
-        key: RECORD,
-    })?;
+    let canonical = get(RECORD)?.ok_or(BodyError::NotAString(RECORD))?;
     let kept_full = match (get(KEPT)?, get(SALT)?) {
         (Some(k), Some(salt_hex)) => Some(KeptFull {
             canonical: k.into_bytes(),
             salt_hex,
         }),
         (None, None) => None,
-        _ => return Err(TransferError::HalfKept { line: line_no }),
+        _ => return Err(BodyError::HalfKept),
     };
-    Ok(Some(NewRecord {
+    Ok(NewRecord {
         canonical: canonical.into_bytes(),
         signature_b64: get(SIGNATURE)?,
         public_key_b64: get(PUBLIC_KEY)?,
         kept_full,
-    }))
+    })
 }

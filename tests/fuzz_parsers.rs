@@ -346,7 +346,8 @@ fn terms_documents_declarations_and_nkeys_never_panic() {
 }
 
 /// The auditor's bench (issue 46): every canonical form, `inspect`'s kind reading and key
-/// parsing, and the card verdict's acted-on reading take any bytes without panicking; a form's
+/// parsing, `records import`'s reader and the card verdict's acted-on reading take any bytes
+/// without panicking; a form's
 /// bytes are a fixed point of the form, and `inspect` hashes the bytes it was given.
 #[test]
 fn auditor_bench_readers_never_panic_and_forms_are_fixed_points() {
@@ -389,6 +390,12 @@ fn auditor_bench_readers_never_panic_and_forms_are_fixed_points() {
                 && let Ok(c) = read.canonical(Profile::Sdk)
             {
                 let _ = card_signature::acted_on_gaps(&read.card, &c.uncovered);
+            }
+            // `records import`'s reader: a refusal names a line that exists in the input.
+            if let Err(refusal) = conduct_walker::audit::import::read(&bytes)
+                && let Some(line) = refusal.line
+            {
+                prop_assert!(line >= 1 && line <= bytes.split(|&b| b == b'\n').count());
             }
             Ok(())
         })

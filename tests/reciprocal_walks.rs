@@ -28,7 +28,13 @@ const WITHIN_SECS: i64 = 60;
 /// no naming: filing goes through the daemon's own transport, which refuses a private address
 /// it was not told of (the reciprocal checks vetted the intake through the witness's guard,
 /// which admits everything under `allow_private_network`).
-fn face_config(listen: SocketAddr, face: SocketAddr, origin: &str, intake: SocketAddr) -> String {
+fn face_config(
+    listen: SocketAddr,
+    face: SocketAddr,
+    origin: &str,
+    intake: SocketAddr,
+    scheduled: &str,
+) -> String {
     format!(
         r#"[witness]
 name = "reciprocal test"
@@ -54,8 +60,35 @@ listen = "{listen}"
 jitter_secs = 0
 drain_interval_secs = 1
 shutdown_grace_secs = 2
+
+[[target]]
+name = "scheduled"
+origin = "{scheduled}"
+schedule = "* * * * * *"
 "#
     )
+}
+
+/// Scheduled fires of `target` that started after `after` (UTC text), as (scheduled_for,
+/// started_at) in milliseconds.
+fn fires_after(d: &Daemon, target: &str, after: &str) -> Vec<(i64, i64)> {
+    let store = d.store().expect("the store");
+    let mut stmt = store
+        .connection()
+        .prepare(
+            "SELECT scheduled_for, started_at FROM daemon_walks \
+             WHERE target = ?1 AND state = 'done' AND started_at > ?2 ORDER BY id",
+        )
+        .unwrap();
+    stmt.query_map([target, after], |r| {
+        Ok((
+            millis(&r.get::<_, String>(0)?),
+            millis(&r.get::<_, String>(1)?),
+        ))
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
 }
 
 /// POST `body` to the face's `/a2a`; the JSON-RPC answer.
@@ -175,11 +208,15 @@ fn a_caller_is_walked_back_and_filed_to_its_intake_across_a_restart() {
         ))
         .unwrap();
 
+    // A configured target walked every second: a stranger's walk must never hold it up.
+    let scheduled = rt
+        .block_on(SandboxAgent::start(&ca, Behaviour::default()))
+        .unwrap();
     let listen: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let face: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     std::fs::write(
         dir.path().join("walker.toml"),
-        face_config(listen, face, &origin, emulator.addr()),
+        face_config(listen, face, &origin, emulator.addr(), &scheduled.origin()),
     )
     .unwrap();
     let mut d = Daemon::start_in(dir, listen);
@@ -221,6 +258,30 @@ fn a_caller_is_walked_back_and_filed_to_its_intake_across_a_restart() {
     d.wait_for("the walk to start", Duration::from_secs(30), |d| {
         row_for(d, &caller_origin).is_some_and(|r| r.state == "running")
     });
+    // While it hangs, the scheduled walks keep their seconds (no jitter is configured).
+    let hanging_since = rows(&d)
+        .into_iter()
+        .rev()
+        .find(|r| r.state == "running")
+        .and_then(|r| r.started_at)
+        .unwrap();
+    d.wait_for(
+        "two scheduled walks beside it",
+        Duration::from_secs(8),
+        |d| fires_after(d, "scheduled", &hanging_since).len() >= 2,
+    );
+    for (due, started) in fires_after(&d, "scheduled", &hanging_since) {
+        assert!(
+            started - due < 1000,
+            "a fire started {} ms late",
+            started - due
+        );
+    }
+    assert_eq!(
+        row_for(&d, &caller_origin).unwrap().state,
+        "running",
+        "the reciprocal walk was still hanging meanwhile"
+    );
     d.signal("KILL");
     d.wait_exit(Duration::from_secs(10));
     recovered.store(true, Ordering::SeqCst);

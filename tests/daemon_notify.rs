@@ -320,3 +320,47 @@ async fn notify_never_sends_nothing() {
         1
     );
 }
+
+/// Guard 7 in the daemon: four origins asking, walked in one wave (the same scheduled instant),
+/// get three POSTs; the fourth is deferred, and nothing is sent for it later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_most_three_notifications_per_wave() {
+    let ca = SandboxCa::generate();
+    let dir = tempfile::tempdir().unwrap();
+    ca.write_pem(&dir.path().join("ca.pem")).unwrap();
+    let (hook, received) = receiver(&ca).await;
+    let url = format!("https://localhost:{}/hook", hook.addr().port());
+    let mut agents = Vec::new();
+    for _ in 0..4 {
+        agents.push(SandboxAgent::start(&ca, agent_asking(&url)).await.unwrap());
+    }
+    let origins: Vec<String> = agents.iter().map(SandboxAgent::origin).collect();
+    let config = write_config(dir.path(), &origins, "consent", "off");
+    let db = dir.path().join("walker.db");
+    let clock = Arc::new(ManualClock::new("2026-12-06T02:59:59Z".parse().unwrap()));
+    let settled = "SELECT count(*) FROM notifications WHERE status IS NOT NULL";
+    run_once(
+        &config,
+        &clock,
+        "2026-12-06T03:00:00Z",
+        "four settled notifications",
+        || count(&db, settled) == 4,
+        None,
+        &[],
+    )
+    .await;
+    let all: Vec<Value> = origins.iter().flat_map(|o| statuses(&db, o)).collect();
+    let sent = all.iter().filter(|s| s["sent"] == true).count();
+    let deferred: Vec<&Value> = all.iter().filter(|s| s["sent"] == false).collect();
+    assert_eq!((sent, deferred.len()), (3, 1), "{all:?}");
+    assert_eq!(
+        deferred[0]["reason"],
+        "deferred: at most 3 notifications per wave"
+    );
+    assert_eq!(received.lock().unwrap().len(), 3, "three POSTs arrived");
+    assert_eq!(
+        count(&db, "SELECT count(DISTINCT wave) FROM notifications"),
+        1,
+        "one wave"
+    );
+}

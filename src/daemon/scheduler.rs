@@ -259,7 +259,11 @@ async fn fire_in_slot(
         match ctx.consent.decide(&target.request.origin).await {
             Ok(Decision::Walk { notify }) => {
                 let stored = walk(&target, scheduled.clone(), &ctx).await;
-                if let (Some(stored), Some(notifier)) = (stored, ctx.notifier.clone()) {
+                // Most origins declare no `notify` (guard 1): nothing more to do, not even a
+                // trip to the store (the daemon's 10,000-target wave runs through here).
+                if let (Some(stored), Some(notifier), true) =
+                    (stored, ctx.notifier.clone(), notify.is_some())
+                {
                     // The walk's row is finished: its slot and its no-overlap guard go back
                     // now, so a notification (up to 10 s) never holds up the next fires.
                     drop(permit);

@@ -958,11 +958,13 @@ impl Pipeline {
             }
         }
         let (n1, record_id) = (now.clone(), row.record_id);
+        let filing_key = self.inner.signing.as_ref().map(|(key, _)| key.clone());
         let (canonical, signature, public_key) = self
             .with_store(move |s| {
                 outbox::mark_sending(s.connection(), submission_id, &n1)?;
                 let rec = s.get_by_id(record_id)?;
-                Ok((rec.canonical, rec.signature_b64, rec.public_key_b64))
+                let (signature, public_key) = filing_signature(s, &rec, filing_key.as_ref(), &n1)?;
+                Ok((rec.canonical, signature, public_key))
             })
             .await?;
         let body = IntakeSubmission {
@@ -1217,6 +1219,31 @@ impl Plan {
 }
 
 /// A lookup's result in a few words, for the attempt log.
+/// The signature a submission carries (witness-pool.md §8.5): a record signed at walk time is
+/// signed again now with the key this pipeline signs with, the one `key_url` serves after any
+/// rotation, and that signature is kept beside the walk-time one (the same key gives the same
+/// signature, kept once). An unsigned record stays unsigned: its lane was planned that way. A
+/// signed record with no key configured now goes with its walk-time signature.
+fn filing_signature(
+    store: &Store,
+    rec: &crate::store::StoredRecord,
+    key: Option<&SigningKey>,
+    now: &str,
+) -> Result<(Option<String>, Option<String>), StoreError> {
+    let (Some(key), true) = (key, rec.row.signed) else {
+        return Ok((rec.signature_b64.clone(), rec.public_key_b64.clone()));
+    };
+    let signed = sign(&rec.canonical, key);
+    crate::store::signatures::add(
+        store.connection(),
+        rec.row.id,
+        &signed.public_key_b64,
+        &signed.signature_b64,
+        now,
+    )?;
+    Ok((Some(signed.signature_b64), Some(signed.public_key_b64)))
+}
+
 fn lookup_words(lookup: &crate::filing::answer::Lookup) -> String {
     match lookup {
         crate::filing::answer::Lookup::Found { status, .. } => {

@@ -52,6 +52,7 @@ pub mod reciprocal_walks;
 pub mod record_view;
 pub mod schema;
 pub mod shared;
+pub mod signatures;
 pub mod status;
 pub mod summary;
 pub mod task_bindings;

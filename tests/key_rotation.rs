@@ -1,0 +1,201 @@
+//! Rotating the witness key without losing a record (issue 45, witness-pool.md §8.5), with the
+//! real binary: records queue while the intake is down, the key file is replaced, the intake
+//! comes back (the emulator fetching `key_url` on every submission, as the real intake does),
+//! and `outbox drain --config` files every queued record signed by the new key: none is refused
+//! `key_url_mismatch`. The store keeps both signatures of each record.
+
+use conduct_walker::intake_emulator::{Emulator, EmulatorConfig};
+use conduct_walker::net::{NetPolicy, Transport, TransportConfig};
+use conduct_walker::sandbox::{Behaviour, HttpsServer, Resp, SandboxAgent, SandboxCa, handler};
+use conduct_walker::witness::keys::{generate_key_file, public_key_b64};
+use conduct_walker::witness_pool::publish::key_document;
+use std::process::Output;
+use std::sync::{Arc, Mutex};
+
+const BIN: &str = env!("CARGO_BIN_EXE_conduct-walker");
+
+async fn run(args: &[&str]) -> Output {
+    tokio::process::Command::new(BIN)
+        .args(args)
+        .env_remove("STATE_DIRECTORY")
+        .env_remove("CREDENTIALS_DIRECTORY")
+        .output()
+        .await
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[tokio::test]
+async fn records_queued_before_a_rotation_are_filed_after_it_signed_by_the_new_key() {
+    let ca = SandboxCa::generate();
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    ca.write_pem(&dir.path().join("ca.pem")).unwrap();
+    let old = generate_key_file(&dir.path().join("witness.pem")).unwrap();
+
+    // Our key_url, as the operator's web server would serve it: whatever key is current.
+    let served = Arc::new(Mutex::new(key_document(&public_key_b64(&old), "localhost")));
+    let serving = served.clone();
+    let key_server = HttpsServer::start(
+        &ca,
+        handler(move |_| Resp::json(200, &serving.lock().unwrap())),
+    )
+    .await
+    .unwrap();
+    let origin = format!("https://localhost:{}", key_server.addr().port());
+    let key_url = format!("{origin}/keys/witness.json");
+
+    // Two agents walked while the intake is down: two records queued, signed by the old key.
+    let port = free_port();
+    let intake = format!("https://127.0.0.1:{port}/witness");
+    let mut shas = Vec::new();
+    for n in 0..2 {
+        let agent = SandboxAgent::start(&ca, Behaviour::default())
+            .await
+            .unwrap();
+        let out = run(&[
+            "walk",
+            "--origin",
+            &agent.origin(),
+            "--mode",
+            "a2a",
+            "--witness-name",
+            "rotation test",
+            "--vantage",
+            "loopback",
+            "--allow-private-network",
+            "--ca-cert",
+            &path("ca.pem"),
+            "--db",
+            &path("walker.db"),
+            "--key",
+            &path("witness.pem"),
+            "--key-url",
+            &key_url,
+            "--submit",
+            "--intake",
+            &intake,
+            "--out",
+            &path(&format!("r{n}.json")),
+        ])
+        .await;
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        assert!(text(&out).contains(": queued"), "{}", text(&out));
+        let bytes = std::fs::read(dir.path().join(format!("r{n}.json"))).unwrap();
+        shas.push(conduct_walker::digest::sha256_hex(&bytes));
+    }
+
+    // Rotate: a new key in the file the config names, served at the same key_url.
+    std::fs::remove_file(dir.path().join("witness.pem")).unwrap();
+    let new = generate_key_file(&dir.path().join("witness.pem")).unwrap();
+    *served.lock().unwrap() = key_document(&public_key_b64(&new), "localhost");
+    std::fs::write(
+        dir.path().join("walker.toml"),
+        format!(
+            "[witness]\nname = \"rotation test\"\nvantage = \"loopback\"\nkey = \"witness.pem\"\n\
+             key_url = \"{key_url}\"\n\n[daemon]\ndatabase = \"walker.db\"\n"
+        ),
+    )
+    .unwrap();
+
+    // The intake comes back, fetching key_url for every submission.
+    let mut policy = NetPolicy::new(true);
+    policy.allow_url(&origin);
+    let mut key_fetch = TransportConfig::new(policy);
+    key_fetch.extra_roots = vec![ca.cert_der()];
+    let emulator = Emulator::start(
+        EmulatorConfig::new(
+            dir.path().join("intake.sqlite"),
+            Transport::new(key_fetch).unwrap(),
+        ),
+        &ca,
+        format!("127.0.0.1:{port}").parse().unwrap(),
+    )
+    .await
+    .unwrap();
+    rusqlite::Connection::open(dir.path().join("walker.db"))
+        .unwrap()
+        .execute("UPDATE submissions SET next_attempt_at = NULL", [])
+        .unwrap();
+    let allow = format!("127.0.0.1:{port}");
+    let drain = run(&[
+        "outbox",
+        "drain",
+        "--config",
+        &path("walker.toml"),
+        "--allow-private-network",
+        "--allow-host",
+        &allow,
+        "--ca-cert",
+        &path("ca.pem"),
+    ])
+    .await;
+    assert_eq!(drain.status.code(), Some(0), "{}", text(&drain));
+    assert!(text(&drain).contains("sent 2: 2 filed"), "{}", text(&drain));
+
+    // Every record filed, carrying the new key; nothing refused.
+    assert_eq!(emulator.stored_count(), 2);
+    for sha in &shas {
+        let stored = emulator
+            .stored(sha)
+            .unwrap_or_else(|| panic!("{sha} not filed"));
+        assert_eq!(stored["public_key_ed25519_b64"], public_key_b64(&new));
+    }
+    let db = rusqlite::Connection::open(dir.path().join("walker.db")).unwrap();
+    let answers = |answer: &str| -> i64 {
+        db.query_row(
+            "SELECT count(*) FROM submission_attempts WHERE answer = ?1",
+            [answer],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    assert_eq!((answers("accepted"), answers("refused")), (2, 0));
+    let mismatch: i64 = db
+        .query_row(
+            "SELECT count(*) FROM submission_attempts WHERE body LIKE '%key_url_mismatch%'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(mismatch, 0, "no submission refused key_url_mismatch");
+
+    // The store keeps both signatures of each record: the walk's (old key), the filing's (new).
+    let mut kept: Vec<(String, String)> = db
+        .prepare("SELECT made_at, public_key_b64 FROM record_signatures ORDER BY record_id, made_at DESC")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    kept.dedup();
+    let (old_b64, new_b64) = (public_key_b64(&old), public_key_b64(&new));
+    assert_eq!(
+        kept,
+        vec![
+            ("walk".to_string(), old_b64.clone()),
+            ("filing".to_string(), new_b64.clone()),
+            ("walk".to_string(), old_b64),
+            ("filing".to_string(), new_b64),
+        ]
+    );
+
+    // And the store still verifies: the chain covers the bytes, not the signatures.
+    let verify = run(&["records", "verify", "--db", &path("walker.db")]).await;
+    assert_eq!(verify.status.code(), Some(0), "{}", text(&verify));
+}

@@ -42,6 +42,7 @@ pub mod consent_checks;
 pub mod daemon_walks;
 pub mod group;
 pub mod integrity;
+pub mod key_events;
 pub mod ledger;
 pub mod mcp_walks;
 pub mod meta;

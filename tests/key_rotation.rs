@@ -100,10 +100,8 @@ async fn records_queued_before_a_rotation_are_filed_after_it_signed_by_the_new_k
         shas.push(conduct_walker::digest::sha256_hex(&bytes));
     }
 
-    // Rotate: a new key in the file the config names, served at the same key_url.
-    std::fs::remove_file(dir.path().join("witness.pem")).unwrap();
-    let new = generate_key_file(&dir.path().join("witness.pem")).unwrap();
-    *served.lock().unwrap() = key_document(&public_key_b64(&new), "localhost");
+    // Rotate with the command: a new key in the file the config names, served at the same
+    // key_url from now on.
     std::fs::write(
         dir.path().join("walker.toml"),
         format!(
@@ -112,6 +110,12 @@ async fn records_queued_before_a_rotation_are_filed_after_it_signed_by_the_new_k
         ),
     )
     .unwrap();
+    let rotate = run(&["key", "rotate", "--config", &path("walker.toml")]).await;
+    assert_eq!(rotate.status.code(), Some(0), "{}", text(&rotate));
+    let new =
+        conduct_walker::witness::keys::load_signing_key(&dir.path().join("witness.pem")).unwrap();
+    assert_ne!(public_key_b64(&new), public_key_b64(&old));
+    *served.lock().unwrap() = key_document(&public_key_b64(&new), "localhost");
 
     // The intake comes back, fetching key_url for every submission.
     let mut policy = NetPolicy::new(true);
@@ -198,4 +202,137 @@ async fn records_queued_before_a_rotation_are_filed_after_it_signed_by_the_new_k
     // And the store still verifies: the chain covers the bytes, not the signatures.
     let verify = run(&["records", "verify", "--db", &path("walker.db")]).await;
     assert_eq!(verify.status.code(), Some(0), "{}", text(&verify));
+}
+
+fn run_sync(args: &[&str]) -> Output {
+    std::process::Command::new(BIN)
+        .args(args)
+        .env_remove("STATE_DIRECTORY")
+        .env_remove("CREDENTIALS_DIRECTORY")
+        .output()
+        .unwrap()
+}
+
+/// `key rotate`, `key revoke` and `key history`: the history the store keeps lists every key
+/// with its status and times, its `history_sha256` recomputes from its members, each change is
+/// a key event whose chain verifies, and a key file others can read is still refused.
+#[test]
+fn rotate_then_revoke_keeps_a_history_that_recomputes() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("witness.pem");
+    let first = generate_key_file(&key_file).unwrap();
+    let config = dir.path().join("walker.toml");
+    std::fs::write(
+        &config,
+        "[witness]\nname = \"w\"\nvantage = \"v\"\nkey = \"witness.pem\"\n\
+         key_url = \"https://witness.example/keys/witness.json\"\n\n\
+         [daemon]\ndatabase = \"walker.db\"\n",
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+
+    let none = run_sync(&["key", "history", "--config", config]);
+    assert_eq!(none.status.code(), Some(2), "{}", text(&none));
+
+    let rotated = run_sync(&["key", "rotate", "--config", config]);
+    assert_eq!(rotated.status.code(), Some(0), "{}", text(&rotated));
+    let stdout = String::from_utf8_lossy(&rotated.stdout).to_string();
+    let document: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    let second = conduct_walker::witness::keys::load_signing_key(&key_file).unwrap();
+    assert_eq!(document["public_key_ed25519_b64"], public_key_b64(&second));
+    for step in [
+        "1. serve",
+        "2. reload",
+        "3. serve the new key history",
+        "4. tell",
+    ] {
+        assert!(stdout.contains(step), "{step}: {stdout}");
+    }
+    assert!(
+        !stdout.contains("PRIVATE") && !text(&rotated).contains("PRIVATE"),
+        "no private key is printed"
+    );
+
+    let revoked = run_sync(&[
+        "key",
+        "revoke",
+        "--config",
+        config,
+        "--compromised-from",
+        "2026-11-30T00:00:00Z",
+        "--reason",
+        "the key file was copied off a backup",
+    ]);
+    assert_eq!(revoked.status.code(), Some(0), "{}", text(&revoked));
+    let third = conduct_walker::witness::keys::load_signing_key(&key_file).unwrap();
+
+    let history = run_sync(&["key", "history", "--config", config, "--json"]);
+    assert_eq!(history.status.code(), Some(0), "{}", text(&history));
+    let doc: serde_json::Value = serde_json::from_slice(&history.stdout).unwrap();
+    let members = serde_json::json!({
+        "schema": doc["schema"], "subject": doc["subject"], "keys": doc["keys"], "rule": doc["rule"],
+    });
+    assert_eq!(
+        doc["history_sha256"],
+        conduct_walker::digest::sha256_hex(conduct_walker::canonical::to_bytes(&members)),
+        "history_sha256 recomputes from its members"
+    );
+    assert_eq!(doc["subject"], "https://witness.example");
+    let keys = doc["keys"].as_array().unwrap();
+    let column =
+        |name: &str| -> Vec<serde_json::Value> { keys.iter().map(|k| k[name].clone()).collect() };
+    assert_eq!(
+        column("public_key_ed25519_b64"),
+        [&first, &second, &third].map(|k| serde_json::json!(public_key_b64(k)))
+    );
+    assert_eq!(column("status"), ["retired", "revoked", "active"]);
+    assert_eq!(
+        column("compromised_from"),
+        [
+            serde_json::Value::Null,
+            "2026-11-30T00:00:00Z".into(),
+            serde_json::Value::Null
+        ]
+    );
+    assert!(keys[0]["retired_at"].is_string() && keys[1]["revoked_at"].is_string());
+    assert!(
+        keys.iter()
+            .all(|k| k["since_commit"].as_str().is_some_and(|c| c.len() == 8)),
+        "{keys:?}"
+    );
+    assert_eq!(doc["env_consistency"][0]["matches_active"], true);
+
+    // Each change is a key event, chained: three events (recorded, rotated, revoked).
+    let db = rusqlite::Connection::open(dir.path().join("walker.db")).unwrap();
+    let events = conduct_walker::store::key_events::all(&db).unwrap();
+    let kinds: Vec<&str> = events.iter().map(|e| e.event.as_str()).collect();
+    assert_eq!(kinds, ["recorded", "rotated", "revoked"]);
+    assert_eq!(
+        conduct_walker::store::key_events::verify(&db).unwrap(),
+        Vec::<String>::new()
+    );
+
+    // A key file others can read is refused, and nothing changes.
+    std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let open = run_sync(&["key", "rotate", "--config", config]);
+    assert_eq!(open.status.code(), Some(2), "{}", text(&open));
+    assert_eq!(
+        conduct_walker::store::key_events::all(&db).unwrap().len(),
+        3
+    );
+    std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let garbled = run_sync(&[
+        "key",
+        "revoke",
+        "--config",
+        config,
+        "--compromised-from",
+        "yesterday",
+    ]);
+    assert_eq!(garbled.status.code(), Some(2), "{}", text(&garbled));
+    assert_eq!(
+        conduct_walker::store::key_events::all(&db).unwrap().len(),
+        3
+    );
 }

@@ -1,0 +1,220 @@
+//! Rotating and revoking the witness key (witness-pool.md §8.5), with its files and its store:
+//! a new key where the config takes it from, the old one kept beside it (hard-linked, so with
+//! its own mode 0600) under a name that says retired or revoked, and the KEY_HISTORY_v1 list
+//! after the change recorded in the store's key events. No private key is ever printed or
+//! logged: only public keys and file names leave this module.
+
+use super::key_history::{self, KeyEntry, Retirement, Status};
+use crate::store::StoreError;
+use crate::store::key_events::{self, EventKind, KeyEvent, NewKeyEvent};
+use crate::witness::keys::{KeyError, generate_key_file, load_signing_key, public_key_b64};
+use ed25519_dalek::SigningKey;
+use rusqlite::Connection;
+use std::path::{Path, PathBuf};
+
+/// Where the witness key lives and what its history is about.
+#[derive(Debug, Clone)]
+pub struct KeyPlace {
+    /// The file the config reads the key from (for a systemd credential: the file its
+    /// `LoadCredential=` names, which the service reads at its next start).
+    pub key_file: PathBuf,
+    /// `witness.key_url`: every key is served there in turn, never moved (§8.5 step 2).
+    pub key_url: String,
+    /// The history's `subject`: the witness's origin.
+    pub subject: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RotationError {
+    #[error(transparent)]
+    Key(#[from] KeyError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{path}: {source}")]
+    File {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error(
+        "the key in {file} is {status} in the key history: the history's active key is another one; restore that key's file before rotating"
+    )]
+    NotActive { file: String, status: String },
+    #[error("--compromised-from {0:?} is not an RFC 3339 time (e.g. 2026-12-01T00:00:00Z)")]
+    BadTime(String),
+}
+
+/// What a rotation did.
+#[derive(Debug)]
+pub struct Rotated {
+    pub new_key: SigningKey,
+    pub old_public_b64: String,
+    /// Where the old key is kept (mode 0600).
+    pub old_kept_at: PathBuf,
+    pub event: KeyEvent,
+}
+
+/// The stored list of keys, if any change was ever recorded.
+pub fn stored_keys(conn: &Connection) -> Result<Option<(Vec<KeyEntry>, KeyEvent)>, StoreError> {
+    let Some(event) = key_events::latest(conn)? else {
+        return Ok(None);
+    };
+    Ok(Some((keys_of(&event.history), event)))
+}
+
+/// The key history's `since` for the key in `file`: the UTC day the file was last written,
+/// never later than today. For a key in use before any history was kept nothing knows the day
+/// better; an earlier day only widens what the key may have signed, a later one would disown
+/// its own first signatures (§8.3 rule 5).
+pub fn key_since(file: &Path) -> String {
+    let now = std::time::SystemTime::now();
+    let written = std::fs::metadata(file)
+        .and_then(|m| m.modified())
+        .map_or(now, |t| t.min(now));
+    chrono::DateTime::<chrono::Utc>::from(written)
+        .format("%Y-%m-%d")
+        .to_string()
+}
+
+/// The stored list, first recording `key` as the active key when nothing was ever recorded
+/// (a witness that ran before histories were kept). A key that the list has as retired or
+/// revoked is refused: rotating from it would make a stale key active again.
+pub fn current_keys(
+    conn: &Connection,
+    place: &KeyPlace,
+    key: &SigningKey,
+    now: &str,
+) -> Result<Vec<KeyEntry>, RotationError> {
+    let public = public_key_b64(key);
+    if let Some((keys, _)) = stored_keys(conn)? {
+        return match key_history::find_witness_key(&keys, &public) {
+            Some(k) if k.status == Status::Active => Ok(keys),
+            found => Err(RotationError::NotActive {
+                file: place.key_file.display().to_string(),
+                status: found.map_or("not listed", |k| k.status.as_str()).into(),
+            }),
+        };
+    }
+    let since = key_since(&place.key_file);
+    let recorded = NewKeyEvent {
+        at: now.to_string(),
+        kind: EventKind::Recorded,
+        public_key_b64: public.clone(),
+        left_b64: None,
+        compromised_from: None,
+        reason: None,
+    };
+    let event = key_events::append(conn, &recorded, |commit| {
+        let mut entry = KeyEntry::active_witness(&public, &place.key_url, &since);
+        entry.since_commit = Some(commit.to_string());
+        key_history::hashed_members(&place.subject, &[entry])
+    })?;
+    Ok(keys_of(&event.history))
+}
+
+/// The entries of a stored history's `keys`.
+fn keys_of(history: &serde_json::Value) -> Vec<KeyEntry> {
+    history["keys"]
+        .as_array()
+        .map(|keys| keys.iter().filter_map(KeyEntry::from_value).collect())
+        .unwrap_or_default()
+}
+
+fn file_err(path: &Path) -> impl FnOnce(std::io::Error) -> RotationError + '_ {
+    move |source| RotationError::File {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// Rotate (`Retirement::Retired`) or revoke the key in `place.key_file` at `now` (RFC 3339
+/// UTC): the new key replaces the file in one rename, the old one stays beside it, and the
+/// history after the change is recorded. A failure to record puts the old key back.
+pub fn rotate(
+    conn: &Connection,
+    place: &KeyPlace,
+    retirement: &Retirement,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Rotated, RotationError> {
+    if let Retirement::Revoked {
+        compromised_from, ..
+    } = retirement
+        && chrono::DateTime::parse_from_rfc3339(compromised_from).is_err()
+    {
+        return Err(RotationError::BadTime(compromised_from.clone()));
+    }
+    let now_text = crate::clock::walked_at(now);
+    // Refuses a key file others can read, as every reader of it does.
+    let old = load_signing_key(&place.key_file)?;
+    let old_public = public_key_b64(&old);
+    let keys = current_keys(conn, place, &old, &now_text)?;
+    let (status, kind) = match retirement {
+        Retirement::Retired => ("retired", EventKind::Rotated),
+        Retirement::Revoked { .. } => ("revoked", EventKind::Revoked),
+    };
+    let kid = key_history::witness_kid(&old_public);
+    let kept = sibling(&place.key_file, &format!("{status}-{kid}"));
+    let staged = sibling(&place.key_file, "new");
+    let new_key = generate_key_file(&staged)?;
+    std::fs::hard_link(&place.key_file, &kept).map_err(file_err(&kept))?;
+    std::fs::rename(&staged, &place.key_file).map_err(file_err(&place.key_file))?;
+    let new_public = public_key_b64(&new_key);
+    let change = NewKeyEvent {
+        at: now_text.clone(),
+        kind,
+        public_key_b64: new_public.clone(),
+        left_b64: Some(old_public.clone()),
+        compromised_from: match retirement {
+            Retirement::Revoked {
+                compromised_from, ..
+            } => Some(compromised_from.clone()),
+            Retirement::Retired => None,
+        },
+        reason: match retirement {
+            Retirement::Revoked { reason, .. } => Some(reason.clone()),
+            Retirement::Retired => None,
+        },
+    };
+    let today = now.format("%Y-%m-%d").to_string();
+    let recorded = key_events::append(conn, &change, |commit| {
+        let mut entry = KeyEntry::active_witness(&new_public, &place.key_url, &today);
+        entry.since_commit = Some(commit.to_string());
+        let after = key_history::rotate(&keys, entry, retirement, &now_text);
+        key_history::hashed_members(&place.subject, &after)
+    });
+    let event = match recorded {
+        Ok(event) => event,
+        Err(e) => {
+            // The history could not say so: the old key goes back, nothing changed.
+            let _ = std::fs::rename(&kept, &place.key_file);
+            return Err(e.into());
+        }
+    };
+    Ok(Rotated {
+        new_key,
+        old_public_b64: old_public,
+        old_kept_at: kept,
+        event,
+    })
+}
+
+/// `witness.pem` → `witness.pem.<suffix>`, in the same directory (a rename there is atomic).
+fn sibling(file: &Path, suffix: &str) -> PathBuf {
+    let mut name = file.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".{suffix}"));
+    file.with_file_name(name)
+}
+
+/// The served document of the stored list: the history's members and hash, with whether the
+/// key the server signs with (`configured`) is the list's active key.
+pub fn document(history: &serde_json::Value, configured: Option<&str>) -> serde_json::Value {
+    let subject = history["subject"].as_str().unwrap_or_default();
+    let keys = keys_of(history);
+    let env = key_history::EnvConsistency {
+        key_use: "witness".into(),
+        configured: configured.is_some(),
+        matches_active: configured.map(|b64| {
+            key_history::find_witness_key(&keys, b64).is_some_and(|k| k.status == Status::Active)
+        }),
+    };
+    key_history::document(subject, &keys, &[env], &[])
+}

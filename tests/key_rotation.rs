@@ -336,3 +336,96 @@ fn rotate_then_revoke_keeps_a_history_that_recomputes() {
         3
     );
 }
+
+/// A leak: `key revoke --compromised-from T` and `records verify` reports every record the
+/// leaked key signed from T on (exit 1), says which key signed each record, and reads an
+/// earlier signature by that key as not attributable without a proof of time (not a finding).
+#[tokio::test]
+async fn records_verify_flags_what_a_revoked_key_signed_after_compromised_from() {
+    let ca = SandboxCa::generate();
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    ca.write_pem(&dir.path().join("ca.pem")).unwrap();
+    let leaked = generate_key_file(&dir.path().join("witness.pem")).unwrap();
+    let key_url = "https://witness.example/keys/witness.json";
+    std::fs::write(
+        dir.path().join("walker.toml"),
+        format!(
+            "[witness]\nname = \"w\"\nvantage = \"v\"\nkey = \"witness.pem\"\n\
+             key_url = \"{key_url}\"\n\n[daemon]\ndatabase = \"walker.db\"\n"
+        ),
+    )
+    .unwrap();
+    let mut inserted = Vec::new();
+    for n in 0..2 {
+        let agent = SandboxAgent::start(&ca, Behaviour::default())
+            .await
+            .unwrap();
+        let out = run(&[
+            "walk",
+            "--origin",
+            &agent.origin(),
+            "--mode",
+            "a2a",
+            "--witness-name",
+            "w",
+            "--vantage",
+            "v",
+            "--allow-private-network",
+            "--ca-cert",
+            &path("ca.pem"),
+            "--db",
+            &path("walker.db"),
+            "--key",
+            &path("witness.pem"),
+            "--key-url",
+            key_url,
+            "--out",
+            &path(&format!("r{n}.json")),
+        ])
+        .await;
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let db = rusqlite::Connection::open(dir.path().join("walker.db")).unwrap();
+        let at: String = db
+            .query_row("SELECT max(inserted_at) FROM records", [], |r| r.get(0))
+            .unwrap();
+        inserted.push(at);
+        // The two records' times must differ by the clock's whole seconds.
+        tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    }
+    assert!(inserted[0] < inserted[1], "{inserted:?}");
+
+    let ok = run(&["records", "verify", "--db", &path("walker.db")]).await;
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok));
+
+    // The key leaked from the second record's time on.
+    let revoke = run(&[
+        "key",
+        "revoke",
+        "--config",
+        &path("walker.toml"),
+        "--compromised-from",
+        &inserted[1],
+    ])
+    .await;
+    assert_eq!(revoke.status.code(), Some(0), "{}", text(&revoke));
+    let verify = run(&["records", "verify", "--db", &path("walker.db")]).await;
+    let said = String::from_utf8_lossy(&verify.stdout).to_string();
+    assert_eq!(verify.status.code(), Some(1), "{said}");
+    let kid = conduct_walker::witness_pool::key_history::witness_kid(&public_key_b64(&leaked));
+    let lines: Vec<&str> = said.lines().filter(|l| l.starts_with("record ")).collect();
+    assert_eq!(lines.len(), 2, "{said}");
+    assert!(
+        lines[0].starts_with("record 1 ")
+            && lines[0].contains(&format!("signed by {kid}"))
+            && lines[0].contains("not attributable without an independent proof of time"),
+        "{said}"
+    );
+    assert!(
+        lines[1].starts_with("record 2 ")
+            && lines[1].contains(&format!("signed by {kid}"))
+            && lines[1].contains("REVOKED: signed at or after compromised_from"),
+        "{said}"
+    );
+    assert!(said.contains("FAILED: 1 key finding"), "{said}");
+}

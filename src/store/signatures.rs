@@ -78,3 +78,31 @@ pub fn of(conn: &Connection, record_id: i64) -> Result<Vec<RecordSignature>, Sto
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
 }
+
+/// Every kept signature with its record's row id and sha256 (`None` once the row is
+/// archived), in row order; empty on a store not yet migrated.
+pub fn all(conn: &Connection) -> Result<Vec<(i64, Option<String>, RecordSignature)>, StoreError> {
+    if !has_table(conn, "record_signatures")? {
+        return Ok(Vec::new());
+    }
+    let mut stmt = conn.prepare(
+        "SELECT s.record_id, r.sha256, s.public_key_b64, s.signature_b64, s.signed_at, \
+         s.made_at FROM record_signatures s LEFT JOIN records r ON r.id = s.record_id \
+         ORDER BY s.record_id, s.signed_at, s.made_at DESC",
+    )?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                RecordSignature {
+                    public_key_b64: r.get(2)?,
+                    signature_b64: r.get(3)?,
+                    signed_at: r.get(4)?,
+                    made_at: r.get(5)?,
+                },
+            ))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}

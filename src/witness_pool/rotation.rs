@@ -218,3 +218,95 @@ pub fn document(history: &serde_json::Value, configured: Option<&str>) -> serde_
     };
     key_history::document(subject, &keys, &[env], &[])
 }
+
+/// What the key history makes of one signature the store kept (§8.3).
+#[derive(Debug, Clone)]
+pub struct Attribution {
+    pub record_id: i64,
+    /// `None` once the row is archived.
+    pub sha256: Option<String>,
+    pub signature: crate::store::signatures::RecordSignature,
+    /// The key's label in the history, `None` when it is not listed.
+    pub kid: Option<String>,
+    pub status: Option<Status>,
+    /// §8.3's answer with no independent proof of time (the store's own clock is the
+    /// operator's, which rule 4 does not accept).
+    pub attributable: Option<bool>,
+    /// Signed by a revoked key at or after its `compromised_from` (by the store's clock): what
+    /// a thief could have signed. Reported, never passed.
+    pub after_compromise: bool,
+}
+
+impl Attribution {
+    /// One line: which key signed, when, and what the history says of it.
+    pub fn line(&self) -> String {
+        let sha = self
+            .sha256
+            .as_deref()
+            .map_or("archived", |s| &s[..12.min(s.len())]);
+        let key = self.kid.clone().unwrap_or_else(|| {
+            format!(
+                "unlisted key {}",
+                key_history::witness_kid(&self.signature.public_key_b64)
+            )
+        });
+        let words = match (self.status, self.attributable, self.after_compromise) {
+            (_, _, true) => "REVOKED: signed at or after compromised_from; not attributable",
+            (Some(Status::Active), Some(true), _) => "attributable (active key)",
+            (Some(Status::Retired), Some(true), _) => {
+                "attributable (retired key, rotated out without compromise)"
+            }
+            (Some(Status::Revoked), _, _) => {
+                "not attributable without an independent proof of time before compromised_from (revoked key)"
+            }
+            (None, _, _) => "the key history cannot say (key not listed)",
+            _ => "not attributable",
+        };
+        format!(
+            "record {} {sha}: signed by {key} at {} ({}): {words}",
+            self.record_id, self.signature.signed_at, self.signature.made_at
+        )
+    }
+}
+
+/// Every kept signature judged by the stored key history; `None` when no history was ever
+/// recorded (nothing to judge by).
+pub fn attribute(conn: &Connection) -> Result<Option<Vec<Attribution>>, StoreError> {
+    let Some((keys, _)) = stored_keys(conn)? else {
+        return Ok(None);
+    };
+    let judged = crate::store::signatures::all(conn)?
+        .into_iter()
+        .map(|(record_id, sha256, signature)| {
+            let entry = key_history::find_witness_key(&keys, &signature.public_key_b64);
+            let after_compromise = entry.is_some_and(|k| {
+                k.status == Status::Revoked
+                    && k.compromised_from
+                        .as_deref()
+                        .is_none_or(|from| at_or_after(&signature.signed_at, from))
+            });
+            Attribution {
+                record_id,
+                sha256,
+                kid: entry.map(|k| k.kid.clone()),
+                status: entry.map(|k| k.status),
+                attributable: key_history::attributable(entry.map(key_history::Standing::of), None),
+                after_compromise,
+                signature,
+            }
+        })
+        .collect();
+    Ok(Some(judged))
+}
+
+/// Whether RFC 3339 time `t` is at or after `from`; a time that does not parse counts as
+/// after (a report too many, never a forged signature passed).
+fn at_or_after(t: &str, from: &str) -> bool {
+    match (
+        chrono::DateTime::parse_from_rfc3339(t),
+        chrono::DateTime::parse_from_rfc3339(from),
+    ) {
+        (Ok(t), Ok(from)) => t >= from,
+        _ => true,
+    }
+}

@@ -429,3 +429,81 @@ async fn records_verify_flags_what_a_revoked_key_signed_after_compromised_from()
     );
     assert!(said.contains("FAILED: 1 key finding"), "{said}");
 }
+
+/// The witness face's two documents after rotations (§8.4): `/keys/witness.json` is the
+/// active key alone, `/.well-known/key-history.json` the stored history; a face configured
+/// with a revoked key does not start (a revoked key is never served).
+#[test]
+fn the_face_serves_the_stored_history_and_never_a_revoked_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("witness.pem");
+    let first = generate_key_file(&key_file).unwrap();
+    let config_path = dir.path().join("walker.toml");
+    let toml = "[witness]\nname = \"w\"\nvantage = \"v\"\nkey = \"witness.pem\"\n\
+         key_url = \"https://witness.example.org/keys/witness.json\"\n\n\
+         [witness_face]\nlisten = \"127.0.0.1:0\"\norigin = \"https://witness.example.org\"\n\n\
+         [daemon]\ndatabase = \"walker.db\"\n";
+    std::fs::write(&config_path, toml).unwrap();
+    let config = config_path.to_str().unwrap();
+    let cfg = || conduct_walker::config::load(&config_path).unwrap();
+
+    let rotated = run_sync(&["key", "rotate", "--config", config]);
+    assert_eq!(rotated.status.code(), Some(0), "{}", text(&rotated));
+    let second = conduct_walker::witness::keys::load_signing_key(&key_file).unwrap();
+    let face = conduct_walker::app::witness_responder(&cfg())
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        face.key_document["public_key_ed25519_b64"],
+        public_key_b64(&second)
+    );
+    let statuses: Vec<&str> = face.key_history["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["retired", "active"]);
+    assert_eq!(
+        face.key_history["keys"][0]["public_key_ed25519_b64"],
+        public_key_b64(&first)
+    );
+    assert_eq!(face.key_history["subject"], "https://witness.example.org");
+    assert_eq!(
+        face.key_history["env_consistency"][0]["matches_active"],
+        true
+    );
+    let history = run_sync(&["key", "history", "--config", config, "--json"]);
+    let stored: serde_json::Value = serde_json::from_slice(&history.stdout).unwrap();
+    assert_eq!(
+        face.key_history, stored,
+        "the face serves what `key history` prints"
+    );
+
+    // The operator revokes, then puts the leaked key back by mistake: the face refuses it.
+    let revoked = run_sync(&[
+        "key",
+        "revoke",
+        "--config",
+        config,
+        "--compromised-from",
+        "2026-01-01T00:00:00Z",
+    ]);
+    assert_eq!(revoked.status.code(), Some(0), "{}", text(&revoked));
+    let kept = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains(".revoked-"))
+        .unwrap();
+    std::fs::remove_file(&key_file).unwrap();
+    std::fs::copy(&kept, &key_file).unwrap();
+    let refused = match conduct_walker::app::witness_responder(&cfg()) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("a revoked key was served"),
+    };
+    assert!(
+        refused.contains("is revoked in the key history"),
+        "{refused}"
+    );
+    drop(first);
+}

@@ -3,8 +3,10 @@
 -- §8.5), so one record can carry several signatures: the walk-time one stays in `records`
 -- (whose rows never change, and whose chain covers the bytes, not the signatures) and is copied
 -- here too, so this table alone answers "which keys signed this record, and when".
+-- No foreign key: a row outlives its record's archiving (the archive deletes `records` rows),
+-- and `records verify` reads the signatures of the rows it finds.
 CREATE TABLE record_signatures (
-    record_id      INTEGER NOT NULL REFERENCES records (id),
+    record_id      INTEGER NOT NULL,
     public_key_b64 TEXT    NOT NULL,
     signature_b64  TEXT    NOT NULL,
     signed_at      TEXT    NOT NULL,

@@ -303,6 +303,16 @@ fn rotate_then_revoke_keeps_a_history_that_recomputes() {
     );
     assert_eq!(doc["env_consistency"][0]["matches_active"], true);
 
+    let text_form = run_sync(&["key", "history", "--config", config]);
+    let said = String::from_utf8_lossy(&text_form.stdout).to_string();
+    assert!(
+        said.contains(&format!(
+            "history_sha256 {}",
+            doc["history_sha256"].as_str().unwrap()
+        )) && said.lines().filter(|l| l.contains("witness-")).count() == 3,
+        "{said}"
+    );
+
     // Each change is a key event, chained: three events (recorded, rotated, revoked).
     let db = rusqlite::Connection::open(dir.path().join("walker.db")).unwrap();
     let events = conduct_walker::store::key_events::all(&db).unwrap();

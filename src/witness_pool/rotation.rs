@@ -154,8 +154,13 @@ pub fn rotate(
     let kid = key_history::witness_kid(&old_public);
     let kept = sibling(&place.key_file, &format!("{status}-{kid}"));
     let staged = sibling(&place.key_file, "new");
+    // A staged key left by an interrupted rotation was never used nor recorded.
+    let _ = std::fs::remove_file(&staged);
     let new_key = generate_key_file(&staged)?;
-    std::fs::hard_link(&place.key_file, &kept).map_err(file_err(&kept))?;
+    if let Err(e) = keep_old(&place.key_file, &kept) {
+        let _ = std::fs::remove_file(&staged);
+        return Err(e);
+    }
     std::fs::rename(&staged, &place.key_file).map_err(file_err(&place.key_file))?;
     let new_public = public_key_b64(&new_key);
     let change = NewKeyEvent {
@@ -195,6 +200,22 @@ pub fn rotate(
         old_kept_at: kept,
         event,
     })
+}
+
+/// Keep the old key at `kept`: a hard link (the same file, so the same mode), or where the
+/// file system has none, a copy (which `std::fs::copy` creates with the source's mode).
+fn keep_old(file: &Path, kept: &Path) -> Result<(), RotationError> {
+    if std::fs::hard_link(file, kept).is_ok() {
+        return Ok(());
+    }
+    if kept.exists() {
+        // Never overwrite a kept key (the link failed for that reason).
+        return Err(RotationError::File {
+            path: kept.display().to_string(),
+            source: std::io::ErrorKind::AlreadyExists.into(),
+        });
+    }
+    std::fs::copy(file, kept).map(drop).map_err(file_err(kept))
 }
 
 /// `witness.pem` → `witness.pem.<suffix>`, in the same directory (a rename there is atomic).

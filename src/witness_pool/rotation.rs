@@ -256,6 +256,9 @@ pub struct Attribution {
     /// Signed by a revoked key at or after its `compromised_from` (by the store's clock): what
     /// a thief could have signed. Reported, never passed.
     pub after_compromise: bool,
+    /// Signed by a retired key after its `retired_at` (by the store's clock): a process still
+    /// signing with the old key, not reloaded. Said, not a finding: the rule reads no proof.
+    pub after_retirement: bool,
 }
 
 impl Attribution {
@@ -283,8 +286,13 @@ impl Attribution {
             (None, _, _) => "the key history cannot say (key not listed)",
             _ => "not attributable",
         };
+        let note = if self.after_retirement {
+            "; signed after the key's retired_at: a process still signs with the retired key (reload it)"
+        } else {
+            ""
+        };
         format!(
-            "record {} {sha}: signed by {key} at {} ({}): {words}",
+            "record {} {sha}: signed by {key} at {} ({}): {words}{note}",
             self.record_id, self.signature.signed_at, self.signature.made_at
         )
     }
@@ -306,9 +314,16 @@ pub fn attribute(conn: &Connection) -> Result<Option<Vec<Attribution>>, StoreErr
                         .as_deref()
                         .is_none_or(|from| at_or_after(&signature.signed_at, from))
             });
+            let after_retirement = entry.is_some_and(|k| {
+                k.status == Status::Retired
+                    && k.retired_at
+                        .as_deref()
+                        .is_some_and(|at| !at_or_after(at, &signature.signed_at))
+            });
             Attribution {
                 record_id,
                 sha256,
+                after_retirement,
                 kid: entry.map(|k| k.kid.clone()),
                 status: entry.map(|k| k.status),
                 attributable: key_history::attributable(entry.map(key_history::Standing::of), None),
@@ -329,5 +344,80 @@ fn at_or_after(t: &str, from: &str) -> bool {
     ) {
         (Ok(t), Ok(from)) => t >= from,
         _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn judged(status: Status, signed_at: &str) -> Attribution {
+        Attribution {
+            record_id: 3,
+            sha256: Some("ab".repeat(32)),
+            signature: crate::store::signatures::RecordSignature {
+                public_key_b64: "AA==".into(),
+                signature_b64: "AA==".into(),
+                signed_at: signed_at.into(),
+                made_at: "filing".into(),
+            },
+            kid: Some("witness-0123abcd".into()),
+            status: Some(status),
+            attributable: Some(status != Status::Revoked),
+            after_compromise: false,
+            after_retirement: false,
+        }
+    }
+
+    #[test]
+    fn each_line_names_the_record_the_key_and_the_rule() {
+        let retired = Attribution {
+            after_retirement: true,
+            ..judged(Status::Retired, "2026-12-02T00:00:00Z")
+        };
+        assert_eq!(
+            retired.line(),
+            "record 3 abababababab: signed by witness-0123abcd at 2026-12-02T00:00:00Z (filing): \
+             attributable (retired key, rotated out without compromise); signed after the key's \
+             retired_at: a process still signs with the retired key (reload it)"
+        );
+        let leaked = Attribution {
+            after_compromise: true,
+            ..judged(Status::Revoked, "2026-12-02T00:00:00Z")
+        };
+        assert!(
+            leaked
+                .line()
+                .ends_with("REVOKED: signed at or after compromised_from; not attributable")
+        );
+        let unlisted = Attribution {
+            kid: None,
+            status: None,
+            attributable: None,
+            ..judged(Status::Active, "2026-12-02T00:00:00Z")
+        };
+        assert!(
+            unlisted.line().contains("unlisted key witness-"),
+            "{}",
+            unlisted.line()
+        );
+        assert!(
+            unlisted
+                .line()
+                .ends_with("the key history cannot say (key not listed)")
+        );
+    }
+
+    #[test]
+    fn times_compare_as_instants_and_a_garbled_one_counts_as_after() {
+        assert!(at_or_after(
+            "2026-09-15T08:59:59+09:00",
+            "2026-09-14T23:00:00Z"
+        ));
+        assert!(!at_or_after(
+            "2026-09-15T08:59:59+09:00",
+            "2026-09-15T00:00:00Z"
+        ));
+        assert!(at_or_after("yesterday", "2026-09-15T00:00:00Z"));
     }
 }

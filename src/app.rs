@@ -221,13 +221,90 @@ pub fn witness_responder(cfg: &Config) -> Result<Option<WitnessResponder>, Setup
     let public_b64 = crate::witness::keys::public_key_b64(&key);
     let vantage = Some(cfg.witness.vantage.clone());
     let responder = Responder::new(key, &key_url, vantage, measurer).map_err(face_err)?;
-    let since = key_since(&key_file);
-    let entry = key_history::KeyEntry::active_witness(&public_b64, &key_url, &since);
+    let key_history = match stored_key_history(cfg)? {
+        Some(history) => {
+            refuse_a_revoked_key(&history, &public_b64).map_err(face_err)?;
+            crate::witness_pool::rotation::document(&history, Some(&public_b64))
+        }
+        None => {
+            let since = crate::witness_pool::rotation::key_since(&key_file);
+            let entry = key_history::KeyEntry::active_witness(&public_b64, &key_url, &since);
+            key_history::single_witness_key(&face.member.origin, entry)
+        }
+    };
     Ok(Some(WitnessResponder {
         key_document: publish::key_document(&public_b64, responder.signed_domain()),
-        key_history: key_history::single_witness_key(&face.member.origin, entry),
+        key_history,
         responder,
     }))
+}
+
+/// The key history the store keeps (`key rotate`, `key revoke`), as its hashed members; `None`
+/// when the store does not exist yet or no change was ever recorded.
+pub fn stored_key_history(cfg: &Config) -> Result<Option<serde_json::Value>, SetupError> {
+    let Some(db) = cfg.database.as_deref().filter(|p| p.exists()) else {
+        return Ok(None);
+    };
+    let store = crate::store::Store::open_read_only(db)?;
+    Ok(crate::store::key_events::latest(store.connection())?.map(|e| e.history))
+}
+
+/// A revoked key is never served (spec §8.4): a face configured with one does not start.
+fn refuse_a_revoked_key(history: &serde_json::Value, public_b64: &str) -> Result<(), String> {
+    use crate::witness_pool::key_history::{KeyEntry, Status, find_witness_key};
+    let keys: Vec<KeyEntry> = history["keys"]
+        .as_array()
+        .map(|keys| keys.iter().filter_map(KeyEntry::from_value).collect())
+        .unwrap_or_default();
+    match find_witness_key(&keys, public_b64) {
+        Some(k) if k.status == Status::Revoked => Err(format!(
+            "the configured key ({}) is revoked in the key history: it is never served; point [witness] key at the active key",
+            k.kid
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Where `key rotate` and `key revoke` find the key and what its history is about: the key
+/// file the config names (`key_file` instead, for a systemd credential's source file), its
+/// `key_url`, and the witness's origin (the face's, else `key_url`'s).
+pub fn key_place(
+    cfg: &Config,
+    key_file: Option<&std::path::Path>,
+) -> Result<crate::witness_pool::rotation::KeyPlace, SetupError> {
+    let key_err = |msg: String| SetupError::Key {
+        path: cfg.path.clone(),
+        msg,
+    };
+    let key_file = match (key_file, &cfg.key) {
+        (Some(file), _) => file.to_path_buf(),
+        (None, KeySource::File(file)) => file.clone(),
+        (None, KeySource::Credential(name)) => {
+            return Err(key_err(format!(
+                "the key is the systemd credential {name:?}, read-only to the service: rotate the file its LoadCredential= names, with --key FILE"
+            )));
+        }
+        (None, KeySource::None) => {
+            return Err(key_err(
+                "no [witness] key to rotate (`conduct-walker keygen --out FILE` makes a first one)"
+                    .into(),
+            ));
+        }
+    };
+    let key_url = cfg.witness.key_url.clone().ok_or_else(|| {
+        key_err("no [witness] key_url: the key history names where each key was served".into())
+    })?;
+    let subject = match &cfg.witness_face {
+        Some(face) => face.member.origin.clone(),
+        None => url::Url::parse(&key_url)
+            .map(|u| u.origin().ascii_serialization())
+            .map_err(|e| key_err(format!("key_url {key_url:?}: {e}")))?,
+    };
+    Ok(crate::witness_pool::rotation::KeyPlace {
+        key_file,
+        key_url,
+        subject,
+    })
 }
 
 /// What reciprocal walks (witness-pool.md §6) are decided and walked with; `None` unless
@@ -369,18 +446,4 @@ pub fn notifier(cfg: &Config) -> Result<Option<crate::notify::Notifier>, SetupEr
             source: e.into(),
         })?;
     Ok(Some(notifier))
-}
-
-/// The key history's `since` for the key in `file`: the UTC day the file was last written
-/// (`keys generate` writes it once), never later than today. Until the store records a key's
-/// creation (the rotation issue) nothing knows the day better; an earlier day only widens what
-/// the key may have signed, a later one would disown its own first signatures (§8.3 rule 5).
-fn key_since(file: &std::path::Path) -> String {
-    let now = std::time::SystemTime::now();
-    let written = std::fs::metadata(file)
-        .and_then(|m| m.modified())
-        .map_or(now, |t| t.min(now));
-    chrono::DateTime::<chrono::Utc>::from(written)
-        .format("%Y-%m-%d")
-        .to_string()
 }

@@ -27,6 +27,7 @@ fn serves(command: &Command) -> bool {
         | Command::Reveal(_)
         | Command::Keygen(_)
         | Command::Pubkey(_)
+        | Command::Key(_)
         | Command::Records(_)
         | Command::Outbox(_)
         | Command::Ledger(_)

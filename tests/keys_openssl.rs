@@ -109,3 +109,67 @@ fn a_key_openssl_generates_loads_with_the_same_public_key() {
     let loaded = conduct_walker::witness::keys::load_signing_key(&key).unwrap();
     assert_eq!(*conduct_walker::witness::keys::pkcs8_v1_pem(&loaded), pem);
 }
+
+/// Issue 45: `key rotate` and `key revoke` write a new key and keep the old one beside it;
+/// OpenSSL reads each of them, with the public key the history lists.
+#[test]
+fn openssl_reads_every_key_rotate_and_revoke_write() {
+    if !openssl_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("witness.pem");
+    let made = Command::new(BIN)
+        .args(["keygen", "--out"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(made.status.success());
+    let config = dir.path().join("walker.toml");
+    std::fs::write(
+        &config,
+        "[witness]\nname = \"w\"\nvantage = \"v\"\nkey = \"witness.pem\"\n\
+         key_url = \"https://witness.example/keys/witness.json\"\n\n\
+         [daemon]\ndatabase = \"walker.db\"\n",
+    )
+    .unwrap();
+    let commands: [&[&str]; 2] = [
+        &["key", "rotate"],
+        &[
+            "key",
+            "revoke",
+            "--compromised-from",
+            "2026-01-01T00:00:00Z",
+        ],
+    ];
+    for args in commands {
+        let out = Command::new(BIN)
+            .args(args)
+            .arg("--config")
+            .arg(&config)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let mut files: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains("witness.pem"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 3, "the key and the two it replaced: {files:?}");
+    let mut publics = Vec::new();
+    for file in &files {
+        let mode = std::fs::metadata(file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", file.display());
+        let public = openssl_public_key(file);
+        assert_eq!(public, our_public_key(file));
+        publics.push(STANDARD.encode(public));
+    }
+    publics.dedup();
+    assert_eq!(publics.len(), 3, "three different keys");
+}

@@ -29,6 +29,9 @@ pub enum Command {
     Keygen(super::keys::KeygenArgs),
     /// Print the key_url document for a key: {"public_key_ed25519_b64": ...}.
     Pubkey(super::keys::PubkeyArgs),
+    /// The witness key over the years: rotate it, revoke it, show its history (KEY_HISTORY_v1).
+    #[command(subcommand)]
+    Key(super::keys::KeyCommand),
     /// Auditor commands over the record store (read-only unless importing).
     #[command(subcommand)]
     Records(super::records::RecordsCommand),

@@ -62,6 +62,7 @@ pub async fn run(command: Command) -> anyhow::Result<Ran> {
         Command::Reveal(args) => walk::reveal(args).await,
         Command::Keygen(args) => keys::keygen(args),
         Command::Pubkey(args) => keys::pubkey(args),
+        Command::Key(cmd) => keys::run(cmd),
         Command::Records(cmd) => records::run(cmd).await,
         Command::Outbox(cmd) => outbox::run(cmd).await,
         Command::Ledger(cmd) => ledger::run(cmd).await,

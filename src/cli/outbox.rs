@@ -28,18 +28,26 @@ pub enum OutboxCommand {
     /// the intakes' lanes, and record each answer. A `sending` row is looked up first
     /// (`GET <intake>/<sha256>`) and sent again only on a 404. Exit 0 when nothing due is left
     /// unfiled, 1 when some stay queued or were refused.
+    ///
+    /// A record signed at its walk is signed again as it is sent, with the key of --config (the
+    /// one its key_url serves now, after any rotation); without --config it goes with the
+    /// signature made at its walk, which the intake refuses once the key has changed.
     Drain {
         #[command(flatten)]
         db: DbArg,
         #[command(flatten)]
         net: NetArgs,
+        /// Sign at filing time with the key this config names (`[witness] key` or
+        /// `key_credential`); its `database` unless --db is given.
+        #[arg(long, value_name = "FILE")]
+        config: Option<std::path::PathBuf>,
     },
 }
 
 pub async fn run(cmd: OutboxCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         OutboxCommand::List { db, json } => list(&db, json),
-        OutboxCommand::Drain { db, net } => drain(&db, &net).await,
+        OutboxCommand::Drain { db, net, config } => drain(db, &net, config.as_deref()).await,
     }
 }
 
@@ -117,14 +125,26 @@ fn row_json(sha: &str, r: &Submission) -> serde_json::Value {
     })
 }
 
-async fn drain(db: &DbArg, net: &NetArgs) -> anyhow::Result<ExitCode> {
+async fn drain(
+    mut db: DbArg,
+    net: &NetArgs,
+    config: Option<&std::path::Path>,
+) -> anyhow::Result<ExitCode> {
+    let mut signing = None;
+    if let Some(path) = config {
+        let cfg = crate::config::load(path)?;
+        signing = crate::app::signing(&cfg)?;
+        if db.db.is_none() {
+            db.db = Some(cfg.database_path()?);
+        }
+    }
+    let db = &db;
     // No host is named here: intakes came from cards (or an earlier --intake), so private
     // addresses are admitted only at hosts given with --allow-host.
-    let pipeline = Pipeline::new(PipelineConfig::new(
-        net.transport(&[])?,
-        db.path()?,
-        Arc::new(SystemClock),
-    ))?;
+    let pipeline = Pipeline::new(PipelineConfig {
+        signing,
+        ..PipelineConfig::new(net.transport(&[])?, db.path()?, Arc::new(SystemClock))
+    })?;
     let report = pipeline.drain_outbox().await?;
     // Task bindings queued by a walk that stopped before sending them (spec §5.1); one left
     // `sending` is settled as unknown, never sent twice.

@@ -721,7 +721,17 @@ fn verify(db: &DbArg, archives: Option<&Path>) -> anyhow::Result<ExitCode> {
             "; {unchecked} archived records not checked (their cuts link the chain)"
         ));
     }
-    if report.is_ok() {
+    let key_findings = verify_keys(&store, &mut out)?;
+    if report.is_ok() && key_findings > 0 {
+        writeln!(
+            out,
+            "FAILED: {} (signatures by a revoked key from its compromised_from on, or a broken key chain); {} records verified ({} signed){head}",
+            count(key_findings, "key finding"),
+            report.rows,
+            report.signed
+        )?;
+        Ok(ExitCode::from(EXIT_FINDING))
+    } else if report.is_ok() {
         writeln!(
             out,
             "ok: {} records verified ({} signed){head}",
@@ -740,6 +750,27 @@ fn verify(db: &DbArg, archives: Option<&Path>) -> anyhow::Result<ExitCode> {
         )?;
         Ok(ExitCode::from(EXIT_FINDING))
     }
+}
+
+/// The witness key's side of `records verify` (issue 45), when the store keeps a key history:
+/// its chain of key events, and per record which key signed it and whether the history makes
+/// that attributable (witness-pool.md §8.3). The findings: a broken key chain, and signatures
+/// by a revoked key from its `compromised_from` on.
+fn verify_keys(store: &Store, out: &mut impl Write) -> anyhow::Result<usize> {
+    let conn = store.connection();
+    let chain = store::key_events::verify(conn)?;
+    for problem in &chain {
+        writeln!(out, "{problem}")?;
+    }
+    let Some(judged) = crate::witness_pool::rotation::attribute(conn)? else {
+        return Ok(chain.len());
+    };
+    let mut after_compromise = 0;
+    for attribution in &judged {
+        writeln!(out, "{}", attribution.line())?;
+        after_compromise += usize::from(attribution.after_compromise);
+    }
+    Ok(chain.len() + after_compromise)
 }
 
 /// "1 problem", "2 problems".

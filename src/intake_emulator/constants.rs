@@ -13,8 +13,6 @@ pub const DAILY_PER_DOMAIN: u64 = 50;
 pub const BATCH_MAX: usize = 200;
 /// §6.1: key_url fetch timeout.
 pub const KEY_FETCH_TIMEOUT_SECS: u64 = 5;
-/// §6.1: how long a served key is trusted without refetching.
-pub const KEY_CACHE_SECS: i64 = 24 * 60 * 60;
 
 /// The host the real intake runs on; a key served there is never a witness key (§6.2 step 6).
 pub const DEFAULT_LEDGER_HOST: &str = "ledger.horizonshield.dev";

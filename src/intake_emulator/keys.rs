@@ -1,7 +1,7 @@
 //! §6.2 step 6: obtaining the key served at `witness.key_url`. https only and no redirects (the
-//! transport enforces both: a 3xx comes back as its status), 5 s, and a served key is cached
-//! 24 h per key_url even if the domain rotates it meanwhile. Failures are not cached, so a
-//! witness whose server was briefly down can simply retry.
+//! transport enforces both: a 3xx comes back as its status), 5 s, fetched on every submission:
+//! the real intake stopped caching (witness-pool.md §8.5), so right after a rotation a
+//! signature by the old key is refused `key_url_mismatch` here too.
 
 use super::{EmulatorError, Shared};
 use crate::net::HttpRequest;
@@ -16,19 +16,7 @@ pub(super) async fn served_key(
     shared: &Shared,
     key_url: &str,
 ) -> Result<KeyOutcome, EmulatorError> {
-    let ttl_ms = shared.limits.key_cache_ttl.as_millis() as i64;
-    let now_ms = shared.clock.now().timestamp_millis();
-    if let Some(key) = shared.state().cached_key(key_url, now_ms, ttl_ms)? {
-        return Ok(KeyOutcome::Served(key));
-    }
-    let outcome = fetch(shared, key_url).await;
-    if let KeyOutcome::Served(key) = &outcome {
-        // Stamp with the clock read after the fetch: the cache age counts from when the key was
-        // actually seen.
-        let seen_ms = shared.clock.now().timestamp_millis();
-        shared.state().cache_key(key_url, key, seen_ms)?;
-    }
-    Ok(outcome)
+    Ok(fetch(shared, key_url).await)
 }
 
 async fn fetch(shared: &Shared, key_url: &str) -> KeyOutcome {

@@ -4,7 +4,7 @@
 //! internet.
 //!
 //! Layout: [`validate`] (§6.3 and §6.5, pure), [`signature`] (§6.2 step 5), `keys` (key_url
-//! fetch and 24 h cache), `submit` (§6.2 in order), `reads` (§6.6 self-description and the
+//! fetch on every submission), `submit` (§6.2 in order), `reads` (§6.6 self-description and the
 //! pool), `ledger` (the ledger's read side of ledger.md: `/witness/<sha>`, the operator batch,
 //! the scheduled run, `/ledger/*`), [`hooks`] (test and fault hooks, ledger.md §8 item 7),
 //! [`state`] (the SQLite file). Differences from the real intake that a client could notice are
@@ -46,7 +46,6 @@ pub struct Limits {
     pub daily_per_domain: u64,
     pub batch_max: usize,
     pub key_fetch_timeout: Duration,
-    pub key_cache_ttl: Duration,
 }
 
 impl Default for Limits {
@@ -58,7 +57,6 @@ impl Default for Limits {
             daily_per_domain: DAILY_PER_DOMAIN,
             batch_max: BATCH_MAX,
             key_fetch_timeout: Duration::from_secs(KEY_FETCH_TIMEOUT_SECS),
-            key_cache_ttl: Duration::from_secs(KEY_CACHE_SECS as u64),
         }
     }
 }
@@ -69,7 +67,7 @@ pub struct EmulatorConfig {
     /// The emulator's own SQLite file (created when missing; reused across restarts).
     pub state_path: PathBuf,
     pub limits: Limits,
-    /// Decides the UTC day of lanes and counting and the key cache's age.
+    /// Decides the UTC day of lanes and counting.
     pub clock: Arc<dyn Clock>,
     /// For key_url fetches: its policy decides which hosts may be reached; redirects are never
     /// followed (a 3xx comes back as its status, which §6.2 refuses).

@@ -27,7 +27,7 @@ pub(super) fn describe(shared: &Shared, origin: &str) -> Answer {
                 "batch_max": l.batch_max,
                 "note": "max_bytes is the length of record_canonical in UTF-16 code units; days are the server's UTC date at submission, not walked_at; unsigned and address-signed records share the per-address lane, domain-signed records use the per-domain lane, all share the global cap; beyond any cap the answer is 429 and nothing is stored",
             },
-            "signature": "optional: signature_ed25519_b64 (Ed25519 over the UTF-8 bytes of record_canonical) with public_key_ed25519_b64 (the raw 32-byte key), both standard base64; a present signature must verify. With witness.key_url in the signed record, the key served there as {\"public_key_ed25519_b64\": ...} (https, redirects refused, 5 s timeout, cached 24 h) must be the identical string, and the witness is then identified by that host",
+            "signature": "optional: signature_ed25519_b64 (Ed25519 over the UTF-8 bytes of record_canonical) with public_key_ed25519_b64 (the raw 32-byte key), both standard base64; a present signature must verify. With witness.key_url in the signed record, the key served there as {\"public_key_ed25519_b64\": ...} (https, redirects refused, 5 s timeout, fetched on every submission) must be the identical string, and the witness is then identified by that host",
             "conduct_v1_1": {
                 "spec": crate::walk::spec::EXT,
                 "record_fields": "mode (full | hash-only | commitment), establishes and does_not_establish (non-empty arrays of non-blank strings), commitment (64 hex, commitment mode), witness.key_url (https, optional)",

@@ -1,5 +1,5 @@
 //! The emulator's own SQLite file: stored records (pending or anchored), per-day counters and
-//! counting markers, the key_url cache, batch ledger entries and the per-day network tallies.
+//! counting markers, batch ledger entries and the per-day network tallies.
 //! Everything that must survive a restart lives here; nothing is kept only in memory.
 
 use super::EmulatorError;
@@ -24,11 +24,6 @@ CREATE TABLE IF NOT EXISTS count_markers (
     day    TEXT NOT NULL,
     marker TEXT NOT NULL,           -- 32-hex prefix of sha256(identity|endpoint)
     PRIMARY KEY (day, marker)
-);
-CREATE TABLE IF NOT EXISTS key_cache (
-    key_url      TEXT PRIMARY KEY,
-    served_key   TEXT NOT NULL,
-    fetched_at_ms INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS ledger_entries (
     n     INTEGER PRIMARY KEY,      -- explicit: a dropped entry leaves a hole (fault hook)
@@ -288,32 +283,6 @@ impl State {
             .conn
             .query_row("SELECT COUNT(*) FROM records", [], |r| r.get::<_, i64>(0))?
             as u64)
-    }
-
-    /// A served key still inside its cache lifetime.
-    pub fn cached_key(
-        &self,
-        key_url: &str,
-        now_ms: i64,
-        ttl_ms: i64,
-    ) -> Result<Option<String>, EmulatorError> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT served_key FROM key_cache WHERE key_url = ?1 AND ?2 < fetched_at_ms + ?3",
-                params![key_url, now_ms, ttl_ms],
-                |r| r.get(0),
-            )
-            .optional()?)
-    }
-
-    pub fn cache_key(&self, key_url: &str, served: &str, now_ms: i64) -> Result<(), EmulatorError> {
-        self.conn.execute(
-            "INSERT INTO key_cache (key_url, served_key, fetched_at_ms) VALUES (?1, ?2, ?3)
-             ON CONFLICT (key_url) DO UPDATE SET served_key = ?2, fetched_at_ms = ?3",
-            params![key_url, served, now_ms],
-        )?;
-        Ok(())
     }
 
     /// The keys of the pending pool as the batch lists them (ledger.md §4.2): records without

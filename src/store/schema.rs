@@ -85,6 +85,14 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "reciprocal_walks",
         sql: include_str!("migrations/0018_reciprocal_walks.sql"),
     },
+    Migration {
+        name: "record_signatures",
+        sql: include_str!("migrations/0019_record_signatures.sql"),
+    },
+    Migration {
+        name: "key_events",
+        sql: include_str!("migrations/0020_key_events.sql"),
+    },
 ];
 
 /// The schema version this binary writes and understands.

@@ -2,8 +2,8 @@
 //! `/.well-known/key-history.json`. It lists every public key the domain has signed with and
 //! the rule under which a signature by each counts; `history_sha256` is the sha256 of the NENRIN
 //! canonical form of `{schema, subject, keys, rule}`, and nothing else enters it (anchors are
-//! made after the list they anchor). Until keys rotate (a later issue) a witness lists its one
-//! active key.
+//! made after the list they anchor). [`attributable`] is the rule of §8.3 as code, and
+//! [`rotate`] the change of the list a rotation or a revocation makes (§8.5).
 
 use serde_json::{Map, Value, json};
 
@@ -255,6 +255,119 @@ pub fn single_witness_key(subject: &str, key: KeyEntry) -> Value {
     document(subject, &[key], &[env], &[])
 }
 
+/// What §8.3 reads of a listed key: its status (as written: an unknown one is still read, and
+/// answers null), the day it was first published and its two end times.
+#[derive(Debug, Clone, Copy)]
+pub struct Standing<'a> {
+    pub status: &'a str,
+    pub since: &'a str,
+    pub retired_at: Option<&'a str>,
+    pub compromised_from: Option<&'a str>,
+}
+
+impl<'a> Standing<'a> {
+    pub fn of(entry: &'a KeyEntry) -> Standing<'a> {
+        Standing {
+            status: entry.status.as_str(),
+            since: &entry.since,
+            retired_at: entry.retired_at.as_deref(),
+            compromised_from: entry.compromised_from.as_deref(),
+        }
+    }
+}
+
+fn instant(text: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    chrono::DateTime::parse_from_rfc3339(text)
+        .ok()
+        .map(|t| t.with_timezone(&chrono::Utc))
+}
+
+/// `attributable(key, existed_before)` of §8.3, in its order: `Some(true)`, `Some(false)`, or
+/// `None` ("this history cannot say"). `key` is `None` when the signing key is not listed;
+/// `existed_before` is the earliest independently proven time the signed bytes existed.
+pub fn attributable(key: Option<Standing<'_>>, existed_before: Option<&str>) -> Option<bool> {
+    let key = key?;
+    let proof = match existed_before {
+        None => None,
+        Some(text) => match instant(text) {
+            Some(t) => Some(t),
+            // Refused, not read as "no proof": a garbled proof must not pass as none.
+            None => return Some(false),
+        },
+    };
+    let since = chrono::NaiveDate::parse_from_str(key.since, "%Y-%m-%d")
+        .ok()?
+        .and_hms_opt(0, 0, 0)?
+        .and_utc();
+    if proof.is_some_and(|p| p < since) {
+        return Some(false);
+    }
+    match (key.status, proof) {
+        ("active", _) => Some(true),
+        ("retired", None) => Some(true),
+        ("retired", Some(p)) => Some(key.retired_at.and_then(instant).is_none_or(|r| p <= r)),
+        ("revoked", None) => Some(false),
+        ("revoked", Some(p)) => Some(
+            key.compromised_from
+                .and_then(instant)
+                .is_some_and(|c| p < c),
+        ),
+        _ => None,
+    }
+}
+
+/// The listed witness key with this Ed25519 key (§8.3 step 1 looks within the use asked for).
+pub fn find_witness_key<'a>(keys: &'a [KeyEntry], public_key_b64: &str) -> Option<&'a KeyEntry> {
+    keys.iter()
+        .find(|k| k.key_use == "witness" && k.key == PublicKey::Ed25519(public_key_b64.to_string()))
+}
+
+/// How the active witness key leaves the list (§8.5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Retirement {
+    /// Rotated out without compromise: what it signed stays attributable.
+    Retired,
+    /// A leak: from `compromised_from` on nothing it signed counts without a proof of time.
+    Revoked {
+        compromised_from: String,
+        reason: String,
+    },
+}
+
+/// The list after a rotation at `now` (RFC 3339 UTC): the active witness key leaves it as
+/// `retirement` says, and `new` (an active entry) is appended. Other entries are left as they
+/// were: what a key signed while it was the witness's is judged by its own entry.
+pub fn rotate(
+    keys: &[KeyEntry],
+    new: KeyEntry,
+    retirement: &Retirement,
+    now: &str,
+) -> Vec<KeyEntry> {
+    let mut out: Vec<KeyEntry> = keys.to_vec();
+    let active = out
+        .iter_mut()
+        .filter(|k| k.key_use == "witness" && k.status == Status::Active);
+    for key in active {
+        match retirement {
+            Retirement::Retired => {
+                key.status = Status::Retired;
+                key.retired_at = Some(now.to_string());
+            }
+            Retirement::Revoked {
+                compromised_from,
+                reason,
+            } => {
+                key.status = Status::Revoked;
+                key.revoked_at = Some(now.to_string());
+                key.compromised_from = Some(compromised_from.clone());
+                key.reason = Some(reason.clone());
+            }
+        }
+    }
+    out.push(new);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -385,5 +498,76 @@ mod tests {
         let mut odd = example["keys"][0].clone();
         odd["status"] = json!("paused");
         assert_eq!(KeyEntry::from_value(&odd), None);
+    }
+
+    #[test]
+    fn the_attribution_rule_gives_every_case_of_the_vectors() {
+        let cases = vector("key-history-cases.json");
+        let cases = cases["cases"].as_array().unwrap();
+        assert_eq!(cases.len(), 22);
+        for case in cases {
+            let text = |name: &str| case[name].as_str();
+            let standing = case["in_history"].as_bool().unwrap().then(|| Standing {
+                status: text("status").unwrap(),
+                since: text("since").unwrap(),
+                retired_at: text("retired_at"),
+                compromised_from: text("compromised_from"),
+            });
+            let got = attributable(standing, text("existed_before"));
+            assert_eq!(
+                json!(got),
+                case["expected"],
+                "{}: {}",
+                case["id"],
+                case["why"]
+            );
+        }
+    }
+
+    fn witness(n: u8, status: Status) -> KeyEntry {
+        let b64 = format!("{n:0>43}=");
+        KeyEntry {
+            status,
+            ..KeyEntry::active_witness(&b64, "https://w.example/keys/witness.json", "2026-01-01")
+        }
+    }
+
+    #[test]
+    fn a_rotation_retires_the_active_key_and_a_revocation_revokes_it_only() {
+        let now = "2026-12-06T10:00:00Z";
+        let keys = [witness(1, Status::Retired), witness(2, Status::Active)];
+        let rotated = rotate(&keys, witness(3, Status::Active), &Retirement::Retired, now);
+        let statuses: Vec<_> = rotated.iter().map(|k| k.status).collect();
+        assert_eq!(statuses, [Status::Retired, Status::Retired, Status::Active]);
+        assert_eq!(rotated[1].retired_at.as_deref(), Some(now));
+        assert_eq!(
+            rotated[0].retired_at, None,
+            "an earlier entry is left as it was"
+        );
+
+        let leak = Retirement::Revoked {
+            compromised_from: "2026-12-01T00:00:00Z".into(),
+            reason: "the key file was copied off a backup".into(),
+        };
+        let revoked = rotate(&keys, witness(3, Status::Active), &leak, now);
+        let statuses: Vec<_> = revoked.iter().map(|k| k.status).collect();
+        assert_eq!(statuses, [Status::Retired, Status::Revoked, Status::Active]);
+        assert_eq!(
+            (
+                revoked[1].revoked_at.as_deref(),
+                revoked[1].compromised_from.as_deref()
+            ),
+            (Some(now), Some("2026-12-01T00:00:00Z"))
+        );
+        let b64 = match &revoked[1].key {
+            PublicKey::Ed25519(b) => b.clone(),
+            PublicKey::Jwk(_) => unreachable!(),
+        };
+        let found = find_witness_key(&revoked, &b64).map(Standing::of);
+        assert_eq!(attributable(found, None), Some(false));
+        assert_eq!(
+            attributable(found, Some("2026-11-30T00:00:00Z")),
+            Some(true)
+        );
     }
 }

@@ -20,6 +20,7 @@ pub mod observation;
 pub mod publish;
 pub mod request;
 pub mod responder;
+pub mod rotation;
 pub mod screen;
 pub mod selfcheck;
 pub mod surfaces;

@@ -35,6 +35,10 @@ pub struct RecordView {
     /// The §11.5 notification after the walk (`None`: `notify_status: null`); never part of
     /// the record's bytes.
     pub notify_status: Option<serde_json::Value>,
+    /// Every signature the store made for it (the walk's, and one per key it was filed
+    /// under after a rotation), each with what the key history says of its key (`None`: no
+    /// history kept, or the key is not listed).
+    pub signatures: Vec<KeyedSignature>,
 }
 
 /// The record checked again as the page is read.
@@ -84,8 +88,27 @@ pub fn record(store: &Store, prefix: &str) -> Result<RecordView, StoreError> {
         own_card_check: beside.card_verification,
         reciprocal: beside.reciprocal,
         notify_status: crate::store::notifications::status_of_record(conn, row.id)?,
+        signatures: signatures(conn, row.id)?,
         stored,
     })
+}
+
+/// The record's signatures, each with its key's label and status in the stored key history.
+type KeyedSignature = (crate::store::signatures::RecordSignature, Option<String>);
+
+fn signatures(conn: &Connection, record_id: i64) -> Result<Vec<KeyedSignature>, StoreError> {
+    use crate::witness_pool::{key_history, rotation};
+    let keys = rotation::stored_keys(conn)?.map(|(keys, _)| keys);
+    Ok(crate::store::signatures::of(conn, record_id)?
+        .into_iter()
+        .map(|sig| {
+            let listed = keys
+                .as_deref()
+                .and_then(|keys| key_history::find_witness_key(keys, &sig.public_key_b64))
+                .map(|k| format!("{}, {}", k.kid, k.status.as_str()));
+            (sig, listed)
+        })
+        .collect())
 }
 
 /// The sha of the bytes, the signature over them, and the chain link from the previous row.

@@ -80,6 +80,16 @@ fn checks_box(v: &RecordView) -> Markup {
                     }
                     @if let Some(k) = &v.stored.public_key_b64 { br; "key " code title=(k) { (key_fingerprint(k)) } }
                 }
+                @if !v.signatures.is_empty() {
+                    dt { "signed by" } dd id="signed-by" {
+                        @for (sig, listed) in &v.signatures {
+                            "key " code title=(sig.public_key_b64) { (key_fingerprint(&sig.public_key_b64)) }
+                            " at " (sig.signed_at) " (" (sig.made_at) "): "
+                            @match listed { Some(l) => { "key history: " (l) }, None => "not in a key history" }
+                            br;
+                        }
+                    }
+                }
                 dt { "chain position" } dd id="chain" {
                     "row " (row.id) ", chain hash " code { (row.chain_hash.get(..16).unwrap_or(&row.chain_hash)) } " "
                     @if c.chain_ok { span class="ok" { "follows from the previous row" } } @else { span class="bad" { "does not follow from the previous row" } }

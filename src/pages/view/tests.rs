@@ -403,6 +403,15 @@ fn a_record_page_says_which_checks_failed() {
             prev: None,
             next: Some((8, "ef".repeat(32), "00".repeat(32))),
         },
+        signatures: vec![(
+            crate::store::signatures::RecordSignature {
+                public_key_b64: "AA==".into(),
+                signature_b64: "AA==".into(),
+                signed_at: "2026-12-02T09:00:00Z".into(),
+                made_at: "filing".into(),
+            },
+            Some("witness-0123abcd, retired".into()),
+        )],
         revealed: Some(("12".repeat(32), None)),
         opens: None,
         fire: Some(("alpha".into(), "2026-12-01T10:00:00Z".into())),
@@ -423,6 +432,10 @@ fn a_record_page_says_which_checks_failed() {
     assert!(html.contains(r#"<dd id="notify-status"><code>null</code></dd>"#));
     assert!(html.contains("DOES NOT MATCH"));
     assert!(html.contains("INVALID: bad signature"));
+    assert!(
+        html.contains("2026-12-02T09:00:00Z (filing): key history: witness-0123abcd, retired"),
+        "the page names every key that signed the record: {html}"
+    );
     assert!(html.contains("does not follow from the previous row"));
     assert!(
         html.contains("none (first row)") && html.contains(r#"class="next" href="/records/efef"#)

@@ -339,7 +339,7 @@ impl ReciprocalSetup {
 
 /// The [`ReciprocalSetup`] of `cfg`.
 pub fn reciprocal_setup(cfg: &Config) -> Result<Option<ReciprocalSetup>, SetupError> {
-    use crate::witness_pool::{caller, measure::Measurer, screen};
+    use crate::witness_pool::{caller, measure::Measurer};
     let Some(face) = cfg.witness_face.as_ref().filter(|f| f.member.reciprocal) else {
         return Ok(None);
     };
@@ -355,24 +355,16 @@ pub fn reciprocal_setup(cfg: &Config) -> Result<Option<ReciprocalSetup>, SetupEr
     let measurer =
         Measurer::new(cfg.allow_private_network, roots).map_err(|e| face_err(e.to_string()))?;
     // Nothing named: a stranger's hosts never get the configured targets' private allowance.
-    let mut walk = cfg
+    let walk = cfg
         .network_options()
         .transport_config(&[])
         .map_err(transport_err)?;
-    walk.address_guard = Some(crate::net::AddressGuard {
-        blocked: screen::is_blocked,
-        only_port: 443,
-    });
-    let walk = Transport::new(walk).map_err(|e| transport_err(e.into()))?;
     let ours = cfg
         .intake
         .clone()
         .unwrap_or_else(|| face.member.witness_intake.clone());
-    let vetting = measurer.clone();
-    let intake: crate::pipeline::IntakeChooser = Arc::new(move |theirs: Option<String>| {
-        let (vetting, ours) = (vetting.clone(), ours.clone());
-        Box::pin(async move { caller::intake_for(&vetting, theirs.as_deref(), &ours).await })
-    });
+    let stranger =
+        caller::stranger_walk(walk, &measurer, &ours).map_err(|e| transport_err(e.into()))?;
     let own_hosts = [
         Some(face.member.origin.as_str()),
         cfg.witness.key_url.as_deref(),
@@ -396,10 +388,7 @@ pub fn reciprocal_setup(cfg: &Config) -> Result<Option<ReciprocalSetup>, SetupEr
     };
     Ok(Some(ReciprocalSetup {
         measurer,
-        stranger: crate::pipeline::StrangerWalk {
-            transport: walk,
-            intake,
-        },
+        stranger,
         own_hosts,
         per_day: face.reciprocal_per_day,
         within: face.reciprocal_within,

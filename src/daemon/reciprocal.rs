@@ -10,6 +10,7 @@ use super::metrics::WitnessMetrics;
 use super::runner::JobRunner;
 use super::services::Service;
 use super::store::DaemonStore;
+use super::witness_log::clip;
 use crate::app::ReciprocalSetup;
 use crate::clock::Clock;
 use crate::consent::Consent;
@@ -53,8 +54,8 @@ impl Desk {
         let now = self.clock.now();
         let requested_at = crate::clock::utc_millis(now);
         let raw = match value {
-            Value::String(s) => clip(s),
-            other => clip(&other.to_string()),
+            Value::String(s) => clip(s, CARD_CHARS),
+            other => clip(&other.to_string(), CARD_CHARS),
         };
         let walk_by = crate::clock::utc_millis(
             now + chrono::Duration::from_std(self.setup.within).unwrap_or(chrono::Duration::MAX),
@@ -107,13 +108,6 @@ impl Desk {
                 Reciprocal::Declined { reason: NOT_STORED }
             }
         }
-    }
-}
-
-fn clip(text: &str) -> String {
-    match text.char_indices().nth(CARD_CHARS) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_string(),
     }
 }
 

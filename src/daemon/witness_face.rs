@@ -13,7 +13,7 @@ use super::metrics::{FaceOutcome, WitnessMetrics};
 use super::reciprocal::{Desk, QueueSignal};
 use super::services::Service;
 use super::store::DaemonStore;
-use super::witness_log::{MIN_STOP_WAIT, RequestLog, RowSender};
+use super::witness_log::{MIN_STOP_WAIT, RequestLog, RowSender, clip};
 use crate::app::WitnessResponder;
 use crate::clock::Clock;
 use crate::config::WitnessFace;
@@ -474,14 +474,6 @@ fn row_of(answer: &Answer, request: &Value, received_at: String) -> (FaceOutcome
             row.detail = Some(clip(&decline.why, DETAIL_CHARS));
             (FaceOutcome::Declined(decline.reason), row)
         }
-    }
-}
-
-/// At most `chars` characters of `text`, an ellipsis saying when it was cut.
-fn clip(text: &str, chars: usize) -> String {
-    match text.char_indices().nth(chars) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_string(),
     }
 }
 

@@ -101,6 +101,14 @@ fn insert_all(conn: &rusqlite::Connection, rows: &[WitnessRequest]) -> Result<()
 /// The shortest wait for the writer at shutdown, however late the daemon's grace ends.
 pub(super) const MIN_STOP_WAIT: Duration = Duration::from_secs(2);
 
+/// At most `chars` characters of `text`, an ellipsis saying when it was cut.
+pub(super) fn clip(text: &str, chars: usize) -> String {
+    match text.char_indices().nth(chars) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,7 @@
 //! rather than the walks' transport.
 
 use super::guard::not_sent;
-use crate::net::{AddressGuard, HttpRequest, NetPolicy, Transport, TransportConfig};
+use crate::net::{HttpRequest, NetPolicy, Transport, TransportConfig};
 use crate::witness_pool::{measure, request, screen};
 use rustls_pki_types::CertificateDer;
 use serde_json::{Value, json};
@@ -34,10 +34,7 @@ impl Notifier {
         config.deadline = POST_DEADLINE;
         config.body_cap = ANSWER_CAP_BYTES;
         // Under allow_private_network (tests only) the guard admits every address and port.
-        config.address_guard = Some(AddressGuard {
-            blocked: screen::is_blocked,
-            only_port: 443,
-        });
+        config.address_guard = Some(screen::GUARD);
         Ok(Notifier {
             transport: Transport::new(config)?,
             settings,

@@ -236,18 +236,7 @@ pub async fn walk_back(
     queue::start(store.connection(), row.id, &now).map_err(|e| e.to_string())?;
     let mut walk = TransportConfig::new(NetPolicy::new(true));
     walk.extra_roots = vec![ca.cert_der()];
-    walk.address_guard = Some(crate::net::AddressGuard {
-        blocked: crate::witness_pool::screen::is_blocked,
-        only_port: 443,
-    });
-    let (vetting, ours) = (measurer.clone(), ours.to_string());
-    let stranger = crate::pipeline::StrangerWalk {
-        transport: Transport::new(walk).map_err(|e| e.to_string())?,
-        intake: Arc::new(move |theirs: Option<String>| {
-            let (vetting, ours) = (vetting.clone(), ours.clone());
-            Box::pin(async move { caller::intake_for(&vetting, theirs.as_deref(), &ours).await })
-        }),
-    };
+    let stranger = caller::stranger_walk(walk, &measurer, ours).map_err(|e| e.to_string())?;
     let job = crate::pipeline::WalkJob {
         request: crate::walk::WalkRequest {
             origin: caller.origin.clone(),

@@ -79,6 +79,25 @@ pub async fn listing(measurer: &Measurer, origin: &str) -> Consent {
     }
 }
 
+/// A reciprocal walk's client and filing rule (§6.3): `config` (the deadlines and caps of a
+/// walk) behind the witness's address guard, and the record filed where [`intake_for`] says,
+/// `ours` when the caller's card names no usable intake.
+pub fn stranger_walk(
+    mut config: crate::net::TransportConfig,
+    measurer: &Measurer,
+    ours: &str,
+) -> Result<crate::pipeline::StrangerWalk, crate::net::TransportSetupError> {
+    config.address_guard = Some(screen::GUARD);
+    let (vetting, ours) = (measurer.clone(), ours.to_string());
+    Ok(crate::pipeline::StrangerWalk {
+        transport: crate::net::Transport::new(config)?,
+        intake: std::sync::Arc::new(move |theirs: Option<String>| {
+            let (vetting, ours) = (vetting.clone(), ours.clone());
+            Box::pin(async move { intake_for(&vetting, theirs.as_deref(), &ours).await })
+        }),
+    })
+}
+
 /// Where a reciprocal walk's record is filed (§6.3): the caller card's `witness_intake` when it
 /// is an https URL whose host passes the screen and the guard, else `ours`. A caller must not
 /// be able to make us POST into a network.

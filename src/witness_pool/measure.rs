@@ -8,7 +8,7 @@
 //! 1 MiB per fetch. `--allow-private-network` (tests only) lifts the address and port rules.
 
 use super::surfaces::{self, Fetched, Surface};
-use crate::net::{AddressGuard, HttpRequest, NetPolicy, Session, Transport, TransportConfig};
+use crate::net::{HttpRequest, NetPolicy, Session, Transport, TransportConfig};
 use rustls_pki_types::CertificateDer;
 use serde_json::{Map, Value};
 use std::net::IpAddr;
@@ -41,10 +41,7 @@ impl Measurer {
         config.deadline = FETCH_DEADLINE;
         config.body_cap = BODY_CAP_BYTES;
         config.user_agent = USER_AGENT.to_string();
-        config.address_guard = Some(AddressGuard {
-            blocked: super::screen::is_blocked,
-            only_port: 443,
-        });
+        config.address_guard = Some(super::screen::GUARD);
         Ok(Measurer {
             transport: Transport::new(config)?,
             allow_private,

@@ -7,6 +7,14 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+/// The third guard as the transport applies it (§4.4): every address of a host vetted by
+/// [`is_blocked`], port 443 only. Every fetch a stranger names goes through it: measurements,
+/// a reciprocal caller's host, consent file, walk and intake, a notify URL.
+pub const GUARD: crate::net::AddressGuard = crate::net::AddressGuard {
+    blocked: is_blocked,
+    only_port: 443,
+};
+
 /// Suffixes of names that are not public DNS names (§4.2), compared in ASCII form.
 const PRIVATE_SUFFIXES: [&str; 11] = [
     ".local",

@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// One `walk` of `origin` with the roots the environment names, and nothing else: the caller
-/// sets (or clears) both variables.
+/// sets (or clears) both variables. The trust roots cache is the layout's own.
 async fn walk(
+    l: &Layout,
     origin: &str,
     file: Option<&Path>,
     dir: Option<&Path>,
@@ -31,6 +32,7 @@ async fn walk(
         "--json",
     ]);
     cmd.env_remove("SSL_CERT_FILE").env_remove("SSL_CERT_DIR");
+    cmd.env("XDG_CACHE_HOME", l.cache_home());
     if let Some(file) = file {
         cmd.env("SSL_CERT_FILE", file);
     }
@@ -75,6 +77,19 @@ impl Layout {
         Layout { _tmp: tmp, root }
     }
 
+    /// `XDG_CACHE_HOME` for every walk of this layout.
+    fn cache_home(&self) -> PathBuf {
+        self.root.join("cache-home")
+    }
+
+    /// The trust roots cache file for a bundle holding exactly `bytes`.
+    fn cache_file(&self, bytes: &[u8]) -> PathBuf {
+        self.cache_home().join("conduct-walker").join(format!(
+            "trust-roots-v1-{}",
+            conduct_walker::digest::sha256_hex(bytes)
+        ))
+    }
+
     /// A bundle file holding these CAs' certificates, one after another.
     fn bundle(&self, name: &str, cas: &[&SandboxCa]) -> PathBuf {
         let path = self.root.join(name);
@@ -108,7 +123,7 @@ async fn a_system_with_only_a_certificate_directory_trusts_what_it_holds() {
     let l = Layout::new();
     let with_ca = l.directory("certs", &[&other, &ca]);
     let without = l.directory("other-certs", &[&other]);
-    let out = walk(&agent.origin(), None, Some(&with_ca), None).await;
+    let out = walk(&l, &agent.origin(), None, Some(&with_ca), None).await;
     assert!(
         passed(&out),
         "{}{}",
@@ -117,10 +132,10 @@ async fn a_system_with_only_a_certificate_directory_trusts_what_it_holds() {
     );
     // The control: the same walk with a directory that lacks the CA fails on the certificate,
     // so the directory was what made the agent trusted.
-    untrusted(&walk(&agent.origin(), None, Some(&without), None).await);
+    untrusted(&walk(&l, &agent.origin(), None, Some(&without), None).await);
     // A bundle path that names nothing is no bundle: the directory is read.
     let missing = l.root.join("no-such-bundle.crt");
-    let out = walk(&agent.origin(), Some(&missing), Some(&with_ca), None).await;
+    let out = walk(&l, &agent.origin(), Some(&missing), Some(&with_ca), None).await;
     assert!(passed(&out), "{}", String::from_utf8_lossy(&out.stdout));
 }
 
@@ -132,7 +147,7 @@ async fn a_system_bundle_is_the_whole_set_of_roots() {
         .unwrap();
     let l = Layout::new();
     let bundle = l.bundle("ca-certificates.crt", &[&other, &ca]);
-    let out = walk(&agent.origin(), Some(&bundle), None, None).await;
+    let out = walk(&l, &agent.origin(), Some(&bundle), None, None).await;
     assert!(
         passed(&out),
         "{}{}",
@@ -142,10 +157,10 @@ async fn a_system_bundle_is_the_whole_set_of_roots() {
     // With a directory beside it, as on Debian: the bundle is read, the directory is not
     // (update-ca-certificates puts every root of the directory into the bundle).
     let dir = l.directory("certs", &[&other, &ca]);
-    let out = walk(&agent.origin(), Some(&bundle), Some(&dir), None).await;
+    let out = walk(&l, &agent.origin(), Some(&bundle), Some(&dir), None).await;
     assert!(passed(&out), "{}", String::from_utf8_lossy(&out.stdout));
     let other_only = l.bundle("other.crt", &[&other]);
-    untrusted(&walk(&agent.origin(), Some(&other_only), Some(&dir), None).await);
+    untrusted(&walk(&l, &agent.origin(), Some(&other_only), Some(&dir), None).await);
 }
 
 #[tokio::test]
@@ -159,8 +174,15 @@ async fn ca_cert_alone_is_enough_on_a_system_without_roots() {
     ca.write_pem(&ca_pem).unwrap();
     let empty = l.directory("empty", &[]);
     let nothing = l.root.join("no-such-bundle.crt");
-    untrusted(&walk(&agent.origin(), Some(&nothing), Some(&empty), None).await);
-    let out = walk(&agent.origin(), Some(&nothing), Some(&empty), Some(&ca_pem)).await;
+    untrusted(&walk(&l, &agent.origin(), Some(&nothing), Some(&empty), None).await);
+    let out = walk(
+        &l,
+        &agent.origin(),
+        Some(&nothing),
+        Some(&empty),
+        Some(&ca_pem),
+    )
+    .await;
     assert!(
         passed(&out),
         "{}{}",
@@ -195,4 +217,139 @@ async fn walk_with_system_roots(origin: &str, ca: &Path) -> Output {
     .arg("--out")
     .arg(dir.path().join("rec.json"));
     tokio::process::Command::from(cmd).output().await.unwrap()
+}
+
+/// The inode of a file (a rewritten cache file is a new one: written beside, then renamed).
+fn inode(path: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .ino()
+}
+
+/// Issue 47: the decoded bundle is cached by the bundle's content, and the bundle stays the
+/// source of truth. A CA added to the system bundle is trusted on the next walk, a CA removed is
+/// not, and a cache entry is never used for other bytes, even when the file keeps its inode,
+/// size and modification time.
+#[tokio::test]
+async fn the_roots_cache_follows_the_bundle_a_ca_added_and_a_ca_removed() {
+    let (ca, other) = (SandboxCa::generate(), SandboxCa::generate());
+    let agent = SandboxAgent::start(&ca, Behaviour::default())
+        .await
+        .unwrap();
+    let l = Layout::new();
+    // As update-ca-certificates writes it: a new file renamed over the old one.
+    let bundle = l.root.join("ca-certificates.crt");
+    let install = |cas: &[&SandboxCa]| {
+        let text: String = cas.iter().map(|c| c.cert_pem().to_string()).collect();
+        let new = l.root.join("ca-certificates.crt.new");
+        std::fs::write(&new, &text).unwrap();
+        std::fs::rename(&new, &bundle).unwrap();
+        text.into_bytes()
+    };
+
+    let without = install(&[&other]);
+    untrusted(&walk(&l, &agent.origin(), Some(&bundle), None, None).await);
+    let cached_without = l.cache_file(&without);
+    let first = inode(&cached_without);
+    // The same bundle again: the cache entry is read, not written again.
+    untrusted(&walk(&l, &agent.origin(), Some(&bundle), None, None).await);
+    assert_eq!(
+        inode(&cached_without),
+        first,
+        "a hit rewrote the cache file"
+    );
+
+    // The operator adds the CA: trusted on the very next walk, from an entry of its own.
+    let with = install(&[&other, &ca]);
+    let out = walk(&l, &agent.origin(), Some(&bundle), None, None).await;
+    assert!(
+        passed(&out),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(l.cache_file(&with).exists());
+    // And removes it again: not trusted, although the cache still holds the entry with it.
+    install(&[&other]);
+    untrusted(&walk(&l, &agent.origin(), Some(&bundle), None, None).await);
+    assert!(
+        l.cache_file(&with).exists(),
+        "the entry with the CA is kept"
+    );
+
+    // The bundle edited in place to other bytes of the same length, its modification time put
+    // back: same inode, size and mtime. The CA it no longer holds is not trusted.
+    let pad = |mut text: Vec<u8>, to: usize| {
+        text.resize(to, b'\n');
+        text
+    };
+    let ca_only = ca.cert_pem().as_bytes().to_vec();
+    let other_only = other.cert_pem().as_bytes().to_vec();
+    let len = ca_only.len().max(other_only.len()) + 16;
+    std::fs::write(&bundle, pad(ca_only, len)).unwrap();
+    let out = walk(&l, &agent.origin(), Some(&bundle), None, None).await;
+    assert!(passed(&out), "{}", String::from_utf8_lossy(&out.stdout));
+    let (ino, mtime) = (
+        inode(&bundle),
+        std::fs::metadata(&bundle).unwrap().modified().unwrap(),
+    );
+    std::fs::write(&bundle, pad(other_only, len)).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&bundle)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let meta = std::fs::metadata(&bundle).unwrap();
+    assert_eq!(
+        (inode(&bundle), meta.len(), meta.modified().unwrap()),
+        (ino, len as u64, mtime)
+    );
+    untrusted(&walk(&l, &agent.origin(), Some(&bundle), None, None).await);
+
+    // A torn cache file (as a crash mid-write could leave one, were it not renamed into
+    // place) is not read: the bundle is decoded again and the entry written whole.
+    install(&[&other, &ca]);
+    let cached_with = l.cache_file(&with);
+    let whole = std::fs::read(&cached_with).unwrap();
+    std::fs::write(&cached_with, &whole[..whole.len() / 2]).unwrap();
+    let out = walk(&l, &agent.origin(), Some(&bundle), None, None).await;
+    assert!(passed(&out), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        std::fs::read(&cached_with).unwrap(),
+        whole,
+        "rewritten whole"
+    );
+}
+
+/// Without a cache directory (no `XDG_CACHE_HOME`, no `HOME`, as for a service user without a
+/// home) the bundle is decoded as before and nothing is written.
+#[tokio::test]
+async fn without_a_cache_directory_the_bundle_is_decoded_every_time() {
+    let ca = SandboxCa::generate();
+    let agent = SandboxAgent::start(&ca, Behaviour::default())
+        .await
+        .unwrap();
+    let l = Layout::new();
+    let bundle = l.bundle("ca-certificates.crt", &[&ca]);
+    let out_dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_conduct-walker"));
+    cmd.args(["walk", "--origin", &agent.origin(), "--mode", "a2a"])
+        .args(["--witness-name", "roots test", "--vantage", "loopback"])
+        .args(["--allow-private-network", "--json", "--out"])
+        .arg(out_dir.path().join("rec.json"))
+        .env_remove("XDG_CACHE_HOME")
+        .env_remove("HOME")
+        .env_remove("SSL_CERT_DIR")
+        .env("SSL_CERT_FILE", &bundle);
+    let out = tokio::process::Command::from(cmd).output().await.unwrap();
+    assert!(
+        passed(&out),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Nothing appeared under the layout (where XDG_CACHE_HOME would have pointed).
+    assert!(!l.cache_home().exists());
 }

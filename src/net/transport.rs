@@ -265,9 +265,9 @@ impl Transport {
         let mut roots = rustls::RootCertStore::empty();
         // System roots are best effort: a machine without them can still walk operator-trusted
         // hosts through --ca-cert.
-        for cert in super::roots::system_roots() {
-            let _ = roots.add(CertificateDer::from(cert.as_ref()));
-        }
+        roots
+            .roots
+            .extend(super::roots::system_roots().anchors.iter().cloned());
         for cert in &config.extra_roots {
             roots.add(cert.clone()).map_err(|e| {
                 TransportSetupError::Tls(format!("extra CA certificate refused: {e}"))

@@ -153,7 +153,11 @@ fn smtp_transport(
     use lettre::transport::smtp::client::{Certificate, CertificateStore, Tls, TlsParameters};
     let host = c.smtp_host.clone().unwrap_or_default();
     let mut tls = TlsParameters::builder(host.clone()).certificate_store(CertificateStore::None);
-    for der in crate::net::roots::system_roots().iter().chain(extra_roots) {
+    for der in crate::net::roots::system_roots()
+        .certs
+        .iter()
+        .chain(extra_roots)
+    {
         if let Ok(cert) = Certificate::from_der(der.to_vec()) {
             tls = tls.add_root_certificate(cert);
         }

@@ -14,49 +14,84 @@
 //! Reading a directory, a PEM block whose text was already seen is not decoded again: hash-named
 //! symlinks and copies hold identical text, identical text is an identical certificate, and
 //! rustls-pki-types' constant-time base64 decoder is the costly part (BENCHMARKS.md, note 8).
+//!
+//! A bundle's decoded certificates are kept in a cache addressed by the bundle's SHA-256
+//! ([`cache`], issue 47): a process that finds the same bytes takes them without decoding.
 
-use rustls_pki_types::CertificateDer;
+use rustls_pki_types::{CertificateDer, TrustAnchor};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+pub mod cache;
+
 const BEGIN: &[u8] = b"-----BEGIN CERTIFICATE-----";
 const END: &[u8] = b"-----END CERTIFICATE-----";
+
+/// The system's trust roots, twice: as certificates (for TLS stacks that take certificates,
+/// such as lettre's) and as the rustls trust anchors parsed from them (what a `RootCertStore`
+/// holds; parsing 146 certificates was 0.56 M instructions a walk, so they are cached too).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SystemRoots {
+    pub certs: Vec<CertificateDer<'static>>,
+    pub anchors: Vec<TrustAnchor<'static>>,
+}
+
+impl SystemRoots {
+    /// The roots of these certificates; one that does not parse as a trust anchor is left out
+    /// of `anchors`, as `RootCertStore::add_parsable_certificates` leaves it out.
+    pub fn of(certs: Vec<CertificateDer<'static>>) -> SystemRoots {
+        let anchors = certs
+            .iter()
+            .filter_map(|c| webpki::anchor_from_trusted_cert(c).ok())
+            .map(|a| a.to_owned())
+            .collect();
+        SystemRoots { certs, anchors }
+    }
+}
 
 /// Every trust root of the system (best effort: unreadable files are skipped, as before). Read
 /// at the first call and kept for the process: commands that build several transports (`card`,
 /// `demo`, `mcp`) read the files once, and the daemon, which builds its transport once at
 /// start and keeps it across reloads, reads them at start as before.
-pub fn system_roots() -> &'static [CertificateDer<'static>] {
-    static ROOTS: OnceLock<Vec<CertificateDer<'static>>> = OnceLock::new();
+pub fn system_roots() -> &'static SystemRoots {
+    static ROOTS: OnceLock<SystemRoots> = OnceLock::new();
     ROOTS.get_or_init(|| {
         let (file, dirs) = cert_paths();
-        roots_from(file.as_deref(), &dirs)
+        roots_cached(file.as_deref(), &dirs, cache::default_dir().as_deref())
     })
 }
 
 /// The roots of a bundle file, or, when there is none (absent, unreadable or without a
-/// certificate), of every file of `dirs`.
-fn roots_from(file: Option<&Path>, dirs: &[PathBuf]) -> Vec<CertificateDer<'static>> {
+/// certificate), of every file of `dirs`. A bundle's certificates come from the cache in
+/// `cache_dir` when it holds them for the bundle's exact bytes, and are kept there when it did
+/// not; roots read from the directories are not cached.
+pub fn roots_cached(
+    file: Option<&Path>,
+    dirs: &[PathBuf],
+    cache_dir: Option<&Path>,
+) -> SystemRoots {
     let mut roots = RootsReader::default();
-    if let Some(file) = file {
-        roots.read_file(file);
-    }
-    if roots.certs.is_empty() {
-        for dir in dirs {
-            let Ok(entries) = std::fs::read_dir(dir) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                roots.read_file(&entry.path());
-            }
+    if let Some(bytes) = file.and_then(|f| roots.read_whole(f)) {
+        let bundle_sha256 = cache::bundle_sha256(&bytes);
+        if let Some(cached) = cache_dir.and_then(|d| cache::load(d, &bundle_sha256)) {
+            return cached;
         }
+        roots.read_pem(&bytes);
+        let certs = roots.finish();
+        if !certs.is_empty() {
+            let decoded = SystemRoots::of(certs);
+            if let Some(dir) = cache_dir
+                && let Err(e) = cache::store(dir, &bundle_sha256, &decoded)
+            {
+                tracing::debug!(dir = %dir.display(), "trust roots not cached: {e}");
+            }
+            return decoded;
+        }
+        roots = RootsReader::default();
     }
-    let mut certs = roots.certs;
-    // Differently wrapped copies decode to the same certificate: keep one (as before).
-    certs.sort_unstable_by(|a, b| a.as_ref().cmp(b.as_ref()));
-    certs.dedup();
-    certs
+    roots.read_dirs(dirs);
+    SystemRoots::of(roots.finish())
 }
 
 /// Where the roots are: the environment's `SSL_CERT_FILE`/`SSL_CERT_DIR` if either is set (then
@@ -89,16 +124,39 @@ struct RootsReader {
 
 impl RootsReader {
     fn read_file(&mut self, path: &Path) {
-        use std::os::unix::fs::MetadataExt;
-        let Ok(meta) = std::fs::metadata(path) else {
-            return;
-        };
-        if !meta.is_file() || !self.files.insert((meta.dev(), meta.ino())) {
-            return;
-        }
-        if let Ok(bytes) = std::fs::read(path) {
+        if let Some(bytes) = self.read_whole(path) {
             self.read_pem(&bytes);
         }
+    }
+
+    /// A regular file's bytes, unless it is unreadable or was read already.
+    fn read_whole(&mut self, path: &Path) -> Option<Vec<u8>> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(path).ok()?;
+        if !meta.is_file() || !self.files.insert((meta.dev(), meta.ino())) {
+            return None;
+        }
+        std::fs::read(path).ok()
+    }
+
+    fn read_dirs(&mut self, dirs: &[PathBuf]) {
+        for dir in dirs {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                self.read_file(&entry.path());
+            }
+        }
+    }
+
+    /// The certificates read, sorted, each once: differently wrapped copies decode to the same
+    /// certificate (as before).
+    fn finish(self) -> Vec<CertificateDer<'static>> {
+        let mut certs = self.certs;
+        certs.sort_unstable_by(|a, b| a.as_ref().cmp(b.as_ref()));
+        certs.dedup();
+        certs
     }
 
     fn read_pem(&mut self, text: &[u8]) {
@@ -236,7 +294,7 @@ mod tests {
         let dir = tmp.path().join("certs");
         std::fs::create_dir(&dir).unwrap();
         std::fs::write(dir.join("0badc0de.0"), pem(&[&c])).unwrap();
-        let got = sorted(roots_from(Some(&bundle), std::slice::from_ref(&dir)));
+        let got = sorted(roots_cached(Some(&bundle), std::slice::from_ref(&dir), None).certs);
         assert_eq!(
             got,
             vec![a.clone(), b.clone()],
@@ -268,14 +326,14 @@ mod tests {
         let empty = tmp.path().join("empty.crt");
         std::fs::write(&empty, "").unwrap();
         for file in [None, Some(missing.as_path()), Some(empty.as_path())] {
-            let got = sorted(roots_from(file, std::slice::from_ref(&dir)));
+            let got = sorted(roots_cached(file, std::slice::from_ref(&dir), None).certs);
             assert_eq!(got, want, "bundle {file:?}");
         }
     }
 
     #[test]
     fn the_system_roots_are_what_rustls_native_certs_reads_from_the_same_source() {
-        let ours = sorted(system_roots().to_vec());
+        let ours = sorted(system_roots().certs.clone());
         let (file, _) = cert_paths();
         let from_file = file
             .as_deref()
@@ -288,5 +346,31 @@ mod tests {
             from_file
         };
         assert_eq!(ours, sorted(theirs));
+    }
+
+    #[test]
+    fn a_cache_hit_gives_the_roots_and_anchors_that_decoding_gives() {
+        let (file, dirs) = cert_paths();
+        let tmp = tempfile::tempdir().unwrap();
+        let cache_dir = tmp.path().join("conduct-walker");
+        let decoded = roots_cached(file.as_deref(), &dirs, None);
+        let missed = roots_cached(file.as_deref(), &dirs, Some(&cache_dir));
+        let hit = roots_cached(file.as_deref(), &dirs, Some(&cache_dir));
+        assert_eq!(missed, decoded);
+        assert_eq!(hit, decoded);
+        // The anchors are those rustls makes of the same certificates.
+        let mut store = rustls::RootCertStore::empty();
+        store.add_parsable_certificates(decoded.certs.iter().cloned());
+        assert_eq!(hit.anchors, store.roots);
+        // Only a bundle is cached (a machine with only a directory writes nothing).
+        let with_bundle = file
+            .as_deref()
+            .and_then(|f| std::fs::read(f).ok())
+            .is_some_and(|bytes| {
+                let mut r = RootsReader::default();
+                r.read_pem(&bytes);
+                !r.certs.is_empty()
+            });
+        assert_eq!(cache_dir.exists(), with_bundle);
     }
 }

@@ -5,6 +5,7 @@
 //!     cargo bench --bench daemon_scale
 //!     SCALE_TARGETS=2000 SCALE_AGENTS=100 SCALE_CONCURRENCY=64 SCALE_IDLE_SECS=30 cargo bench --bench daemon_scale
 //!     SCALE_ALERTS=1 SCALE_FAIL=1 cargo bench --bench daemon_scale
+//!     DAEMON_BENCH_BIN=/path/to/previous/conduct-walker cargo bench --bench daemon_scale
 //!
 //! `SCALE_ALERTS=1` adds `[alerts]` with a Standard Webhooks channel to a loopback receiver in
 //! this process (issue 24: the same run with alerts on and off must keep its walks/s within 5 %);
@@ -242,7 +243,7 @@ async fn main() {
             by_state.push(format!("{s} {n}"));
         }
     }
-    let verify = Command::new(env!("CARGO_BIN_EXE_conduct-walker"))
+    let verify = Command::new(daemon::binary())
         .args(["records", "verify", "--db"])
         .arg(&db)
         .output()

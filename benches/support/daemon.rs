@@ -4,9 +4,17 @@
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
+/// The binary the benches run: `DAEMON_BENCH_BIN` when set (another build, to interleave runs
+/// of two binaries under one harness), else this build's.
+pub fn binary() -> std::path::PathBuf {
+    std::env::var_os("DAEMON_BENCH_BIN")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_conduct-walker").into())
+}
+
 /// Start the daemon on `config` (quiet, outside systemd).
 pub fn spawn(config: &Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_conduct-walker"))
+    Command::new(binary())
         .args(["run", "--config"])
         .arg(config)
         .env_remove("NOTIFY_SOCKET")

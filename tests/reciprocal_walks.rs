@@ -3,7 +3,9 @@
 //! killed while that walk hangs on the caller's card, and after the restart the walk is made and
 //! filed to the intake the caller's card names (the intake emulator, which fetches our key from
 //! the `key_url` before it stores anything). A caller whose consent file declines listing is
-//! declined; a caller that is ourselves is declined beside a witness request's answer.
+//! declined; a caller whose consent file declines listing by the time its queued walk starts is
+//! not walked (cancelled); a caller that is ourselves is declined beside a witness request's
+//! answer.
 
 mod daemon_support;
 
@@ -197,6 +199,21 @@ fn a_caller_is_walked_back_and_filed_to_its_intake_across_a_restart() {
         .block_on(SandboxAgent::start_flipping(&ca, hanging, honest))
         .unwrap();
     let caller_origin = caller.origin();
+    // A caller that consents when it asks and declines listing by the time its walk is to start
+    // (§6.3: the consent file is read again then).
+    let (changing, now_declines) = rt
+        .block_on(SandboxAgent::start_flipping(
+            &ca,
+            Behaviour {
+                witness_intake: Some(emulator.url()),
+                ..Behaviour::default()
+            },
+            Behaviour {
+                consent: Some(json!({"listing": "decline"})),
+                ..Behaviour::default()
+            },
+        ))
+        .unwrap();
     // A second caller whose consent file declines listing.
     let declining = rt
         .block_on(SandboxAgent::start(
@@ -282,6 +299,20 @@ fn a_caller_is_walked_back_and_filed_to_its_intake_across_a_restart() {
         "running",
         "the reciprocal walk was still hanging meanwhile"
     );
+    // The changing caller asks meanwhile: scheduled behind the hanging walk (one at a time),
+    // then its consent file declines listing before its turn comes.
+    let (_, queued) = post_a2a(
+        &rt,
+        face,
+        &caller_card_message(&card_url(&changing.origin())),
+    );
+    assert_eq!(
+        queued["result"]["metadata"][format!("{EXT}/reciprocal")],
+        "scheduled",
+        "{queued}"
+    );
+    assert_eq!(row_for(&d, &changing.origin()).unwrap().state, "queued");
+    now_declines.store(true, Ordering::SeqCst);
     d.signal("KILL");
     d.wait_exit(Duration::from_secs(10));
     recovered.store(true, Ordering::SeqCst);
@@ -346,6 +377,26 @@ fn a_caller_is_walked_back_and_filed_to_its_intake_across_a_restart() {
     ));
     assert_eq!(n3["request"]["body_sha256"], plain.as_str(), "{n3}");
 
+    // The changing caller's walk, taken after the restart: its consent read again, declined,
+    // so it is cancelled and nothing of it is walked or stored.
+    d.wait_for("the changed caller's turn", Duration::from_secs(30), |d| {
+        row_for(d, &changing.origin()).is_some_and(|r| r.state != "queued" && r.state != "running")
+    });
+    let cancelled = row_for(&d, &changing.origin()).unwrap();
+    assert_eq!(
+        (cancelled.state.as_str(), cancelled.reason.as_deref()),
+        ("cancelled", Some("listing_decline")),
+        "{cancelled:?}"
+    );
+    assert!(
+        cancelled
+            .detail
+            .as_deref()
+            .is_some_and(|t| t.contains("declined listing when the walk was to start")),
+        "{cancelled:?}"
+    );
+    assert_eq!(cancelled.record_sha256, None);
+
     // Never a notification after a reciprocal walk, though the caller's consent asks for them.
     assert!(receiver.received().is_empty(), "{:?}", receiver.received());
     let store = d.store().unwrap();
@@ -404,6 +455,11 @@ fn a_caller_is_walked_back_and_filed_to_its_intake_across_a_restart() {
     assert!(
         ends.iter()
             .any(|(l, v)| l == "state=\"walked\"" && *v == 1.0),
+        "{ends:?}"
+    );
+    assert!(
+        ends.iter()
+            .any(|(l, v)| l == "state=\"cancelled\"" && *v == 1.0),
         "{ends:?}"
     );
     d.stop();

@@ -82,12 +82,13 @@ impl Layout {
         self.root.join("cache-home")
     }
 
-    /// The trust roots cache file for a bundle holding exactly `bytes`.
-    fn cache_file(&self, bytes: &[u8]) -> PathBuf {
-        self.cache_home().join("conduct-walker").join(format!(
-            "trust-roots-v1-{}",
-            conduct_walker::digest::sha256_hex(bytes)
-        ))
+    /// The trust roots cache file for the bundle at `bundle` (named by a hash of the path).
+    fn cache_file(&self, bundle: &Path) -> PathBuf {
+        use std::os::unix::ffi::OsStrExt as _;
+        let name = conduct_walker::digest::sha256_hex(bundle.as_os_str().as_bytes());
+        self.cache_home()
+            .join("conduct-walker")
+            .join(format!("trust-roots-v2-{}", &name[..32]))
     }
 
     /// A bundle file holding these CAs' certificates, one after another.
@@ -227,7 +228,7 @@ fn inode(path: &Path) -> u64 {
         .ino()
 }
 
-/// Issue 47: the decoded bundle is cached by the bundle's content, and the bundle stays the
+/// Issue 47: the decoded bundle is cached with a copy of its bytes, and the bundle stays the
 /// source of truth. A CA added to the system bundle is trusted on the next walk, a CA removed is
 /// not, and a cache entry is never used for other bytes, even when the file keeps its inode,
 /// size and modification time.
@@ -245,23 +246,18 @@ async fn the_roots_cache_follows_the_bundle_a_ca_added_and_a_ca_removed() {
         let new = l.root.join("ca-certificates.crt.new");
         std::fs::write(&new, &text).unwrap();
         std::fs::rename(&new, &bundle).unwrap();
-        text.into_bytes()
     };
+    let cached = l.cache_file(&bundle);
 
-    let without = install(&[&other]);
+    install(&[&other]);
     untrusted(&walk(&l, &agent.origin(), Some(&bundle), None, None).await);
-    let cached_without = l.cache_file(&without);
-    let first = inode(&cached_without);
+    let first = inode(&cached);
     // The same bundle again: the cache entry is read, not written again.
     untrusted(&walk(&l, &agent.origin(), Some(&bundle), None, None).await);
-    assert_eq!(
-        inode(&cached_without),
-        first,
-        "a hit rewrote the cache file"
-    );
+    assert_eq!(inode(&cached), first, "a hit rewrote the cache file");
 
-    // The operator adds the CA: trusted on the very next walk, from an entry of its own.
-    let with = install(&[&other, &ca]);
+    // The operator adds the CA: trusted on the very next walk, and the entry is replaced.
+    install(&[&other, &ca]);
     let out = walk(&l, &agent.origin(), Some(&bundle), None, None).await;
     assert!(
         passed(&out),
@@ -269,14 +265,12 @@ async fn the_roots_cache_follows_the_bundle_a_ca_added_and_a_ca_removed() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(l.cache_file(&with).exists());
-    // And removes it again: not trusted, although the cache still holds the entry with it.
+    let with_ca = inode(&cached);
+    assert_ne!(with_ca, first, "the entry for the old bytes was replaced");
+    // And removes it again: not trusted.
     install(&[&other]);
     untrusted(&walk(&l, &agent.origin(), Some(&bundle), None, None).await);
-    assert!(
-        l.cache_file(&with).exists(),
-        "the entry with the CA is kept"
-    );
+    assert_ne!(inode(&cached), with_ca);
 
     // The bundle edited in place to other bytes of the same length, its modification time put
     // back: same inode, size and mtime. The CA it no longer holds is not trusted.
@@ -311,16 +305,13 @@ async fn the_roots_cache_follows_the_bundle_a_ca_added_and_a_ca_removed() {
     // A torn cache file (as a crash mid-write could leave one, were it not renamed into
     // place) is not read: the bundle is decoded again and the entry written whole.
     install(&[&other, &ca]);
-    let cached_with = l.cache_file(&with);
-    let whole = std::fs::read(&cached_with).unwrap();
-    std::fs::write(&cached_with, &whole[..whole.len() / 2]).unwrap();
     let out = walk(&l, &agent.origin(), Some(&bundle), None, None).await;
     assert!(passed(&out), "{}", String::from_utf8_lossy(&out.stdout));
-    assert_eq!(
-        std::fs::read(&cached_with).unwrap(),
-        whole,
-        "rewritten whole"
-    );
+    let whole = std::fs::read(&cached).unwrap();
+    std::fs::write(&cached, &whole[..whole.len() / 2]).unwrap();
+    let out = walk(&l, &agent.origin(), Some(&bundle), None, None).await;
+    assert!(passed(&out), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(std::fs::read(&cached).unwrap(), whole, "rewritten whole");
 }
 
 /// Without a cache directory (no `XDG_CACHE_HOME`, no `HOME`, as for a service user without a

@@ -1,25 +1,23 @@
-//! A cache of the system bundle's decoded certificates, addressed by the bundle's content
-//! (issue 47).
+//! A cache of the system bundle's decoded certificates and trust anchors, valid only for the
+//! exact bundle bytes it was made from (issue 47).
 //!
-//! Decoding the bundle's PEM was 38 % of a one-shot walk's instructions (BENCHMARKS.md). The
-//! cache keeps what one decoding produced, in a file named by the SHA-256 of the exact bundle
-//! bytes it was decoded from; a later process reads the bundle, hashes it and, on a match,
-//! takes the certificates without decoding. So the system's bundle stays the source of truth:
-//! a CA added with `update-ca-certificates` changes the bytes, the hash names no cache file, the
-//! bundle is decoded again; a CA removed likewise. An entry can only ever be used for the very
-//! bytes it was made from, so it never trusts what the bundle no longer holds.
+//! Decoding the bundle's PEM and parsing its certificates into trust anchors was 40 % of a
+//! one-shot walk's instructions (BENCHMARKS.md). The cache keeps what one decoding produced
+//! together with **a copy of the bundle bytes it was decoded from**; a later process reads the
+//! bundle and takes the cached roots only if those bytes are identical (a byte comparison:
+//! exact, and about 10 µs for the Debian bundle on any CPU, where hashing it took 0.2 ms with
+//! SHA-NI and about as long as decoding without). So the system's bundle stays the source of
+//! truth: a CA added or removed with `update-ca-certificates` changes the bytes and the bundle
+//! is decoded again on the next walk. An entry never trusts what the bundle no longer holds.
+//! One file per bundle path (named by a hash of the path), replaced when the bytes change.
 //!
 //! Where: `$XDG_CACHE_HOME/conduct-walker`, else `$HOME/.cache/conduct-walker` (the XDG base
 //! directory rules); with neither (a service user without a home), no cache: the bundle is
 //! decoded as before. A cache file whose owner is not this user, or that others may write (or
-//! in such a directory), is not read: whoever may write it could add a trust root. A torn or
-//! corrupted file fails its checksum and is rebuilt. Any failure to read or write the cache is
-//! quiet and costs only the decoding it would have saved.
-//!
-//! Two checks, two tools: the bundle's identity is a SHA-256 (aws-lc's, 0.2 ms for the Debian
-//! bundle where the CPU has SHA-NI), as the key that decides what is trusted; the cache file's
-//! own integrity is a CRC-32 (torn writes, bit rot: accidents, not adversaries, whom the
-//! ownership and mode checks keep out), which costs a few microseconds.
+//! in such a directory), is not read: whoever may write it could add a trust root. The file's
+//! own integrity is a CRC-32 (torn writes, bit rot: accidents; adversaries are kept out by the
+//! ownership and mode checks). Any failure to read or write the cache is quiet and costs only
+//! the decoding it would have saved.
 
 use super::SystemRoots;
 use rustls_pki_types::{CertificateDer, TrustAnchor};
@@ -28,13 +26,13 @@ use std::path::{Path, PathBuf};
 
 /// The first bytes of every cache file; a change of format or of the decoding rules changes
 /// the version, so a file of another version is never read as this one.
-const MAGIC: &[u8] = b"conduct-walker trust roots v1\n";
-/// File names: `PREFIX` + the bundle's SHA-256 in hex.
-const PREFIX: &str = "trust-roots-v1-";
+const MAGIC: &[u8] = b"conduct-walker trust roots v2\n";
+/// File names: `PREFIX` + a hash of the bundle's path.
+const PREFIX: &str = "trust-roots-v2-";
 /// Cache files kept (the newest by modification time); more are removed when one is written.
 /// Bundles differ by path and by content over time; a handful covers a machine's own.
 const KEEP: usize = 4;
-/// A cache file larger than this is not read (the Debian bundle decodes to about 160 KiB).
+/// A cache file larger than this is not read (the Debian bundle's is about 430 KiB).
 const MAX_FILE: u64 = 16 << 20;
 /// Certificates (and anchors) in one file at most (the Debian bundle holds about 150).
 const MAX_CERTS: usize = 100_000;
@@ -54,24 +52,41 @@ pub fn default_dir() -> Option<PathBuf> {
     Some(base.join("conduct-walker"))
 }
 
-/// The cache file for a bundle whose bytes hash to `bundle_sha256`.
-pub fn file_for(dir: &Path, bundle_sha256: &[u8; 32]) -> PathBuf {
-    dir.join(format!("{PREFIX}{}", hex::encode(bundle_sha256)))
+/// The bundle a cache entry stands for: its path and its exact bytes, as read now.
+#[derive(Debug, Clone, Copy)]
+pub struct Bundle<'a> {
+    pub path: &'a Path,
+    pub bytes: &'a [u8],
 }
 
-/// The SHA-256 of a bundle's bytes: the key of its cache file.
-pub fn bundle_sha256(bundle: &[u8]) -> [u8; 32] {
-    let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, bundle);
-    digest.as_ref().try_into().expect("SHA-256 is 32 bytes")
+impl Bundle<'_> {
+    fn path_bytes(&self) -> &[u8] {
+        use std::os::unix::ffi::OsStrExt as _;
+        self.path.as_os_str().as_bytes()
+    }
 }
 
-/// A cache file's bytes: the magic, the bundle's hash, the certificates, the trust anchors
-/// parsed from them (subject, key, name constraints; each field length-prefixed) and a CRC-32
-/// of all of that.
-pub fn encode(bundle_sha256: &[u8; 32], roots: &SystemRoots) -> Vec<u8> {
-    let mut out = Vec::with_capacity(MAGIC.len() + 32 + 8 + 2 * 4096 * roots.certs.len());
+/// The cache file for the bundle at `bundle_path`.
+pub fn file_for(dir: &Path, bundle_path: &Path) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt as _;
+    let name = crate::digest::sha256_hex(bundle_path.as_os_str().as_bytes());
+    dir.join(format!("{PREFIX}{}", &name[..32]))
+}
+
+/// A cache file's bytes: the magic, the bundle's path and bytes, the certificates, the trust
+/// anchors parsed from them (subject, key, name constraints; each field length-prefixed) and a
+/// CRC-32 of all of that.
+pub fn encode(bundle: &Bundle<'_>, roots: &SystemRoots) -> Vec<u8> {
+    let mut out = Vec::with_capacity(
+        MAGIC.len()
+            + 16
+            + bundle.path_bytes().len()
+            + bundle.bytes.len()
+            + 4096 * roots.certs.len(),
+    );
     out.extend_from_slice(MAGIC);
-    out.extend_from_slice(bundle_sha256);
+    put_field(&mut out, bundle.path_bytes());
+    put_field(&mut out, bundle.bytes);
     put_u32(&mut out, roots.certs.len());
     for cert in &roots.certs {
         put_field(&mut out, cert.as_ref());
@@ -103,18 +118,16 @@ fn put_field(out: &mut Vec<u8>, bytes: &[u8]) {
 }
 
 /// The roots a cache file holds, if it is whole (magic, checksum, lengths) and was made from
-/// the bundle whose bytes hash to `bundle_sha256`; None otherwise.
-pub fn decode(bytes: &[u8], bundle_sha256: &[u8; 32]) -> Option<SystemRoots> {
+/// exactly `bundle`: the same path and the same bytes. None otherwise.
+pub fn decode(bytes: &[u8], bundle: &Bundle<'_>) -> Option<SystemRoots> {
     let (content, checksum) = bytes.split_at_checked(bytes.len().checked_sub(4)?)?;
     if crc32fast::hash(content).to_le_bytes() != checksum {
         return None;
     }
-    let rest = content.strip_prefix(MAGIC)?;
-    let (made_from, rest) = rest.split_at_checked(32)?;
-    if made_from != bundle_sha256 {
+    let mut r = Fields(content.strip_prefix(MAGIC)?);
+    if r.field()? != bundle.path_bytes() || r.field()? != bundle.bytes {
         return None;
     }
-    let mut r = Fields(rest);
     let count = r.count()?;
     let mut certs = Vec::with_capacity(count);
     for _ in 0..count {
@@ -175,14 +188,14 @@ fn take_u32(bytes: &[u8]) -> Option<(usize, &[u8])> {
     Some((usize::try_from(n).ok()?, rest))
 }
 
-/// The certificates cached for the bundle whose bytes hash to `bundle_sha256`, when `dir`
-/// holds a whole cache file for it that only this user may write.
-pub fn load(dir: &Path, bundle_sha256: &[u8; 32]) -> Option<SystemRoots> {
+/// The roots cached for exactly `bundle`, when `dir` holds a whole cache file for it that only
+/// this user may write.
+pub fn load(dir: &Path, bundle: &Bundle<'_>) -> Option<SystemRoots> {
     use std::os::unix::fs::OpenOptionsExt as _;
     if !only_ours(&std::fs::metadata(dir).ok()?) {
         return None;
     }
-    let path = file_for(dir, bundle_sha256);
+    let path = file_for(dir, bundle.path);
     let mut file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW)
@@ -195,17 +208,17 @@ pub fn load(dir: &Path, bundle_sha256: &[u8; 32]) -> Option<SystemRoots> {
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
     file.read_to_end(&mut bytes).ok()?;
-    let roots = decode(&bytes, bundle_sha256);
+    let roots = decode(&bytes, bundle);
     if roots.is_none() {
-        tracing::debug!(path = %path.display(), "trust roots cache file not whole; decoding the bundle");
+        tracing::debug!(path = %path.display(), "trust roots cache file not whole or of other bundle bytes; decoding the bundle");
     }
     roots
 }
 
-/// Keep `roots` (decoded from the bundle whose bytes hash to `bundle_sha256`) in `dir`: written
+/// Keep `roots` (decoded from exactly `bundle`) in `dir`: written
 /// to a new file, then renamed into place, so a reader sees the old file or the whole new one.
 /// Older cache files beyond [`KEEP`] are removed. Errors are the caller's to ignore.
-pub fn store(dir: &Path, bundle_sha256: &[u8; 32], roots: &SystemRoots) -> std::io::Result<()> {
+pub fn store(dir: &Path, bundle: &Bundle<'_>, roots: &SystemRoots) -> std::io::Result<()> {
     use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -216,7 +229,7 @@ pub fn store(dir: &Path, bundle_sha256: &[u8; 32], roots: &SystemRoots) -> std::
             "the cache directory is not this user's alone",
         ));
     }
-    let path = file_for(dir, bundle_sha256);
+    let path = file_for(dir, bundle.path);
     let nonce = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
@@ -228,7 +241,7 @@ pub fn store(dir: &Path, bundle_sha256: &[u8; 32], roots: &SystemRoots) -> std::
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&temp)?;
-        file.write_all(&encode(bundle_sha256, roots))?;
+        file.write_all(&encode(bundle, roots))?;
         std::fs::rename(&temp, &path)
     })();
     if written.is_err() {
@@ -291,106 +304,118 @@ mod tests {
         roots
     }
 
-    #[test]
-    fn the_bundle_key_is_its_sha256() {
-        assert_eq!(
-            bundle_sha256(b"abc").to_vec(),
-            crate::digest::sha256(b"abc").to_vec()
-        );
+    fn bundle() -> Bundle<'static> {
+        Bundle {
+            path: Path::new("/etc/ssl/certs/ca-certificates.crt"),
+            bytes: b"bundle bytes",
+        }
     }
 
     #[test]
     fn a_cache_file_reads_back_only_for_the_bundle_it_was_made_from() {
-        let made_from = crate::digest::sha256(b"bundle bytes");
         let roots = roots();
-        let bytes = encode(&made_from, &roots);
-        assert_eq!(decode(&bytes, &made_from), Some(roots));
-        let other = crate::digest::sha256(b"bundle bytes, one CA more");
-        assert_eq!(decode(&bytes, &other), None, "another bundle's hash");
+        let bytes = encode(&bundle(), &roots);
+        assert_eq!(decode(&bytes, &bundle()), Some(roots));
+        let one_more = Bundle {
+            bytes: b"bundle bytes, one CA more",
+            ..bundle()
+        };
+        assert_eq!(decode(&bytes, &one_more), None, "other bytes");
+        let one_byte_changed = Bundle {
+            bytes: b"bundle bytez",
+            ..bundle()
+        };
+        assert_eq!(decode(&bytes, &one_byte_changed), None, "same length");
+        let elsewhere = Bundle {
+            path: Path::new("/etc/other.crt"),
+            ..bundle()
+        };
+        assert_eq!(decode(&bytes, &elsewhere), None, "another path");
         // An empty set is a valid file (the caller never writes one, but it reads as empty).
         let empty = SystemRoots::default();
-        assert_eq!(decode(&encode(&made_from, &empty), &made_from), Some(empty));
+        assert_eq!(decode(&encode(&bundle(), &empty), &bundle()), Some(empty));
     }
 
     #[test]
     fn a_torn_or_altered_cache_file_is_refused() {
-        let made_from = crate::digest::sha256(b"bundle bytes");
-        let bytes = encode(&made_from, &roots());
+        let bytes = encode(&bundle(), &roots());
         for cut in 0..bytes.len() {
-            assert_eq!(decode(&bytes[..cut], &made_from), None, "cut at {cut}");
+            assert_eq!(decode(&bytes[..cut], &bundle()), None, "cut at {cut}");
         }
         for at in 0..bytes.len() {
             let mut flipped = bytes.clone();
             flipped[at] ^= 0x01;
-            assert_eq!(decode(&flipped, &made_from), None, "bit flipped at {at}");
+            assert_eq!(decode(&flipped, &bundle()), None, "bit flipped at {at}");
         }
-        // A certificate added with a recomputed checksum but another format version.
-        let mut v2 = bytes.clone();
-        v2[MAGIC.len() - 2] = b'2';
-        let len = v2.len();
-        let checksum = crc32fast::hash(&v2[..len - 4]);
-        v2[len - 4..].copy_from_slice(&checksum.to_le_bytes());
-        assert_eq!(decode(&v2, &made_from), None, "another version's magic");
+        // A whole file (checksum recomputed) of another format version.
+        let mut v3 = bytes.clone();
+        v3[MAGIC.len() - 2] = b'3';
+        let len = v3.len();
+        let checksum = crc32fast::hash(&v3[..len - 4]);
+        v3[len - 4..].copy_from_slice(&checksum.to_le_bytes());
+        assert_eq!(decode(&v3, &bundle()), None, "another version's magic");
     }
 
     #[test]
     fn store_then_load_and_files_others_may_write_are_not_read() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("cache").join("conduct-walker");
-        let made_from = crate::digest::sha256(b"bundle bytes");
-        assert_eq!(load(&dir, &made_from), None, "nothing cached yet");
+        assert_eq!(load(&dir, &bundle()), None, "nothing cached yet");
         let roots = roots();
-        store(&dir, &made_from, &roots).unwrap();
-        let file = file_for(&dir, &made_from);
+        store(&dir, &bundle(), &roots).unwrap();
+        let file = file_for(&dir, bundle().path);
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&file), 0o600);
         assert_eq!(mode(&dir), 0o700);
-        assert_eq!(load(&dir, &made_from).as_ref(), Some(&roots));
+        assert_eq!(load(&dir, &bundle()).as_ref(), Some(&roots));
         // A file others may write is not trusted, nor a file in a directory others may write.
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o622)).unwrap();
-        assert_eq!(load(&dir, &made_from), None, "group/other-writable file");
+        assert_eq!(load(&dir, &bundle()), None, "group/other-writable file");
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
         assert_eq!(
-            load(&dir, &made_from),
+            load(&dir, &bundle()),
             None,
             "group/other-writable directory"
         );
-        assert!(store(&dir, &made_from, &roots).is_err());
+        assert!(store(&dir, &bundle(), &roots).is_err());
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
         // A symbolic link in the file's place is not followed.
         std::fs::remove_file(&file).unwrap();
         let elsewhere = tmp.path().join("elsewhere");
-        std::fs::write(&elsewhere, encode(&made_from, &roots)).unwrap();
+        std::fs::write(&elsewhere, encode(&bundle(), &roots)).unwrap();
         std::os::unix::fs::symlink(&elsewhere, &file).unwrap();
-        assert_eq!(load(&dir, &made_from), None, "symlink");
+        assert_eq!(load(&dir, &bundle()), None, "symlink");
     }
 
     #[test]
     fn only_the_newest_cache_files_are_kept() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().to_path_buf();
-        let hashes: Vec<[u8; 32]> = (0..7u8).map(|i| crate::digest::sha256([i])).collect();
-        for (i, h) in hashes.iter().enumerate() {
-            store(&dir, h, &SystemRoots::default()).unwrap();
+        let paths: Vec<PathBuf> = (0..7u8)
+            .map(|i| PathBuf::from(format!("/b{i}.crt")))
+            .collect();
+        for (i, path) in paths.iter().enumerate() {
+            let bundle = Bundle { path, bytes: b"x" };
+            store(&dir, &bundle, &SystemRoots::default()).unwrap();
             // Distinct modification times, oldest first.
             let t = std::time::SystemTime::UNIX_EPOCH
                 + std::time::Duration::from_secs(1_000 + i as u64);
             std::fs::File::options()
                 .write(true)
-                .open(file_for(&dir, h))
+                .open(file_for(&dir, path))
                 .unwrap()
                 .set_modified(t)
                 .unwrap();
         }
-        let mut left: Vec<String> = std::fs::read_dir(&dir)
+        let mut left: Vec<PathBuf> = std::fs::read_dir(&dir)
             .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .map(|e| e.unwrap().path())
             .collect();
         left.sort();
-        let mut want: Vec<String> = hashes[hashes.len() - KEEP..]
+        let mut want: Vec<PathBuf> = paths[paths.len() - KEEP..]
             .iter()
-            .map(|h| format!("{PREFIX}{}", hex::encode(h)))
+            .map(|p| file_for(&dir, p))
             .collect();
         want.sort();
         assert_eq!(left, want);

@@ -15,7 +15,7 @@
 //! symlinks and copies hold identical text, identical text is an identical certificate, and
 //! rustls-pki-types' constant-time base64 decoder is the costly part (BENCHMARKS.md, note 8).
 //!
-//! A bundle's decoded certificates are kept in a cache addressed by the bundle's SHA-256
+//! A bundle's decoded certificates and anchors are cached with a copy of the bundle's bytes
 //! ([`cache`], issue 47): a process that finds the same bytes takes them without decoding.
 
 use rustls_pki_types::{CertificateDer, TrustAnchor};
@@ -63,18 +63,21 @@ pub fn system_roots() -> &'static SystemRoots {
 }
 
 /// The roots of a bundle file, or, when there is none (absent, unreadable or without a
-/// certificate), of every file of `dirs`. A bundle's certificates come from the cache in
-/// `cache_dir` when it holds them for the bundle's exact bytes, and are kept there when it did
-/// not; roots read from the directories are not cached.
+/// certificate), of every file of `dirs`. A bundle's roots come from the cache in `cache_dir`
+/// when it holds them for the bundle's exact bytes, and are kept there when it did not; roots
+/// read from the directories are not cached.
 pub fn roots_cached(
     file: Option<&Path>,
     dirs: &[PathBuf],
     cache_dir: Option<&Path>,
 ) -> SystemRoots {
     let mut roots = RootsReader::default();
-    if let Some(bytes) = file.and_then(|f| roots.read_whole(f)) {
-        let bundle_sha256 = cache::bundle_sha256(&bytes);
-        if let Some(cached) = cache_dir.and_then(|d| cache::load(d, &bundle_sha256)) {
+    if let Some((path, bytes)) = file.and_then(|f| Some((f, roots.read_whole(f)?))) {
+        let bundle = cache::Bundle {
+            path,
+            bytes: &bytes,
+        };
+        if let Some(cached) = cache_dir.and_then(|d| cache::load(d, &bundle)) {
             return cached;
         }
         roots.read_pem(&bytes);
@@ -82,7 +85,7 @@ pub fn roots_cached(
         if !certs.is_empty() {
             let decoded = SystemRoots::of(certs);
             if let Some(dir) = cache_dir
-                && let Err(e) = cache::store(dir, &bundle_sha256, &decoded)
+                && let Err(e) = cache::store(dir, &bundle, &decoded)
             {
                 tracing::debug!(dir = %dir.display(), "trust roots not cached: {e}");
             }

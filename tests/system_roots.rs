@@ -17,6 +17,17 @@ async fn walk(
     dir: Option<&Path>,
     ca_cert: Option<&Path>,
 ) -> Output {
+    run(walk_command(l, origin, file, dir, ca_cert)).await
+}
+
+/// The command [`walk`] runs, for a test that changes its environment further.
+fn walk_command(
+    l: &Layout,
+    origin: &str,
+    file: Option<&Path>,
+    dir: Option<&Path>,
+    ca_cert: Option<&Path>,
+) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_conduct-walker"));
     cmd.args([
         "walk",
@@ -42,8 +53,19 @@ async fn walk(
     if let Some(ca) = ca_cert {
         cmd.arg("--ca-cert").arg(ca);
     }
-    let dir = tempfile::tempdir().unwrap();
-    cmd.arg("--out").arg(dir.path().join("rec.json"));
+    cmd.arg("--out")
+        .arg(l.root.join(format!("rec-{}.json", unique())));
+    cmd
+}
+
+/// A number no earlier call returned (a record file per walk).
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+async fn run(cmd: Command) -> Output {
     tokio::process::Command::from(cmd).output().await.unwrap()
 }
 
@@ -324,17 +346,9 @@ async fn without_a_cache_directory_the_bundle_is_decoded_every_time() {
         .unwrap();
     let l = Layout::new();
     let bundle = l.bundle("ca-certificates.crt", &[&ca]);
-    let out_dir = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_conduct-walker"));
-    cmd.args(["walk", "--origin", &agent.origin(), "--mode", "a2a"])
-        .args(["--witness-name", "roots test", "--vantage", "loopback"])
-        .args(["--allow-private-network", "--json", "--out"])
-        .arg(out_dir.path().join("rec.json"))
-        .env_remove("XDG_CACHE_HOME")
-        .env_remove("HOME")
-        .env_remove("SSL_CERT_DIR")
-        .env("SSL_CERT_FILE", &bundle);
-    let out = tokio::process::Command::from(cmd).output().await.unwrap();
+    let mut cmd = walk_command(&l, &agent.origin(), Some(&bundle), None, None);
+    cmd.env_remove("XDG_CACHE_HOME").env_remove("HOME");
+    let out = run(cmd).await;
     assert!(
         passed(&out),
         "{}{}",

@@ -61,15 +61,18 @@ pub struct Bundle<'a> {
 
 impl Bundle<'_> {
     fn path_bytes(&self) -> &[u8] {
-        use std::os::unix::ffi::OsStrExt as _;
-        self.path.as_os_str().as_bytes()
+        path_bytes(self.path)
     }
+}
+
+fn path_bytes(path: &Path) -> &[u8] {
+    use std::os::unix::ffi::OsStrExt as _;
+    path.as_os_str().as_bytes()
 }
 
 /// The cache file for the bundle at `bundle_path`.
 pub fn file_for(dir: &Path, bundle_path: &Path) -> PathBuf {
-    use std::os::unix::ffi::OsStrExt as _;
-    let name = crate::digest::sha256_hex(bundle_path.as_os_str().as_bytes());
+    let name = crate::digest::sha256_hex(path_bytes(bundle_path));
     dir.join(format!("{PREFIX}{}", &name[..32]))
 }
 
@@ -163,9 +166,9 @@ impl<'a> Fields<'a> {
     }
 
     fn u32(&mut self) -> Option<usize> {
-        let (n, rest) = take_u32(self.0)?;
+        let (n, rest) = self.0.split_first_chunk::<4>()?;
         self.0 = rest;
-        Some(n)
+        usize::try_from(u32::from_le_bytes(*n)).ok()
     }
 
     /// A count of certificates or anchors, within [`MAX_CERTS`].
@@ -180,12 +183,6 @@ impl<'a> Fields<'a> {
         self.0 = rest;
         (!field.is_empty()).then_some(field)
     }
-}
-
-fn take_u32(bytes: &[u8]) -> Option<(usize, &[u8])> {
-    let (n, rest) = bytes.split_at_checked(4)?;
-    let n = u32::from_le_bytes(n.try_into().ok()?);
-    Some((usize::try_from(n).ok()?, rest))
 }
 
 /// The roots cached for exactly `bundle`, when `dir` holds a whole cache file for it that only

@@ -71,30 +71,39 @@ pub fn roots_cached(
     dirs: &[PathBuf],
     cache_dir: Option<&Path>,
 ) -> SystemRoots {
-    let mut roots = RootsReader::default();
-    if let Some((path, bytes)) = file.and_then(|f| Some((f, roots.read_whole(f)?))) {
-        let bundle = cache::Bundle {
-            path,
-            bytes: &bytes,
-        };
-        if let Some(cached) = cache_dir.and_then(|d| cache::load(d, &bundle)) {
-            return cached;
-        }
-        roots.read_pem(&bytes);
-        let certs = roots.finish();
-        if !certs.is_empty() {
-            let decoded = SystemRoots::of(certs);
-            if let Some(dir) = cache_dir
-                && let Err(e) = cache::store(dir, &bundle, &decoded)
-            {
-                tracing::debug!(dir = %dir.display(), "trust roots not cached: {e}");
-            }
-            return decoded;
-        }
-        roots = RootsReader::default();
+    file.and_then(|f| bundle_roots(f, cache_dir))
+        .unwrap_or_else(|| {
+            let mut roots = RootsReader::default();
+            roots.read_dirs(dirs);
+            SystemRoots::of(roots.finish())
+        })
+}
+
+/// The roots of the bundle at `path`, from the cache when it holds them for these exact bytes,
+/// else decoded (and cached); None when the bundle is absent, unreadable or holds no
+/// certificate.
+fn bundle_roots(path: &Path, cache_dir: Option<&Path>) -> Option<SystemRoots> {
+    let mut reader = RootsReader::default();
+    let bytes = reader.read_whole(path)?;
+    let bundle = cache::Bundle {
+        path,
+        bytes: &bytes,
+    };
+    if let Some(cached) = cache_dir.and_then(|d| cache::load(d, &bundle)) {
+        return Some(cached);
     }
-    roots.read_dirs(dirs);
-    SystemRoots::of(roots.finish())
+    reader.read_pem(&bytes);
+    let certs = reader.finish();
+    if certs.is_empty() {
+        return None;
+    }
+    let decoded = SystemRoots::of(certs);
+    if let Some(dir) = cache_dir
+        && let Err(e) = cache::store(dir, &bundle, &decoded)
+    {
+        tracing::debug!(dir = %dir.display(), "trust roots not cached: {e}");
+    }
+    Some(decoded)
 }
 
 /// Where the roots are: the environment's `SSL_CERT_FILE`/`SSL_CERT_DIR` if either is set (then
